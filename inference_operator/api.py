@@ -1,0 +1,336 @@
+"""The InferenceService API, as pydantic models: the one source of truth.
+
+The CRD's OpenAPI schema is generated from these models (``crd.py``), and the reconciler
+parses every spec through them once, at the entry of reconcile. A rule that spans fields is
+written twice, side by side: as a CEL expression the API server enforces at admission, and as
+a Python check the reconciler enforces for objects that never went through admission
+(written straight into the fake API server, or created before a rule existed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+MAX_GPUS_PER_REPLICA = 16
+MAX_REPLICAS = 1000
+MAX_LIST_ITEMS = 64
+
+# The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
+ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+LABEL_KEY_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A cross-field rule: CEL for the API server, a predicate for the reconciler."""
+
+    cel: str
+    message: str
+    field_path: str
+    check: Callable[[Any], bool]
+
+
+def _rules(*rules: Rule) -> dict[str, Any]:
+    return {
+        "x-kubernetes-validations": [
+            {"rule": r.cel, "message": r.message, **({"fieldPath": r.field_path} if r.field_path else {})}
+            for r in rules
+        ]
+    }
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+Quantity = Annotated[
+    int | str,
+    Field(json_schema_extra={"x-kubernetes-int-or-string": True}),
+]
+
+ResourceName = Literal["cpu", "memory", "ephemeral-storage"]
+
+
+def _at(path: str, message: str) -> str:
+    """Tag a validator message with the sub-field it is about; see format_validation_error."""
+    return f"@{path}@ {message}"
+
+
+def _check_quantities(values: dict[str, int | str] | None, where: str) -> dict[str, int | str] | None:
+    for key, value in (values or {}).items():
+        if isinstance(value, bool) or (isinstance(value, int) and value < 0):
+            raise ValueError(_at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
+        if isinstance(value, str) and not _QUANTITY_RE.match(value):
+            raise ValueError(_at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
+    return values
+
+
+class Resources(_Model):
+    """CPU, memory and ephemeral-storage requests and limits; GPUs go in ``spec.gpu``."""
+
+    requests: dict[ResourceName, Quantity] | None = Field(
+        default=None, description="Minimum resources per replica, e.g. {cpu: 4, memory: 32Gi}."
+    )
+    limits: dict[ResourceName, Quantity] | None = Field(default=None, description="Maximum resources per replica.")
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantities(cls, v: dict[str, int | str] | None, info: Any) -> dict[str, int | str] | None:
+        return _check_quantities(v, info.field_name)
+
+
+class KeyRef(_Model):
+    name: str = Field(min_length=1, max_length=253, description="Name of the Secret or ConfigMap.")
+    key: str = Field(min_length=1, max_length=253, description="Key inside it.")
+    optional: bool | None = None
+
+
+ENV_SOURCE_ONE = Rule(
+    cel="has(self.secretKeyRef) != has(self.configMapKeyRef)",
+    message="set exactly one of secretKeyRef or configMapKeyRef",
+    field_path="",
+    check=lambda s: (s.secretKeyRef is None) != (s.configMapKeyRef is None),
+)
+
+
+class EnvVarSource(_Model):
+    secretKeyRef: KeyRef | None = Field(default=None, description="A key of a Secret in the same namespace.")
+    configMapKeyRef: KeyRef | None = Field(default=None, description="A key of a ConfigMap in the same namespace.")
+
+    model_config = ConfigDict(json_schema_extra=_rules(ENV_SOURCE_ONE))
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EnvVarSource:
+        if not ENV_SOURCE_ONE.check(self):
+            raise ValueError(ENV_SOURCE_ONE.message)
+        return self
+
+
+ENV_VALUE_XOR_SOURCE = Rule(
+    cel="!(has(self.value) && has(self.valueFrom))",
+    message="set either value or valueFrom, not both",
+    field_path="",
+    check=lambda e: not (e.value is not None and e.valueFrom is not None),
+)
+class EnvVar(_Model):
+    name: str = Field(min_length=1, max_length=256, pattern=ENV_NAME_PATTERN, description="Variable name.")
+    value: str | None = Field(default=None, max_length=32768, description="Literal value.")
+    valueFrom: EnvVarSource | None = Field(default=None, description="Take the value from a Secret or ConfigMap key.")
+
+    model_config = ConfigDict(json_schema_extra=_rules(ENV_VALUE_XOR_SOURCE))
+
+    @model_validator(mode="after")
+    def _value_xor_source(self) -> EnvVar:
+        if not ENV_VALUE_XOR_SOURCE.check(self):
+            raise ValueError(ENV_VALUE_XOR_SOURCE.message)
+        return self
+
+
+TOLERATION_EXISTS_NO_VALUE = Rule(
+    cel="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",
+    message="a toleration with operator Exists must not set value",
+    field_path="",
+    check=lambda t: t.operator != "Exists" or not t.value,
+)
+
+
+class Toleration(_Model):
+    key: str | None = Field(default=None, max_length=316, description="Taint key; empty with Exists matches all.")
+    operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Exists or Equal (default).")
+    value: str | None = Field(default=None, max_length=63)
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    tolerationSeconds: int | None = Field(default=None, ge=0)
+
+    model_config = ConfigDict(json_schema_extra=_rules(TOLERATION_EXISTS_NO_VALUE))
+
+    @model_validator(mode="after")
+    def _exists_has_no_value(self) -> Toleration:
+        if not TOLERATION_EXISTS_NO_VALUE.check(self):
+            raise ValueError(TOLERATION_EXISTS_NO_VALUE.message)
+        return self
+
+
+class LoadBalancerSpec(_Model):
+    enabled: bool = Field(default=True, description="Register the Service with the external load balancer.")
+
+
+RESERVED_ARGS = ("--model", "--port")
+ARGS_NOT_RESERVED = Rule(
+    cel="!has(self.args) || !self.args.exists(a, a == '--model' || a.startsWith('--model=')"
+    " || a == '--port' || a.startsWith('--port='))",
+    message="args must not set --model or --port: use spec.model and spec.port",
+    field_path=".args",
+    check=lambda s: not any(a.split("=", 1)[0] in RESERVED_ARGS for a in s.args),
+)
+ENV_NAMES_UNIQUE = Rule(
+    cel="!has(self.env) || self.env.all(e, self.env.exists_one(f, f.name == e.name))",
+    message="env names must be unique",
+    field_path=".env",
+    check=lambda s: len({e.name for e in s.env}) == len(s.env),
+)
+SPEC_RULES = (ARGS_NOT_RESERVED, ENV_NAMES_UNIQUE)
+
+
+class InferenceServiceSpec(_Model):
+    """What the user asks for: one inference server, replicated."""
+
+    image: str = Field(
+        min_length=1,
+        max_length=512,
+        description="Container image of the inference server, e.g. vllm/vllm-openai:v0.7.0.",
+    )
+    model: str = Field(min_length=1, max_length=512, description="Model to serve; passed as --model.")
+    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="Number of server replicas.")
+    port: int = Field(
+        default=8000, ge=1, le=65535, description="Container port the server listens on; passed as --port."
+    )
+    gpu: int = Field(default=0, ge=0, le=MAX_GPUS_PER_REPLICA, description="nvidia.com/gpu per replica.")
+    healthPath: str = Field(
+        default="/health",
+        min_length=1,
+        max_length=256,
+        pattern=r"^/",
+        description="HTTP path of the server's health endpoint (readiness and startup probes).",
+    )
+    resources: Resources | None = Field(default=None, description="CPU and memory requests and limits per replica.")
+    args: list[Annotated[str, Field(max_length=4096)]] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="Extra server arguments, after --model and --port."
+    )
+    env: list[EnvVar] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="Environment variables of the server container."
+    )
+    nodeSelector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
+        default_factory=dict, description="Schedule only on nodes with these labels."
+    )
+    tolerations: list[Toleration] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="Tolerate these node taints (GPU nodes are often tainted).",
+    )
+    progressDeadlineSeconds: int = Field(
+        default=1800,
+        ge=10,
+        le=86400,
+        description="Seconds a rollout may make no progress before it is reported Failed.",
+    )
+    loadBalancer: LoadBalancerSpec = Field(
+        default_factory=LoadBalancerSpec, description="External load balancer registration."
+    )
+
+    model_config = ConfigDict(json_schema_extra=_rules(*SPEC_RULES))
+
+    @field_validator("nodeSelector")
+    @classmethod
+    def _label_keys(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not re.match(LABEL_KEY_PATTERN, key) or len(key) > 316:
+                raise ValueError(_at(key, f"{key!r} is not a valid label key"))
+        return v
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> InferenceServiceSpec:
+        for rule in SPEC_RULES:
+            if not rule.check(self):
+                raise ValueError(_at(rule.field_path.lstrip("."), rule.message))
+        return self
+
+
+class Condition(_Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    observedGeneration: int | None = None
+    lastTransitionTime: str | None = None
+
+
+class LoadBalancerStatus(_Model):
+    id: str | None = Field(default=None, description="Registration id at the load balancer.")
+    address: str | None = Field(default=None, description="Address clients use.")
+    target: str | None = Field(default=None, description="In-cluster address the load balancer forwards to.")
+
+
+class InferenceServiceStatus(_Model):
+    """What the operator observed; written only by the operator."""
+
+    observedGeneration: int | None = None
+    replicas: int | None = None
+    readyReplicas: int | None = None
+    updatedReplicas: int | None = None
+    selector: str | None = Field(default=None, description="Label selector of the pods (scale subresource).")
+    phase: Literal["Pending", "Progressing", "Ready", "Degraded", "Failed", "Terminating"] | None = None
+    url: str | None = None
+    loadBalancer: LoadBalancerStatus | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+class SpecError(ValueError):
+    """The spec is invalid; ``message`` names every bad field (``spec.replicas: …``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def format_validation_error(error: ValidationError, prefix: str = "spec") -> str:
+    """One line per problem, each naming the field path, e.g. ``spec.replicas: must be >= 0``."""
+    parts = []
+    for err in error.errors(include_url=False):
+        loc = ".".join([prefix, *(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"])])
+        loc = loc.replace(".[", "[")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if msg.startswith("@"):
+            sub, _, msg = msg[1:].partition("@ ")
+            loc = f"{loc}.{sub}" if sub else loc
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_spec(spec: Any) -> InferenceServiceSpec:
+    """Parse a raw ``spec`` dict, raising :class:`SpecError` that names each bad field."""
+    if not isinstance(spec, dict):
+        raise SpecError("spec: must be an object with at least image and model")
+    try:
+        return InferenceServiceSpec.model_validate(spec)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc)) from None
+
+
+@dataclass(frozen=True)
+class InferenceService:
+    """A typed view of one InferenceService object: identity plus the parsed spec."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    spec: InferenceServiceSpec
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_object(cls, obj: dict[str, Any]) -> InferenceService:
+        """Parse the object's spec; raises :class:`SpecError` naming each bad field."""
+        meta = obj.get("metadata") or {}
+        return cls(
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            uid=meta.get("uid", ""),
+            generation=int(meta.get("generation") or 1),
+            spec=parse_spec(obj.get("spec")),
+            raw=obj,
+        )

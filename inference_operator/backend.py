@@ -1,0 +1,78 @@
+"""The two seams between the reconciler and the world: ``Backend`` and ``LoadBalancerProvider``.
+
+The reconciler is written against these protocols only. The simulator implements them over
+the in-process FakeApiServer; the real operator implements them over the kubernetes client
+and an HTTP load balancer registry. Tests swap implementations here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile pass asks of the queue (errors are raised, not returned).
+
+    Mirrors controller-runtime's ``reconcile.Result``: ``requeue_after`` wins over ``requeue``.
+    """
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+
+class Backend(Protocol):
+    """Reads come from an informer cache; writes go to the API server.
+
+    Objects returned by ``get`` are shared with the cache and must never be mutated.
+    Writes raise the exceptions of ``inference_operator.errors``.
+    """
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The cached object, or None when it does not exist."""
+        ...
+
+    def create(self, obj: Obj) -> Obj:
+        """Create ``obj``; raises AlreadyExists."""
+        ...
+
+    def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        """JSON merge patch (RFC 7386). A ``metadata.resourceVersion`` in the patch is a
+        precondition: the write fails with Conflict if the object changed since it was read."""
+        ...
+
+    def update_status(self, obj: Obj) -> Obj:
+        """Replace the status subresource; ``obj.metadata.resourceVersion`` is a precondition."""
+        ...
+
+    def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
+        """Post a Kubernetes Event about ``obj`` (type is Normal or Warning)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A record at the external load balancer."""
+
+    id: str
+    address: str
+    target: str
+
+
+class LoadBalancerError(Exception):
+    """The load balancer could not be reached or refused the request; retried with backoff."""
+
+
+class LoadBalancerProvider(Protocol):
+    """An external load balancer. Both calls are idempotent: repeating them is harmless."""
+
+    def register(self, key: str, *, target: str) -> Registration:
+        """Create or update the record for ``key`` (``namespace/name``) pointing at ``target``."""
+        ...
+
+    def release(self, key: str) -> None:
+        """Delete the record for ``key``; succeeds when there is none."""
+        ...

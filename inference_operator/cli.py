@@ -1,0 +1,118 @@
+"""The ``inference-operator`` command line: ``demo``, ``crd`` (and, on a cluster, ``run``).
+
+Errors a user can fix (a bad option, an unreadable or invalid manifest) print one line on
+stderr and exit with code 2; no tracebacks for those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from .api import SpecError, parse_spec
+from .constants import API_VERSION, KIND
+
+
+class UsageError(Exception):
+    """A problem with what the user typed or pointed us at; exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def load_manifest(path: str) -> dict[str, Any]:
+    """Read one InferenceService manifest and validate it as the API server would."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as err:
+        raise UsageError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{path}:{where} not valid YAML: {getattr(err, 'problem', err)}") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise UsageError(f"{path}: expected exactly one InferenceService object, found {len(docs)} documents")
+    obj = docs[0]
+    if obj.get("kind") != KIND or obj.get("apiVersion") != API_VERSION:
+        raise UsageError(
+            f"{path}: expected apiVersion {API_VERSION} and kind {KIND}, got {obj.get('apiVersion')} {obj.get('kind')}"
+        )
+    name = (obj.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{path}: metadata.name is required")
+    try:
+        parse_spec(obj.get("spec"))
+    except SpecError as err:
+        raise UsageError(f"{path}: invalid InferenceService {name}: {err.message}") from None
+    return obj
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_manifest, run_scenarios
+
+    if args.file:
+        return run_manifest(load_manifest(args.file), sys.stdout, ready_after=args.ready_after)
+    failed = run_scenarios(args.scenario, sys.stdout)
+    if failed:
+        print(f"{failed} scenario(s) failed their checks", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _cmd_crd(args: argparse.Namespace) -> int:
+    from .crd import crd_yaml
+
+    text = crd_yaml()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .demo import SCENARIO_NAMES
+
+    parser = _Parser(prog="inference-operator", description="Run GPU inference servers from InferenceService objects.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    demo = sub.add_parser("demo", help="run the control loop on the bundled simulator and print a timeline")
+    demo.add_argument(
+        "--scenario",
+        action="append",
+        choices=SCENARIO_NAMES,
+        help="run only this scenario (repeatable); default: all four",
+    )
+    demo.add_argument("-f", "--file", help="simulate your own InferenceService manifest instead ('-' for stdin)")
+    demo.add_argument("--ready-after", type=float, default=5.0, help="seconds pods take to become ready (default 5)")
+    demo.set_defaults(func=_cmd_demo)
+
+    crd = sub.add_parser("crd", help="print the CustomResourceDefinition generated from the API models")
+    crd.add_argument("-o", "--output", help="write to this file instead of stdout")
+    crd.set_defaults(func=_cmd_crd)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        code: int = args.func(args)
+        return code
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def entrypoint() -> NoReturn:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

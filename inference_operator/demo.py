@@ -1,0 +1,184 @@
+"""The demo: the seed's four scenarios, run on the simulator, printed as a timeline.
+
+Each scenario builds a fresh Simulation, acts like a user (``kubectl apply``, ``delete``,
+``scale``), runs the control loop until it is quiet, prints what the operator did and when, and
+checks the outcome. ``run_manifest`` does the same for a user's own InferenceService file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from .constants import DEPLOYMENT, KIND, SERVICE
+from .model import make_inference_service
+from .sim import Simulation
+
+Obj = dict[str, Any]
+NS, NAME = "default", "llama"
+
+
+@dataclass
+class Report:
+    """What one scenario printed and whether its checks held."""
+
+    name: str
+    lines: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, what: str) -> None:
+        self.lines.append(f"  {'ok  ' if ok else 'FAIL'} {what}")
+        if not ok:
+            self.failures.append(what)
+
+    def timeline(self, sim: Simulation) -> None:
+        self.lines.extend(str(entry) for entry in sim.timeline)
+        sim.clear_timeline()
+
+
+def _llama(replicas: int = 2, image: str = "vllm:0.6.3") -> Obj:
+    return make_inference_service(NAME, image=image, model="Llama-3", replicas=replicas)
+
+
+def _status(sim: Simulation) -> Obj:
+    obj = sim.get(KIND, NS, NAME) or {}
+    status: Obj = obj.get("status") or {}
+    return status
+
+
+def _ready(sim: Simulation) -> str | None:
+    for c in _status(sim).get("conditions") or []:
+        if c["type"] == "Ready":
+            return str(c["status"])
+    return None
+
+
+def _created(sim: Simulation, replicas: int) -> None:
+    """Setup shared by later scenarios: an InferenceService that is already Ready."""
+    sim.apply(_llama(replicas))
+    sim.run_until_quiescent()
+    sim.clear_timeline()
+
+
+def scenario_create(report: Report) -> None:
+    sim = Simulation(ready_after=5.0)
+    sim.apply(_llama(replicas=2))
+    runs = sim.run_until_quiescent()
+    report.timeline(sim)
+    st = _status(sim)
+    report.check(_ready(sim) == "True", f"Ready=True (got {_ready(sim)}, phase {st.get('phase')})")
+    report.check(st.get("readyReplicas") == 2, f"readyReplicas == 2 (got {st.get('readyReplicas')})")
+    report.check(
+        sim.get(DEPLOYMENT, NS, NAME) is not None and sim.get(SERVICE, NS, NAME) is not None,
+        "Deployment and Service exist",
+    )
+    report.check(f"{NS}/{NAME}" in sim.lb.registrations, "load balancer registered")
+    report.lines.append(f"  {runs} reconciles")
+
+
+def scenario_scale_upgrade(report: Report) -> None:
+    sim = Simulation(ready_after=5.0)
+    _created(sim, replicas=2)
+    sim.apply(_llama(replicas=4, image="vllm:0.7.0"))
+    runs = sim.run_until_quiescent()
+    report.timeline(sim)
+    st = _status(sim)
+    dep = sim.get(DEPLOYMENT, NS, NAME) or {}
+    image = dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0].get("image")
+    report.check(st.get("observedGeneration") == 2, f"observedGeneration == 2 (got {st.get('observedGeneration')})")
+    report.check(runs > 1, f"more than one reconcile (got {runs})")
+    report.check(
+        image == "vllm:0.7.0" and dep.get("spec", {}).get("replicas") == 4,
+        f"Deployment patched to vllm:0.7.0 x4 (got {image} x{dep.get('spec', {}).get('replicas')})",
+    )
+    report.check(
+        _ready(sim) == "True" and st.get("readyReplicas") == 4,
+        f"Ready=True with 4 ready replicas (got {_ready(sim)}, {st.get('readyReplicas')})",
+    )
+
+
+def scenario_delete(report: Report) -> None:
+    sim = Simulation(ready_after=5.0)
+    _created(sim, replicas=2)
+    sim.delete(KIND, NS, NAME)
+    sim.note(f"kubectl delete inferenceservice {NAME}")
+    sim.run_until_quiescent()
+    collected = [k for k in (DEPLOYMENT, SERVICE) if sim.get(k, NS, NAME) is None]
+    if collected:
+        sim.note(f"garbage collector deleted {' and '.join(collected)} {NAME}")
+    report.timeline(sim)
+    gone = [k for k in (KIND, DEPLOYMENT, SERVICE) if sim.get(k, NS, NAME) is None]
+    report.check(len(gone) == 3, f"InferenceService, Deployment and Service gone (gone: {', '.join(gone)})")
+    releases = sim.lb.release_calls.count(f"{NS}/{NAME}")
+    report.check(releases == 1, f"load balancer released exactly once (got {releases})")
+    report.check(not sim.lb.registrations, "no load balancer record left behind")
+
+
+def scenario_drift(report: Report) -> None:
+    sim = Simulation(ready_after=5.0)
+    _created(sim, replicas=3)
+    sim.api.patch(DEPLOYMENT, NS, NAME, {"spec": {"replicas": 99}})
+    sim.note(f"kubectl scale deployment {NAME} --replicas=99")
+    sim.run_until_quiescent()
+    sim.delete(SERVICE, NS, NAME)
+    sim.note(f"kubectl delete service {NAME}")
+    sim.run_until_quiescent()
+    report.timeline(sim)
+    dep = sim.get(DEPLOYMENT, NS, NAME) or {}
+    replicas = dep.get("spec", {}).get("replicas")
+    report.check(replicas == 3, f"Deployment replicas back to 3 (got {replicas})")
+    report.check(sim.get(SERVICE, NS, NAME) is not None, "deleted Service recreated")
+    report.check(_ready(sim) == "True", f"Ready=True again (got {_ready(sim)})")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    run: Callable[[Report], None]
+
+
+SCENARIOS = (
+    Scenario("create", "create: 2 replicas of vllm:0.6.3 until Ready", scenario_create),
+    Scenario("scale-upgrade", "scale + upgrade: replicas 2→4, image vllm:0.6.3→vllm:0.7.0", scenario_scale_upgrade),
+    Scenario("delete", "delete: load balancer released, then children garbage-collected", scenario_delete),
+    Scenario("drift", "drift: Deployment scaled to 99 by hand, Service deleted by hand", scenario_drift),
+)
+SCENARIO_NAMES = tuple(s.name for s in SCENARIOS)
+
+
+def run_scenarios(names: list[str] | None, out: TextIO) -> int:
+    """Run the named scenarios (all by default); returns how many failed their checks."""
+    failed = 0
+    for scenario in SCENARIOS:
+        if names and scenario.name not in names:
+            continue
+        report = Report(scenario.name)
+        scenario.run(report)
+        print(f"== {scenario.title}", file=out)
+        for line in report.lines:
+            print(line, file=out)
+        print(file=out)
+        failed += bool(report.failures)
+    return failed
+
+
+def run_manifest(manifest: Obj, out: TextIO, *, ready_after: float = 5.0) -> int:
+    """Apply a user's InferenceService to a fresh simulation and show how it converges."""
+    sim = Simulation(ready_after=ready_after)
+    sim.apply(manifest)
+    sim.run_until_quiescent()
+    meta = manifest["metadata"]
+    obj = sim.get(KIND, meta.get("namespace", NS), meta["name"]) or {}
+    for entry in sim.timeline:
+        print(entry, file=out)
+    status = obj.get("status") or {}
+    print(
+        f"phase={status.get('phase')} ready={status.get('readyReplicas')}/{obj['spec'].get('replicas', 1)} "
+        f"url={status.get('url')}",
+        file=out,
+    )
+    for c in status.get("conditions") or []:
+        print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
+    return 0 if status.get("phase") == "Ready" else 1

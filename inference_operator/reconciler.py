@@ -1,0 +1,312 @@
+"""The InferenceService reconciler: one pass from observed state to desired state.
+
+It follows the four rules of reconcile (DESIGN.md):
+
+1. level-triggered: every pass reads the whole current state from the cache and never asks
+   which event woke it; a missing InferenceService means there is nothing to do;
+2. idempotent: get before create or patch, compare only the fields it sets, write status only
+   when it changed; a converged object costs zero writes;
+3. never block: waiting for pods is ``requeue_after``, never a sleep;
+4. optimistic: every write carries the resourceVersion it read; a Conflict is raised and the
+   controller retries with backoff.
+
+It knows nothing about Kopf or the simulator: it talks to a ``Backend`` and a
+``LoadBalancerProvider``. Errors are raised; the controller turns them into backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .api import InferenceService, SpecError
+from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
+from .builders import desired_deployment, desired_service
+from .clock import Clock, format_timestamp
+from .compare import differences
+from .conditions import Cond, is_true
+from .constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
+from .constants import ConditionType as CT
+from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from .status import LoadBalancerState, compute_status, invalid_spec_status, override_status
+
+Obj = dict[str, Any]
+log = logging.getLogger("inference_operator.reconciler")
+
+DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
+
+
+class ChildConflict(Exception):
+    """A child with the InferenceService's name exists but is controlled by something else."""
+
+
+class Reconciler:
+    """Reconciles one InferenceService per call; safe to call from several worker threads for
+    different keys (the workqueue never hands one key to two workers)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        load_balancer: LoadBalancerProvider,
+        clock: Clock,
+        *,
+        requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
+    ) -> None:
+        self.backend = backend
+        self.lb = load_balancer
+        self.clock = clock
+        self.requeue_while_progressing = requeue_while_progressing
+
+    # -- entry point -------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        obj = self.backend.get(KIND, namespace, name)
+        if obj is None:
+            return Result()  # deleted: owner references let the garbage collector take the children
+        if is_being_deleted(obj):
+            return self._finalize(obj)
+        try:
+            isvc = InferenceService.from_object(obj)
+        except SpecError as err:
+            return self._report_invalid_spec(obj, err.message)
+        obj = self._ensure_finalizer(obj)
+        try:
+            service = self._ensure_child(isvc, SERVICE, desired_service(isvc), obj)
+            deployment = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), obj)
+        except ChildConflict as err:
+            self._report_blocked(obj, isvc.generation, str(err))
+            raise
+        lb = self._ensure_load_balancer(isvc, obj, service)
+        status = compute_status(isvc, obj.get("status") or {}, deployment, service, lb, now=self._now())
+        self._write_status(obj, status)
+        if lb.state == "failed":
+            raise LoadBalancerError(lb.message)
+        return self._next(status)
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _ensure_finalizer(self, obj: Obj) -> Obj:
+        if has_finalizer(obj):
+            return obj
+        meta = obj["metadata"]
+        patched = self.backend.patch(
+            KIND,
+            meta["namespace"],
+            meta["name"],
+            {
+                "metadata": {
+                    "finalizers": [*(meta.get("finalizers") or []), FINALIZER],
+                    "resourceVersion": meta["resourceVersion"],
+                }
+            },
+        )
+        log.info("Added finalizer name=%s namespace=%s finalizer=%s", meta["name"], meta["namespace"], FINALIZER)
+        return patched
+
+    def _ensure_child(self, isvc: InferenceService, kind: str, desired: Obj, owner: Obj) -> Obj:
+        live = self.backend.get(kind, isvc.namespace, isvc.name)
+        if live is None:
+            created = self.backend.create(desired)
+            recreated = _condition_true(owner, CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY)
+            verb = "Recreated" if recreated else "Created"
+            log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
+            self.backend.record_event(
+                owner,
+                type="Normal",
+                reason=EventReason.RECREATED if recreated else EventReason.CREATED,
+                message=f"{verb} {kind} {isvc.name}",
+            )
+            return created
+        if controller_owner_uid(live) != isvc.uid:
+            raise ChildConflict(
+                f"{kind} {isvc.namespace}/{isvc.name} exists but is not controlled by this InferenceService "
+                f"(uid {isvc.uid}); delete or rename it, or wait for the garbage collector if it belonged "
+                "to a deleted InferenceService of the same name"
+            )
+        changed = differences(live, desired)
+        if not changed:
+            return live
+        patch = {
+            "metadata": {
+                "labels": desired["metadata"]["labels"],
+                "resourceVersion": live["metadata"]["resourceVersion"],
+            },
+            "spec": desired["spec"],
+        }
+        patched = self.backend.patch(kind, isvc.namespace, isvc.name, patch)
+        fields = ", ".join(changed)
+        log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, fields)
+        self.backend.record_event(
+            owner, type="Normal", reason=EventReason.PATCHED, message=f"Patched {kind} {isvc.name}: {fields}"
+        )
+        return patched
+
+    def _ensure_load_balancer(self, isvc: InferenceService, obj: Obj, service: Obj | None) -> LoadBalancerState:
+        key = key_of(isvc.namespace, isvc.name)
+        previous = (obj.get("status") or {}).get("loadBalancer") or {}
+        if not isvc.spec.loadBalancer.enabled:
+            if previous:
+                self._release(obj, key)
+            return LoadBalancerState("disabled")
+        if service is None:
+            return LoadBalancerState("waiting")
+        target = f"{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
+        if previous.get("id") and previous.get("target") == target:
+            return LoadBalancerState("registered", Registration(previous["id"], previous.get("address", ""), target))
+        try:
+            registration = self.lb.register(key, target=target)
+        except LoadBalancerError as err:
+            message = f"registering {key} with the load balancer failed: {err}; retrying with backoff"
+            log.warning(
+                "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
+            )
+            self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+            return LoadBalancerState("failed", message=message)
+        log.info(
+            "Registered load balancer name=%s namespace=%s id=%s address=%s",
+            isvc.name,
+            isvc.namespace,
+            registration.id,
+            registration.address,
+        )
+        self.backend.record_event(
+            obj,
+            type="Normal",
+            reason=EventReason.LB_REGISTERED,
+            message=f"Registered {target} with the load balancer as {registration.id} at {registration.address}",
+        )
+        return LoadBalancerState("registered", registration)
+
+    def _release(self, obj: Obj, key: str) -> None:
+        self.lb.release(key)
+        log.info("Released load balancer key=%s", key)
+        self.backend.record_event(
+            obj, type="Normal", reason=EventReason.LB_RELEASED, message=f"Released the load balancer record of {key}"
+        )
+
+    def _finalize(self, obj: Obj) -> Result:
+        """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
+        if not has_finalizer(obj):
+            return Result()
+        meta = obj["metadata"]
+        key = key_of(meta["namespace"], meta["name"])
+        try:
+            self._release(obj, key)
+        except LoadBalancerError as err:
+            message = (
+                f"releasing the load balancer record of {key} failed: {err}; the finalizer stays "
+                "until the release succeeds, retrying with backoff"
+            )
+            log.warning("Failed to release load balancer key=%s error=%s", key, err)
+            self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+            self._write_terminating_status(obj, message)
+            raise
+        self.backend.patch(
+            KIND,
+            meta["namespace"],
+            meta["name"],
+            {
+                "metadata": {
+                    "finalizers": [f for f in meta.get("finalizers") or [] if f != FINALIZER],
+                    "resourceVersion": meta["resourceVersion"],
+                }
+            },
+        )
+        log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
+        return Result()
+
+    # -- status -----------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return format_timestamp(self.clock.wall())
+
+    def _write_status(self, obj: Obj, status: Obj) -> Obj:
+        previous = obj.get("status") or {}
+        if status == previous:
+            return obj
+        meta = obj["metadata"]
+        written = self.backend.update_status(
+            {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "resourceVersion": meta["resourceVersion"],
+                },
+                "status": status,
+            }
+        )
+        self._announce_transitions(obj, previous, status)
+        return written
+
+    def _announce_transitions(self, obj: Obj, previous: Obj, status: Obj) -> None:
+        """Events for the transitions a person cares about: ready, degraded, failed."""
+        old: dict[str, dict[str, Any]] = {c["type"]: c for c in previous.get("conditions") or []}
+        new: dict[str, dict[str, Any]] = {c["type"]: c for c in status.get("conditions") or []}
+        name = obj["metadata"]["name"]
+
+        def flipped(type_: str, status_: str, reason: str | None = None) -> dict[str, Any] | None:
+            c = new.get(type_)
+            if c is None or c["status"] != status_ or (reason and c["reason"] != reason):
+                return None
+            o = old.get(type_)
+            if (
+                o is not None
+                and o["status"] == c["status"]
+                and o["reason"] == c["reason"]
+                and (reason != Reason.INVALID_SPEC or o["message"] == c["message"])
+            ):
+                return None
+            return c
+
+        if c := flipped(CT.READY, "True"):
+            self._event(obj, "Normal", EventReason.READY, f"InferenceService {name} is ready: {c['message']}")
+        if c := flipped(CT.DEGRADED, "True"):
+            self._event(obj, "Warning", EventReason.DEGRADED, f"InferenceService {name} is degraded: {c['message']}")
+        if c := flipped(CT.PROGRESSING, "False", Reason.PROGRESS_DEADLINE_EXCEEDED):
+            self._event(obj, "Warning", EventReason.FAILED, f"InferenceService {name} failed: {c['message']}")
+        if c := flipped(CT.READY, "False", Reason.INVALID_SPEC):
+            self._event(obj, "Warning", EventReason.INVALID_SPEC, f"Invalid spec: {c['message']}")
+
+    def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        meta = obj["metadata"]
+        level = logging.WARNING if type_ == "Warning" else logging.INFO
+        log.log(level, "%s name=%s namespace=%s message=%r", reason, meta["name"], meta["namespace"], message)
+        self.backend.record_event(obj, type=type_, reason=reason, message=message)
+
+    def _report_invalid_spec(self, obj: Obj, message: str) -> Result:
+        generation = int(obj["metadata"].get("generation") or 1)
+        status = invalid_spec_status(obj.get("status") or {}, generation=generation, message=message, now=self._now())
+        self._write_status(obj, status)
+        # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
+        return Result()
+
+    def _report_blocked(self, obj: Obj, generation: int, message: str) -> None:
+        conds = [Cond(CT.READY, "False", Reason.CHILD_CONFLICT, message)]
+        self._write_status(
+            obj,
+            override_status(obj.get("status") or {}, conds, generation=generation, phase=Phase.FAILED, now=self._now()),
+        )
+
+    def _write_terminating_status(self, obj: Obj, message: str) -> None:
+        conds = [
+            Cond(CT.READY, "False", Reason.TERMINATING, message),
+            Cond(CT.LOAD_BALANCER_READY, "False", Reason.LOAD_BALANCER_FAILED, message),
+        ]
+        generation = int(obj["metadata"].get("generation") or 1)
+        self._write_status(
+            obj,
+            override_status(
+                obj.get("status") or {}, conds, generation=generation, phase=Phase.TERMINATING, now=self._now()
+            ),
+        )
+
+    def _next(self, status: Obj) -> Result:
+        if status.get("phase") in (Phase.READY, Phase.FAILED):
+            return Result()
+        return Result(requeue_after=self.requeue_while_progressing)
+
+
+def _condition_true(obj: Obj, type_: str) -> bool:
+    return is_true((obj.get("status") or {}).get("conditions") or [], type_)

@@ -1,0 +1,146 @@
+"""The simulator's implementation of the reconciler's seams, plus the timeline recorder.
+
+``FakeBackend`` reads from the shared informer caches and writes to the FakeApiServer, like
+the real backend reads from Kopf-fed caches and writes to kube-apiserver. ``Timeline`` turns
+the operator's writes into the human-readable lines the demo prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..backend import LoadBalancerProvider, Registration
+from ..clock import Clock
+from ..constants import DEPLOYMENT, FINALIZER, KIND
+from .apiserver import FakeApiServer
+from .informer import SharedInformer
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    time: float
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{self.time:6.1f}s] {self.text}"
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes Event as the simulator keeps it."""
+
+    time: float
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class Timeline:
+    """What the operator did, when: children created or patched, status changes, LB calls."""
+
+    clock: Clock
+    entries: list[TimelineEntry] = field(default_factory=list)
+    _last_status: dict[str, str] = field(default_factory=dict)
+
+    def add(self, text: str) -> None:
+        self.entries.append(TimelineEntry(self.clock.now(), text))
+
+    def status(self, obj: Obj) -> None:
+        """Record a status line, only when its summary differs from the last one shown."""
+        meta, status = obj["metadata"], obj.get("status") or {}
+        line = (
+            f"status gen={meta.get('generation')} ready={status.get('readyReplicas', 0)}/"
+            f"{obj['spec'].get('replicas', 1)} observedGen={status.get('observedGeneration')}"
+        )
+        key = f"{meta['namespace']}/{meta['name']}"
+        if self._last_status.get(key) != line:
+            self._last_status[key] = line
+            self.add(line)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+def _describe(obj: Obj) -> str:
+    if obj["kind"] == DEPLOYMENT:
+        container = obj["spec"]["template"]["spec"]["containers"][0]
+        return (
+            f"{obj['kind']} {obj['metadata']['name']} (image={container['image']}, replicas={obj['spec']['replicas']})"
+        )
+    return f"{obj['kind']} {obj['metadata']['name']}"
+
+
+class FakeBackend:
+    """``Backend`` over the FakeApiServer and the simulation's shared informers."""
+
+    def __init__(
+        self, api: FakeApiServer, informers: dict[str, SharedInformer], clock: Clock, timeline: Timeline
+    ) -> None:
+        self.api = api
+        self.informers = informers
+        self.clock = clock
+        self.timeline = timeline
+        self.events: list[Event] = []
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return self.informers[kind].get(namespace, name)
+
+    def create(self, obj: Obj) -> Obj:
+        created = self.api.create(obj)
+        self.timeline.add(f"created {_describe(created)}")
+        return created
+
+    def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        before = self.informers[kind].get(namespace, name)
+        patched = self.api.patch(kind, namespace, name, patch)
+        if kind == KIND:
+            had = FINALIZER in ((before or {}).get("metadata", {}).get("finalizers") or [])
+            has = FINALIZER in (patch.get("metadata", {}).get("finalizers") or [])
+            if had != has and "finalizers" in patch.get("metadata", {}):
+                self.timeline.add(f"{'added' if has else 'removed'} finalizer on {kind} {name}")
+        else:
+            self.timeline.add(f"patched {_describe(patched)}")
+        return patched
+
+    def update_status(self, obj: Obj) -> Obj:
+        written = self.api.update_status(obj)
+        if written["kind"] == KIND:
+            self.timeline.status(written)
+        return written
+
+    def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
+        meta = obj["metadata"]
+        self.events.append(
+            Event(self.clock.now(), meta.get("namespace", "default"), meta["name"], type, reason, message)
+        )
+
+
+class RecordingLoadBalancer:
+    """Wraps a LoadBalancerProvider to put its calls on the timeline."""
+
+    def __init__(self, inner: LoadBalancerProvider, timeline: Timeline) -> None:
+        self.inner = inner
+        self.timeline = timeline
+
+    def register(self, key: str, *, target: str) -> Registration:
+        try:
+            reg = self.inner.register(key, target=target)
+        except Exception as err:
+            self.timeline.add(f"load balancer registration of {key} failed: {err}")
+            raise
+        self.timeline.add(f"registered load balancer {key} -> {reg.address}")
+        return reg
+
+    def release(self, key: str) -> None:
+        try:
+            self.inner.release(key)
+        except Exception as err:
+            self.timeline.add(f"load balancer release of {key} failed: {err}")
+            raise
+        self.timeline.add(f"released load balancer {key}")

@@ -1,0 +1,168 @@
+"""A list+watch cache of one kind, so the control loop reads memory instead of the API server.
+
+This is client-go's SharedInformer in miniature, for the simulator: :meth:`SharedInformer.start`
+lists the kind (filling the cache and firing add handlers) and opens a watch in the same atomic
+step, so no change falls between the two; :meth:`SharedInformer.pump` then applies whatever the
+watch buffered and fires the handlers. Nothing runs in the background: the simulation decides
+when events are delivered, which keeps every run deterministic.
+
+The informer is generic: mapping a Deployment event to its owning InferenceService key is the
+controller's business (it registers a handler that does it).
+
+Objects in the cache, and the objects passed to handlers, are the cache's own and READ-ONLY:
+callers must never mutate them (copy first, e.g. with :func:`inference_operator.jsoncopy.deep_copy`).
+Handing out references rather than copies is what makes a cache read cost nothing, exactly as
+in client-go, where mutating a cached object is the classic informer bug.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .apiserver import FakeApiServer, Watch, WatchEvent
+
+__all__ = ["AddHandler", "DeleteHandler", "SharedInformer", "UpdateHandler"]
+
+Obj = dict[str, Any]
+Objs = list[Obj]  # an alias: inside the class, ``list`` is the method
+AddHandler = Callable[[Obj], None]
+UpdateHandler = Callable[[Obj, Obj], None]
+DeleteHandler = Callable[[Obj], None]
+
+
+@dataclass(frozen=True)
+class _Handlers:
+    on_add: AddHandler | None
+    on_update: UpdateHandler | None
+    on_delete: DeleteHandler | None
+
+
+class SharedInformer:
+    """A cache of one kind (optionally one namespace), kept current from a watch.
+
+    Event handling, per watch event:
+
+    - ``ADDED`` → cache it, ``on_add(obj)`` (``on_update`` if the key was already cached);
+    - ``MODIFIED`` → cache it, ``on_update(old, new)`` (``on_add`` if the key was not cached).
+      ``on_update`` is called even when ``resourceVersion`` did not change, as for a client-go
+      resync: handlers must not assume ``old`` and ``new`` differ;
+    - ``DELETED`` → drop it from the cache, ``on_delete(last_state)``.
+    """
+
+    def __init__(self, api: FakeApiServer, kind: str, *, namespace: str | None = None) -> None:
+        self.api = api
+        self.kind = kind
+        self.namespace = namespace
+        self._cache: dict[tuple[str, str], Obj] = {}
+        self._handlers: list[_Handlers] = []
+        self._watch: Watch | None = None
+        self._backlog: deque[WatchEvent] = deque()  # drained but not yet handled
+        self._lock = threading.RLock()
+        self._synced = False
+
+    @property
+    def has_synced(self) -> bool:
+        """True once the initial list has filled the cache."""
+        return self._synced
+
+    def add_event_handler(
+        self,
+        on_add: AddHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: DeleteHandler | None = None,
+    ) -> None:
+        """Register handlers. Added after :meth:`start`, ``on_add`` is replayed for the cache."""
+        handlers = _Handlers(on_add, on_update, on_delete)
+        with self._lock:
+            self._handlers.append(handlers)
+            if self._synced and on_add is not None:
+                for obj in list(self._cache.values()):
+                    on_add(obj)
+
+    def start(self) -> None:
+        """List the kind into the cache (firing ``on_add``) and start watching. Idempotent."""
+        with self._lock:
+            if self._watch is not None:
+                return
+            items, self._watch = self.api.list_and_watch(self.kind, self.namespace)
+            for obj in items:
+                self._cache[_key(obj)] = obj
+            self._synced = True
+            for obj in items:
+                for handlers in list(self._handlers):
+                    if handlers.on_add is not None:
+                        handlers.on_add(obj)
+
+    def stop(self) -> None:
+        """Stop watching; the cache keeps its last contents."""
+        with self._lock:
+            if self._watch is not None:
+                self._watch.stop()
+
+    def pump(self) -> int:
+        """Apply the buffered watch events to the cache and call the handlers; return how many.
+
+        If a handler raises, the events after it stay queued for the next ``pump`` and the
+        exception propagates: nothing is lost or applied twice.
+        """
+        with self._lock:
+            if self._watch is None:
+                return 0
+            self._backlog.extend(self._watch.drain())
+            handled = 0
+            while self._backlog:
+                event = self._backlog.popleft()
+                handled += 1
+                self._handle(event)
+            return handled
+
+    def resync(self) -> int:
+        """Call ``on_update(obj, obj)`` for every cached object, like a client-go resync."""
+        with self._lock:
+            objects = list(self._cache.values())
+            for obj in objects:
+                for handlers in list(self._handlers):
+                    if handlers.on_update is not None:
+                        handlers.on_update(obj, obj)
+            return len(objects)
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        """The cached object (READ-ONLY, never mutate it), or None when it is not cached."""
+        return self._cache.get((namespace, name))
+
+    def list(self, namespace: str | None = None) -> Objs:
+        """The cached objects (READ-ONLY), in the order they were first seen."""
+        with self._lock:
+            if namespace is None:
+                return list(self._cache.values())
+            return [obj for (ns, _), obj in self._cache.items() if ns == namespace]
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def _handle(self, event: WatchEvent) -> None:
+        obj = event.object
+        key = _key(obj)
+        if event.type == "DELETED":
+            self._cache.pop(key, None)
+            for handlers in list(self._handlers):
+                if handlers.on_delete is not None:
+                    handlers.on_delete(obj)
+            return
+        old = self._cache.get(key)
+        self._cache[key] = obj
+        for handlers in list(self._handlers):
+            if old is None:
+                if handlers.on_add is not None:
+                    handlers.on_add(obj)
+            elif handlers.on_update is not None:
+                handlers.on_update(old, obj)
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return (meta.get("namespace", ""), meta["name"])

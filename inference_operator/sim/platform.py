@@ -1,0 +1,156 @@
+"""A simulated Deployment controller: the part of kube-controller-manager (and the kubelets
+behind it) that the operator depends on, reduced to what shows in ``Deployment.status``.
+
+After a spec change, the ready replicas reach ``spec.replicas`` ``ready_after`` seconds later.
+During a rollout or a scale-up the pods that were ready stay ready. Pods asking for more GPUs
+than any simulated node has never become ready, and once ``progressDeadlineSeconds`` pass the
+Deployment reports ``Progressing=False`` with reason ``ProgressDeadlineExceeded``, as the real
+controller does. It is itself a small level-triggered controller on the shared fake clock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..backend import Result
+from ..clock import FakeClock, format_timestamp
+from ..compare import parse_quantity
+from ..constants import GPU_RESOURCE
+from .apiserver import FakeApiServer
+from .informer import SharedInformer
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class _Rollout:
+    generation: int
+    template: str
+    started_at: float
+
+
+def _gpus_per_pod(dep: Obj) -> int:
+    total = 0
+    for c in dep["spec"]["template"]["spec"].get("containers") or []:
+        q = parse_quantity(((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE))
+        total += int(q) if q is not None else 0
+    return total
+
+
+def _condition(type_: str, status: str, reason: str, message: str, now: str) -> Obj:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+class SimulatedDeploymentController:
+    """Moves ``status.readyReplicas`` of Deployments towards ``spec.replicas`` over fake time."""
+
+    def __init__(
+        self,
+        api: FakeApiServer,
+        deployments: SharedInformer,
+        clock: FakeClock,
+        *,
+        ready_after: float,
+        gpus_per_node: int,
+    ) -> None:
+        self.api = api
+        self.deployments = deployments
+        self.clock = clock
+        self.ready_after = ready_after
+        self.gpus_per_node = gpus_per_node
+        self._rollouts: dict[str, _Rollout] = {}
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        dep = self.deployments.get(namespace, name)
+        if dep is None:
+            self._rollouts.pop(f"{namespace}/{name}", None)
+            return Result()
+        key = f"{namespace}/{name}"
+        now = self.clock.now()
+        generation = int(dep["metadata"].get("generation") or 1)
+        template = json.dumps(dep["spec"]["template"], sort_keys=True)
+        desired = int(dep["spec"].get("replicas", 1))
+        old = dep.get("status") or {}
+        rollout = self._rollouts.get(key)
+        template_changed = rollout is not None and rollout.template != template
+        if rollout is None or rollout.generation != generation:
+            rollout = _Rollout(generation, template, now)
+            self._rollouts[key] = rollout
+        schedulable = _gpus_per_pod(dep) <= self.gpus_per_node
+        prev_ready = int(old.get("readyReplicas") or 0)
+        done = schedulable and (
+            now >= rollout.started_at + self.ready_after or (prev_ready >= desired and not template_changed)
+        )
+        deadline = rollout.started_at + int(dep["spec"].get("progressDeadlineSeconds", 600))
+        ts = format_timestamp(self.clock.wall())
+        if done:
+            ready = updated = total = desired
+            progressing = _condition(
+                "Progressing", "True", "NewReplicaSetAvailable", f'ReplicaSet "{name}" has successfully progressed.', ts
+            )
+        else:
+            ready = min(prev_ready, desired) if not template_changed else prev_ready
+            updated = 0 if template_changed or not schedulable else desired
+            total = max(ready, desired if not template_changed else ready)
+            if not schedulable and now >= deadline:
+                progressing = _condition(
+                    "Progressing",
+                    "False",
+                    "ProgressDeadlineExceeded",
+                    f'ReplicaSet "{name}" has timed out progressing: pods ask for '
+                    f"{_gpus_per_pod(dep)} {GPU_RESOURCE} but no node has more than "
+                    f"{self.gpus_per_node}.",
+                    ts,
+                )
+            else:
+                progressing = _condition(
+                    "Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.', ts
+                )
+        available = ready >= desired
+        status = {
+            "observedGeneration": generation,
+            "replicas": total,
+            "updatedReplicas": updated,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "conditions": [
+                _condition(
+                    "Available",
+                    "True" if available else "False",
+                    "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+                    "Deployment has minimum availability."
+                    if available
+                    else "Deployment does not have minimum availability.",
+                    ts,
+                ),
+                progressing,
+            ],
+        }
+        if _status_differs(old, status):
+            self.api.update_status({**dep, "status": status})
+        if done:
+            return Result()
+        if not schedulable:
+            return Result(requeue_after=deadline - now) if now < deadline else Result()
+        return Result(requeue_after=rollout.started_at + self.ready_after - now)
+
+
+def _status_differs(old: Obj, new: Obj) -> bool:
+    """Compare ignoring condition timestamps (the real controller keeps them when nothing moved)."""
+
+    def strip(st: Obj) -> Obj:
+        return {
+            **st,
+            "conditions": [{k: v for k, v in c.items() if not k.endswith("Time")} for c in st.get("conditions") or []],
+        }
+
+    return strip(old) != strip(new)

@@ -1,0 +1,136 @@
+"""The controller loop around the reconciler (processNextWorkItem semantics).
+
+Covers: an error goes back with per-key exponential backoff; requeue_after forgets the
+failures and schedules the key; requeue adds it back at once; success forgets it;
+run_until_quiescent advances the fake clock to the earliest due key and stops when nothing
+is left, and detects a reconciler that requeues forever; worker threads process keys and stop
+gracefully, finishing the item in hand.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from inference_operator.backend import Result
+from inference_operator.clock import FakeClock, RealClock
+from inference_operator.controller import Controller, HotLoop, run_until_quiescent
+from inference_operator.workqueue import RateLimitingQueue
+
+
+class Scripted:
+    """A reconcile function that plays back results (or raises) per call and records calls."""
+
+    def __init__(self, *outcomes: Result | Exception) -> None:
+        self.outcomes = list(outcomes)
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, namespace: str, name: str) -> Result:
+        self.calls.append((namespace, name))
+        outcome = self.outcomes.pop(0) if self.outcomes else Result()
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def make(*outcomes: Result | Exception) -> tuple[Controller, Scripted, FakeClock]:
+    clock = FakeClock()
+    fn = Scripted(*outcomes)
+    return Controller("test", fn, RateLimitingQueue(clock)), fn, clock
+
+
+def test_an_error_is_retried_with_growing_backoff() -> None:
+    ctl, fn, clock = make(RuntimeError("boom"), RuntimeError("boom"), Result())
+    ctl.enqueue("ns/a")
+    assert ctl.step()
+    assert ctl.queue.num_requeues("ns/a") == 1 and ctl.queue.next_due() == pytest.approx(0.005)
+    clock.set(0.005)
+    assert ctl.step()
+    assert ctl.queue.next_due() == pytest.approx(0.015)
+    clock.set(0.015)
+    assert ctl.step()
+    assert ctl.queue.num_requeues("ns/a") == 0 and ctl.queue.next_due() is None
+    assert fn.calls == [("ns", "a")] * 3 and ctl.reconcile_errors_total == 2
+
+
+def test_requeue_after_forgets_failures_and_schedules_the_key() -> None:
+    ctl, _, clock = make(RuntimeError("x"), Result(requeue_after=30.0))
+    ctl.enqueue("ns/a")
+    ctl.step()
+    clock.set(0.005)
+    ctl.step()
+    assert ctl.queue.num_requeues("ns/a") == 0
+    assert ctl.queue.next_due() == pytest.approx(30.005)
+
+
+def test_requeue_adds_the_key_back_at_once() -> None:
+    ctl, fn, _ = make(Result(requeue=True), Result())
+    ctl.enqueue("ns/a")
+    assert ctl.step() and ctl.step() and not ctl.step()
+    assert len(fn.calls) == 2
+
+
+def test_success_forgets_the_key() -> None:
+    ctl, _, _ = make(RuntimeError("x"), Result())
+    ctl.enqueue("ns/a")
+    ctl.step()
+    ctl.queue.add("ns/a")
+    ctl.step()
+    assert ctl.queue.num_requeues("ns/a") == 0
+
+
+def test_run_until_quiescent_jumps_the_clock_to_the_next_due_key() -> None:
+    ctl, fn, clock = make(Result(requeue_after=5.0), Result(requeue_after=5.0), Result())
+    ctl.enqueue("ns/a")
+    steps = run_until_quiescent([ctl], clock=clock, pump=lambda: 0)
+    assert steps == 3 and clock.now() == 10.0 and len(fn.calls) == 3
+
+
+def test_run_until_quiescent_can_stop_at_a_time_limit() -> None:
+    ctl, _, clock = make(*[Result(requeue_after=5.0)] * 10)
+    ctl.enqueue("ns/a")
+    run_until_quiescent([ctl], clock=clock, pump=lambda: 0, until=12.0)
+    assert clock.now() == 12.0 and ctl.reconcile_total == 3
+
+
+def test_a_reconciler_that_requeues_forever_is_reported_as_a_hot_loop() -> None:
+    ctl, _, clock = make(*[Result(requeue=True)] * 1000)
+    ctl.enqueue("ns/a")
+    with pytest.raises(HotLoop, match="requeues forever"):
+        run_until_quiescent([ctl], clock=clock, pump=lambda: 0, max_steps=100)
+
+
+def test_earlier_controllers_act_first_at_equal_times() -> None:
+    order: list[str] = []
+    clock = FakeClock()
+    first = Controller("platform", lambda ns, n: order.append("platform") or Result(), RateLimitingQueue(clock))
+    second = Controller("operator", lambda ns, n: order.append("operator") or Result(), RateLimitingQueue(clock))
+    second.enqueue("ns/a")
+    first.enqueue("ns/a")
+    run_until_quiescent([first, second], clock=clock, pump=lambda: 0)
+    assert order == ["platform", "operator"]
+
+
+def test_worker_threads_process_keys_and_stop_after_the_item_in_hand() -> None:
+    started, release = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def slow(namespace: str, name: str) -> Result:
+        if name == "slow":
+            started.set()
+            assert release.wait(10), "test did not release the worker"
+        done.append(name)
+        return Result()
+
+    ctl = Controller("threads", slow, RateLimitingQueue(RealClock()))
+    ctl.start(workers=2)
+    ctl.enqueue("ns/slow")
+    assert started.wait(10)
+    stopper = threading.Thread(target=ctl.stop, kwargs={"timeout": 10})
+    stopper.start()
+    release.set()
+    stopper.join(10)
+    assert not stopper.is_alive()
+    assert done == ["slow"], "the item in hand was finished before the worker stopped"
+    assert ctl.reconcile_total == 1

@@ -1,0 +1,170 @@
+"""Status computation: honest conditions and a phase derived from them.
+
+Covers: Ready only when rolled out + all replicas ready + Service + load balancer; each
+sub-condition's reasons; Degraded only after having been Ready at the same generation (a
+scale-up is Progressing, not Degraded); progress deadline → Failed; lastTransitionTime kept
+unless the status flips; the same observation always yields the same status; invalid spec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference_operator.api import InferenceService
+from inference_operator.backend import Registration
+from inference_operator.constants import Phase, Reason
+from inference_operator.model import make_inference_service
+from inference_operator.status import LoadBalancerState, compute_status, invalid_spec_status
+
+REG = LoadBalancerState("registered", Registration("lb-1", "http://lb/llama", "llama.default.svc.cluster.local:8000"))
+SVC = {"metadata": {"name": "llama"}}
+
+
+def isvc(replicas: int = 2, generation: int = 1) -> InferenceService:
+    obj = make_inference_service("llama", image="vllm", model="m", replicas=replicas)
+    obj["metadata"].update(uid="u", generation=generation)
+    return InferenceService.from_object(obj)
+
+
+def dep(
+    *, gen: int = 1, observed: int = 1, replicas: int = 2, updated: int = 2, ready: int = 2, deadline: bool = False
+) -> dict[str, Any]:
+    conditions = (
+        [
+            {
+                "type": "Progressing",
+                "status": "False",
+                "reason": "ProgressDeadlineExceeded",
+                "message": "ReplicaSet timed out",
+            }
+        ]
+        if deadline
+        else []
+    )
+    return {
+        "metadata": {"generation": gen},
+        "status": {
+            "observedGeneration": observed,
+            "replicas": replicas,
+            "updatedReplicas": updated,
+            "readyReplicas": ready,
+            "conditions": conditions,
+        },
+    }
+
+
+def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == type_)
+
+
+def compute(
+    obj: InferenceService,
+    deployment: Any,
+    previous: Any = None,
+    service: Any = SVC,
+    lb: LoadBalancerState = REG,
+    now: str = "2026-01-01T00:00:00Z",
+) -> dict[str, Any]:
+    return compute_status(obj, previous or {}, deployment, service, lb, now=now)
+
+
+def test_ready_when_rolled_out_all_ready_service_exists_and_registered() -> None:
+    st = compute(isvc(), dep())
+    assert cond(st, "Ready")["status"] == "True" and st["phase"] == Phase.READY
+    assert st["readyReplicas"] == 2 and st["observedGeneration"] == 1
+    assert st["url"] == "http://lb/llama" and st["loadBalancer"]["id"] == "lb-1"
+    assert st["selector"] == "serving.inference-operator.dev/inferenceservice=llama"
+
+
+def test_not_ready_while_the_deployment_has_not_observed_the_new_spec() -> None:
+    st = compute(isvc(), dep(gen=2, observed=1))
+    assert cond(st, "Ready")["reason"] == Reason.DEPLOYMENT_NOT_OBSERVED
+    assert cond(st, "Progressing")["status"] == "True"
+
+
+def test_not_ready_while_old_replicas_still_run() -> None:
+    st = compute(isvc(), dep(replicas=3, updated=2, ready=3))
+    assert cond(st, "DeploymentReady")["reason"] == Reason.ROLLOUT_IN_PROGRESS
+    assert "1 old replicas still running" in cond(st, "DeploymentReady")["message"]
+
+
+def test_not_ready_without_service_or_load_balancer() -> None:
+    assert (
+        cond(compute(isvc(), dep(), service=None, lb=LoadBalancerState("waiting")), "Ready")["reason"]
+        == Reason.SERVICE_MISSING
+    )
+    failed = LoadBalancerState("failed", message="registry down")
+    st = compute(isvc(), dep(), lb=failed)
+    assert cond(st, "Ready")["status"] == "False" and cond(st, "Ready")["message"] == "registry down"
+    assert cond(st, "LoadBalancerReady")["reason"] == Reason.LOAD_BALANCER_FAILED
+
+
+def test_disabled_load_balancer_does_not_block_ready() -> None:
+    st = compute(isvc(), dep(), lb=LoadBalancerState("disabled"))
+    assert cond(st, "Ready")["status"] == "True"
+    assert st["url"] == "http://llama.default.svc.cluster.local:8000" and "loadBalancer" not in st
+
+
+def test_fresh_object_with_no_ready_pod_is_pending_then_progressing() -> None:
+    assert compute(isvc(), dep(ready=0, replicas=2, updated=2))["phase"] == Phase.PENDING
+    assert compute(isvc(), dep(ready=1, replicas=2, updated=2))["phase"] == Phase.PROGRESSING
+
+
+def test_scale_up_after_ready_is_progressing_not_degraded() -> None:
+    ready_before = compute(isvc(2, generation=1), dep())
+    st = compute(isvc(4, generation=2), dep(gen=2, observed=2, replicas=4, updated=4, ready=2), ready_before)
+    assert st["phase"] == Phase.PROGRESSING and cond(st, "Degraded")["status"] == "False"
+
+
+def test_fewer_ready_replicas_at_the_same_generation_is_degraded() -> None:
+    ready_before = compute(isvc(), dep())
+    st = compute(isvc(), dep(ready=1), ready_before)
+    assert st["phase"] == Phase.DEGRADED
+    assert cond(st, "Degraded")["reason"] == Reason.FEWER_READY_REPLICAS
+    again = compute(isvc(), dep(ready=0), st)
+    assert again["phase"] == Phase.DEGRADED
+    recovered = compute(isvc(), dep(), again)
+    assert recovered["phase"] == Phase.READY and cond(recovered, "Degraded")["status"] == "False"
+
+
+def test_progress_deadline_exceeded_is_failed() -> None:
+    st = compute(isvc(), dep(ready=0, updated=0, deadline=True))
+    assert st["phase"] == Phase.FAILED
+    assert cond(st, "Progressing") | {} == {
+        **cond(st, "Progressing"),
+        "status": "False",
+        "reason": Reason.PROGRESS_DEADLINE_EXCEEDED,
+    }
+    assert "ReplicaSet timed out" in cond(st, "Ready")["message"]
+
+
+def test_scaled_to_zero_is_ready() -> None:
+    st = compute(isvc(replicas=0), dep(replicas=0, updated=0, ready=0))
+    assert cond(st, "Ready")["status"] == "True" and cond(st, "DeploymentReady")["reason"] == Reason.SCALED_TO_ZERO
+
+
+def test_last_transition_time_moves_only_when_status_flips() -> None:
+    first = compute(isvc(), dep(ready=0), now="2026-01-01T00:00:00Z")
+    second = compute(isvc(), dep(ready=1), first, now="2026-01-01T00:00:05Z")
+    assert cond(second, "Ready")["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    third = compute(isvc(), dep(), second, now="2026-01-01T00:00:10Z")
+    assert cond(third, "Ready")["lastTransitionTime"] == "2026-01-01T00:00:10Z"
+    assert cond(third, "Ready")["observedGeneration"] == 1
+
+
+def test_same_observation_gives_the_same_status() -> None:
+    first = compute(isvc(), dep(), now="2026-01-01T00:00:00Z")
+    assert compute(isvc(), dep(), first, now="2026-01-01T01:00:00Z") == first
+
+
+def test_invalid_spec_status_keeps_other_conditions_and_fails() -> None:
+    ok = compute(isvc(), dep())
+    st = invalid_spec_status(ok, generation=2, message="spec.replicas: bad", now="2026-01-01T00:01:00Z")
+    assert st["phase"] == Phase.FAILED and st["observedGeneration"] == 2
+    assert cond(st, "Ready") | {} == {
+        **cond(st, "Ready"),
+        "status": "False",
+        "reason": Reason.INVALID_SPEC,
+        "message": "spec.replicas: bad",
+    }
+    assert cond(st, "DeploymentReady") == cond(ok, "DeploymentReady")
