@@ -15,6 +15,7 @@ import yaml
 
 from .api import SpecError, parse_spec
 from .constants import API_VERSION, KIND
+from .runtime import tune_gc
 
 
 class UsageError(Exception):
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_gc()
     try:
         args = build_parser().parse_args(argv)
         code: int = args.func(args)

@@ -18,7 +18,7 @@ import marshal
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast, overload
 
-__all__ = ["JsonObject", "copy_without_nulls", "deep_copy", "merge_patch"]
+__all__ = ["JsonObject", "copy_without_nulls", "deep_copy", "freeze", "merge_patch", "thaw"]
 
 JsonObject = dict[str, Any]
 """A JSON object as Python holds it: what every Kubernetes manifest in this project is."""
@@ -41,6 +41,23 @@ def deep_copy(obj: T) -> T:
         return cast(T, _loads(_dumps(cast(Any, obj), _MARSHAL_VERSION)))
     except ValueError:
         return cast(T, _coerce(obj, drop_nulls=False))
+
+
+def freeze(obj: object) -> bytes:
+    """A frozen snapshot of a JSON tree; :func:`thaw` turns it into a fresh copy, any number of times.
+
+    Worth it when one version of an object is copied out several times (read, watch events):
+    thawing costs about half a :func:`deep_copy`.
+    """
+    try:
+        return _dumps(obj, _MARSHAL_VERSION)
+    except ValueError:
+        return _dumps(_coerce(obj, drop_nulls=False), _MARSHAL_VERSION)
+
+
+def thaw(blob: bytes) -> Any:
+    """A new, independent copy of the tree that :func:`freeze` snapshotted."""
+    return _loads(blob)
 
 
 def copy_without_nulls(obj: T) -> T:

@@ -35,7 +35,8 @@ from typing import Any, Final, Literal, NamedTuple
 
 from ..clock import Clock, FakeClock, format_timestamp
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
-from ..jsoncopy import deep_copy, merge_patch
+from ..jsoncopy import freeze, merge_patch
+from ..jsoncopy import thaw as _thaw
 from . import defaults
 
 __all__ = [
@@ -93,7 +94,7 @@ class Watch:
         self.kind = kind
         self.namespace = namespace
         self._server = server
-        self._events: deque[tuple[EventType, Obj]] = deque()  # snapshots, copied on drain
+        self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
         self._stopped = False
 
     def matches(self, kind: str, namespace: str) -> bool:
@@ -109,7 +110,7 @@ class Watch:
         with self._server._lock:
             events = list(self._events)
             self._events.clear()
-        return [WatchEvent(kind, deep_copy(obj)) for kind, obj in events]
+        return [WatchEvent(kind, _thaw_object(blob)) for kind, blob in events]
 
     def stop(self) -> None:
         """Stop receiving events; pending ones can still be drained."""
@@ -122,8 +123,8 @@ class Watch:
     def stopped(self) -> bool:
         return self._stopped
 
-    def _offer(self, event: EventType, obj: Obj) -> None:
-        self._events.append((event, obj))
+    def _offer(self, event: EventType, blob: bytes) -> None:
+        self._events.append((event, blob))
 
 
 class FakeApiServer:
@@ -141,6 +142,7 @@ class FakeApiServer:
         self._defaulters = dict(defaulters or {})
         self._lock = threading.RLock()
         self._objects: dict[str, dict[str, dict[str, Obj]]] = {}  # kind → namespace → name → object
+        self._frozen: dict[Key, bytes] = {}  # the same objects, frozen: thawing is the cheapest copy
         self._uids: dict[str, Key] = {}
         self._dependents: dict[str, dict[Key, None]] = {}  # owner uid → dependents (ordered set)
         self._watches: list[Watch] = []
@@ -164,13 +166,16 @@ class FakeApiServer:
         """A copy of the object; :class:`NotFound` if there is none."""
         with self._lock:
             self.reads += 1
-            return deep_copy(self._stored(self._key(kind, namespace, name)))
+            key = self._key(kind, namespace, name)
+            self._stored(key)
+            return _thaw_object(self._frozen[key])
 
     def list(self, kind: str, namespace: str | None = None, *, labels: Mapping[str, str] | None = None) -> Objs:
         """Copies of the objects of ``kind`` (in ``namespace``, with ``labels``), sorted by key."""
         with self._lock:
             self.reads += 1
-            return [deep_copy(obj) for obj in self._select(kind, namespace, labels)]
+            frozen = self._frozen
+            return [_thaw_object(frozen[_key_of_stored(obj)]) for obj in self._select(kind, namespace, labels)]
 
     def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
         """List and open a watch atomically: the watch sees exactly the changes after the list."""
@@ -208,7 +213,7 @@ class FakeApiServer:
                 raise
             self._log("create", key, changed=True)
             self._run_gc()
-            return deep_copy(created)
+            return _thaw_object(created)
 
     def update(self, obj: Obj) -> Obj:
         """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition."""
@@ -286,9 +291,9 @@ class FakeApiServer:
             raise
         self._log(verb, key, changed=changed)
         self._run_gc()
-        return deep_copy(result)
+        return _thaw_object(result)
 
-    def _create(self, key: Key, obj: Obj) -> Obj:
+    def _create(self, key: Key, obj: Obj) -> bytes:
         kind, namespace, name = key
         if self._lookup(key) is not None:
             raise AlreadyExists(f'{kind} "{name}" already exists in namespace "{namespace}"',
@@ -312,11 +317,10 @@ class FakeApiServer:
         if traits.tracks_generation:
             meta["generation"] = 1
         meta["resourceVersion"] = self._next_resource_version()
-        self._put(key, new, None)
-        self._emit("ADDED", new)
+        blob = self._put(key, new, None, "ADDED")
         if meta.get("ownerReferences"):
             self._gc_queue.append(key)  # an owner may already be gone: the GC collects orphans
-        return new
+        return blob
 
     def _replace_main(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
         """What PUT / PATCH on the main endpoint would store (before the no-op check)."""
@@ -366,10 +370,10 @@ class FakeApiServer:
             candidate["status"] = defaults.ingest_status(kind, status)
         return candidate
 
-    def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[Obj, bool]:
+    def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
         """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went."""
         if candidate == stored:
-            return stored, False
+            return self._frozen[key], False
         meta = candidate["metadata"]
         rv = self._next_resource_version()
         if "deletionTimestamp" in meta and not meta.get("finalizers"):
@@ -377,11 +381,10 @@ class FakeApiServer:
             # reported (and returned) is the last stored state.
             return self._remove(key, stored, rv), True
         candidate["metadata"] = {**meta, "resourceVersion": rv}
-        self._put(key, candidate, stored)
-        self._emit("MODIFIED", candidate)
+        blob = self._put(key, candidate, stored, "MODIFIED")
         if candidate["metadata"].get("ownerReferences") != stored["metadata"].get("ownerReferences"):
             self._gc_queue.append(key)
-        return candidate, True
+        return blob, True
 
     def _delete(self, key: Key, propagation: Propagation) -> bool:
         stored = self._stored(key)
@@ -412,19 +415,19 @@ class FakeApiServer:
                 meta["generation"] = old_meta["generation"] + 1  # as the real API server does
         meta["resourceVersion"] = self._next_resource_version()
         marked = {**stored, "metadata": meta}
-        self._put(key, marked, stored)
-        self._emit("MODIFIED", marked)
+        self._put(key, marked, stored, "MODIFIED")
         return True
 
-    def _remove(self, key: Key, stored: Obj, rv: str) -> Obj:
+    def _remove(self, key: Key, stored: Obj, rv: str) -> bytes:
         kind, namespace, name = key
         del self._objects[kind][namespace][name]
+        del self._frozen[key]
         meta: Obj = stored["metadata"]
         del self._uids[meta["uid"]]
         for owner_uid in _owner_uids(meta):
             self._unlink(owner_uid, key)
-        last = {**stored, "metadata": {**meta, "resourceVersion": rv}}
-        self._emit("DELETED", last)
+        last = freeze({**stored, "metadata": {**meta, "resourceVersion": rv}})
+        self._emit("DELETED", kind, namespace, last)
         self._gc_queue.extend(self._dependents.get(meta["uid"], ()))
         return last
 
@@ -493,17 +496,23 @@ class FakeApiServer:
 
     # --- store and index --------------------------------------------------------------------
 
-    def _put(self, key: Key, new: Obj, old: Obj | None) -> None:
+    def _put(self, key: Key, new: Obj, old: Obj | None, event: EventType) -> bytes:
+        """Store ``new`` (and its frozen copy), maintain the indexes, tell the watches."""
         kind, namespace, name = key
         self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
+        blob = self._frozen[key] = freeze(new)
+        self._emit(event, kind, namespace, blob)
         new_meta: Obj = new["metadata"]
         self._uids[new_meta["uid"]] = key
         old_refs = old["metadata"].get("ownerReferences") if old is not None else None
-        if new_meta.get("ownerReferences") == old_refs:
-            return
+        if new_meta.get("ownerReferences") != old_refs:
+            self._reindex_owners(key, old, new_meta)
+        return blob
+
+    def _reindex_owners(self, key: Key, old: Obj | None, new_meta: Obj) -> None:
         before = _owner_uids(old["metadata"]) if old is not None else set()
         after = _owner_uids(new_meta)
-        for uid in before - after:
+        for uid in sorted(before - after):
             self._unlink(uid, key)
         for uid in sorted(after - before):
             self._dependents.setdefault(uid, {})[key] = None
@@ -517,12 +526,10 @@ class FakeApiServer:
             del self._dependents[owner_uid]
         self._gc_queue.append(owner_uid)  # a foreground-deleting owner may be free to go now
 
-    def _emit(self, event: EventType, obj: Obj) -> None:
-        kind = obj["kind"]
-        namespace = obj["metadata"].get("namespace", "")
+    def _emit(self, event: EventType, kind: str, namespace: str, blob: bytes) -> None:
         for watch in self._watches:
             if watch.matches(kind, namespace):
-                watch._offer(event, obj)
+                watch._offer(event, blob)
 
     def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         namespaces = self._objects.get(kind, {})
@@ -620,6 +627,16 @@ class FakeApiServer:
 def _patched(kind: str, stored: Obj, patch: Obj) -> Obj:
     """The merge-patched object, owned by the caller (shares nothing with either input)."""
     return defaults.ingest(kind, merge_patch(stored, patch, copy=False))
+
+
+def _thaw_object(blob: bytes) -> Obj:
+    obj: Obj = _thaw(blob)
+    return obj
+
+
+def _key_of_stored(obj: Obj) -> Key:
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
 def _owner_uids(meta: Mapping[str, Any]) -> set[str]:

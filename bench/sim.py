@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): N InferenceServices created at once in the simulator, run until Ready.
+
+Prints N, reconciles, wall seconds, reconciles per second and peak RSS for each N given.
+Usage: python bench/sim.py [N ...]   (default: 1000 10000)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from inference_operator.constants import KIND  # noqa: E402
+from inference_operator.model import make_inference_service  # noqa: E402
+from inference_operator.runtime import tune_gc  # noqa: E402
+from inference_operator.sim import Simulation  # noqa: E402
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(n: int) -> dict[str, float]:
+    sim = Simulation(ready_after=5.0)
+    gc.collect()
+    start = time.perf_counter()
+    for i in range(n):
+        sim.apply(make_inference_service(f"svc-{i:05d}", image="vllm:0.7.0", model="Llama-3", replicas=2,
+                                         namespace=f"team-{i % 10}"))
+    reconciles = sim.run_until_quiescent()
+    wall = time.perf_counter() - start
+    ready = sum(1 for obj in sim.api.list(KIND) if (obj.get("status") or {}).get("phase") == "Ready")
+    if ready != n:
+        raise SystemExit(f"only {ready} of {n} InferenceServices became Ready")
+    return {"n": n, "reconciles": reconciles, "wall_s": wall, "reconciles_per_s": reconciles / wall,
+            "writes": sim.api.writes, "peak_rss_mib": peak_rss_mib()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[1000, 10000])
+    parser.add_argument("--default-gc", action="store_true",
+                        help="keep CPython's default GC thresholds instead of the operator's (runtime.tune_gc)")
+    args = parser.parse_args()
+    if not args.default_gc:
+        tune_gc()
+    print(f"python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()}")
+    print(f"{'N':>7} {'reconciles':>11} {'wall s':>8} {'rec/s':>9} {'writes':>8} {'peak RSS MiB':>13}")
+    results = []
+    for n in args.sizes:
+        r = run(n)
+        results.append(r)
+        print(f"{r['n']:>7} {r['reconciles']:>11} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>9.0f} "
+              f"{r['writes']:>8} {r['peak_rss_mib']:>13.0f}", flush=True)
+    if len(results) >= 2:
+        a, b = results[0], results[-1]
+        ratio = (b["wall_s"] / a["wall_s"]) / (b["n"] / a["n"])
+        print(f"time per object at N={b['n']} is {ratio:.2f}x that at N={a['n']} (1.00 = linear)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
