@@ -31,22 +31,34 @@ def run(n: int) -> dict[str, float]:
     gc.collect()
     start = time.perf_counter()
     for i in range(n):
-        sim.apply(make_inference_service(f"svc-{i:05d}", image="vllm:0.7.0", model="Llama-3", replicas=2,
-                                         namespace=f"team-{i % 10}"))
+        sim.apply(
+            make_inference_service(
+                f"svc-{i:05d}", image="vllm:0.7.0", model="Llama-3", replicas=2, namespace=f"team-{i % 10}"
+            )
+        )
     reconciles = sim.run_until_quiescent()
     wall = time.perf_counter() - start
     ready = sum(1 for obj in sim.api.list(KIND) if (obj.get("status") or {}).get("phase") == "Ready")
     if ready != n:
         raise SystemExit(f"only {ready} of {n} InferenceServices became Ready")
-    return {"n": n, "reconciles": reconciles, "wall_s": wall, "reconciles_per_s": reconciles / wall,
-            "writes": sim.api.writes, "peak_rss_mib": peak_rss_mib()}
+    return {
+        "n": n,
+        "reconciles": reconciles,
+        "wall_s": wall,
+        "reconciles_per_s": reconciles / wall,
+        "writes": sim.api.writes,
+        "peak_rss_mib": peak_rss_mib(),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[1000, 10000])
-    parser.add_argument("--default-gc", action="store_true",
-                        help="keep CPython's default GC thresholds instead of the operator's (runtime.tune_gc)")
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="keep CPython's default GC thresholds instead of the operator's (runtime.tune_gc)",
+    )
     args = parser.parse_args()
     if not args.default_gc:
         tune_gc()
@@ -56,8 +68,11 @@ def main() -> int:
     for n in args.sizes:
         r = run(n)
         results.append(r)
-        print(f"{r['n']:>7} {r['reconciles']:>11} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>9.0f} "
-              f"{r['writes']:>8} {r['peak_rss_mib']:>13.0f}", flush=True)
+        print(
+            f"{r['n']:>7} {r['reconciles']:>11} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>9.0f} "
+            f"{r['writes']:>8} {r['peak_rss_mib']:>13.0f}",
+            flush=True,
+        )
     if len(results) >= 2:
         a, b = results[0], results[-1]
         ratio = (b["wall_s"] / a["wall_s"]) / (b["n"] / a["n"])

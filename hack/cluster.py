@@ -112,9 +112,10 @@ class LocalControlPlane:
     ``start()`` returns once the API is ready, the fake Nodes are Ready and
     untainted, the default ServiceAccount exists and the controller-manager and
     scheduler are healthy; ``stop()`` leaves no process behind. With
-    ``detach=False`` the components get SIGTERM if the thread that started
-    them dies (so a crashed test run leaks nothing); ``detach=True`` lets them
-    outlive this process (the ``up`` command).
+    ``detach=False`` the components are killed if the thread that started
+    them dies (so a crashed or forgotten test run leaks nothing: start from
+    the main thread, or from a thread that outlives the cluster);
+    ``detach=True`` lets them outlive this process (the ``up`` command).
     """
 
     def __init__(
@@ -263,8 +264,8 @@ class LocalControlPlane:
             time.sleep(POLL_INTERVAL_SECONDS)
         log = self._components[name].log
         raise ControlPlaneError(
-            f"{name} was not ready {self.ready_timeout:.0f}s after start: {missing}.\n"
-            f"Last lines of {log}:\n{log_tail(log)}"
+            f"{name} was not ready {self.ready_timeout:g}s after start: {missing}.\n"
+            f"Last lines of {log} (all logs: {self.files.logs}):\n{log_tail(log)}"
         )
 
     def _check_alive(self) -> None:
@@ -272,7 +273,8 @@ class LocalControlPlane:
             if component.process is not None and component.process.poll() is not None:
                 raise ControlPlaneError(
                     f"{component.name} exited with code {component.process.returncode} while the control plane "
-                    f"was starting.\nLast lines of {component.log}:\n{log_tail(component.log)}"
+                    f"was starting. Its command line is the first line of its log.\n"
+                    f"Last lines of {component.log} (all logs: {self.files.logs}):\n{log_tail(component.log)}"
                 )
 
     def _etcd_healthy(self) -> str | None:
@@ -280,12 +282,12 @@ class LocalControlPlane:
         return None if health.get("health") == "true" else f"/health says {health}"
 
     def _apiserver_ready(self) -> str | None:
-        status, body = self.client().request("GET", "/readyz")
-        return None if status == 200 else f"/readyz answered {status}: {body[-300:]!r}"
+        status, body = self.client().request("GET", "/readyz?verbose")
+        return None if status == 200 else f"/readyz answered {status}, failing: {_failed_checks(body)}"
 
     def _healthz(self, name: str) -> str | None:
-        status, body = self.client().request("GET", f"https://127.0.0.1:{self.ports[name]}/healthz")
-        return None if status == 200 else f"/healthz answered {status}: {body[-300:]!r}"
+        status, body = self.client().request("GET", f"https://127.0.0.1:{self.ports[name]}/healthz?verbose")
+        return None if status == 200 else f"/healthz answered {status}, failing: {_failed_checks(body)}"
 
     def _controller_manager_ready(self) -> str | None:
         if unhealthy := self._healthz("kube-controller-manager"):
@@ -352,6 +354,12 @@ class LocalControlPlane:
             "logs": str(self.files.logs),
         }
         self.files.state.write_text(json.dumps(state, indent=2) + "\n")
+
+
+def _failed_checks(body: bytes) -> str:
+    """The `[-]check failed: reason` lines of a verbose /readyz or /healthz answer."""
+    failed = [line.strip() for line in body.decode(errors="replace").splitlines() if line.startswith("[-]")]
+    return "; ".join(failed) or body.decode(errors="replace")[-300:]
 
 
 def read_state(workdir: Path) -> Any:

@@ -260,6 +260,9 @@ def component_flags(name: str, *, workdir: Workdir, ports: Mapping[str, int], ve
             f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
+            # Endpoints may not hold loopback addresses, so the `kubernetes` Service gets none
+            # (nothing runs in-cluster here) instead of an error every 10 seconds.
+            "--endpoint-reconciler-type=none",
             f"--secure-port={ports['kube-apiserver']}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",

@@ -46,9 +46,14 @@ def free_port() -> int:
 
 
 def die_with_parent() -> None:
-    """Popen preexec_fn: the child gets SIGTERM when the thread that started it dies (Linux)."""
+    """Popen preexec_fn: SIGKILL the child when the thread that started it dies (Linux).
+
+    SIGKILL, not SIGTERM: all components would get it at once, and a
+    kube-apiserver whose etcd is gone hangs in its graceful shutdown. When the
+    test process is gone nobody needs a graceful shutdown of throw-away data.
+    """
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def pid_alive(pid: int) -> bool:

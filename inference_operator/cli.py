@@ -78,6 +78,47 @@ def _cmd_crd(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
+    "workers": "WORKERS",
+    "resync_period": "RESYNC_SECONDS",
+    "requeue_period": "REQUEUE_SECONDS",
+    "lb_provider": "LB_PROVIDER",
+    "lb_url": "LB_URL",
+    "lb_timeout": "LB_TIMEOUT",
+    "log_format": "LOG_FORMAT",
+}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import os
+
+    from .config import ENV_PREFIX, ConfigError, OperatorConfig
+
+    for dest, env in RUN_FLAGS.items():
+        value = getattr(args, dest)
+        if value is not None:
+            os.environ[ENV_PREFIX + env] = str(value)
+    if args.namespace:
+        os.environ[ENV_PREFIX + "NAMESPACES"] = ",".join(args.namespace)
+    try:
+        config = OperatorConfig.from_env()
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+
+    import kopf
+
+    from . import operator  # noqa: F401 - registers the handlers
+
+    kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[config.log_format.upper()], log_prefix=True)
+    kopf.run(
+        clusterwide=not config.namespaces,
+        namespaces=list(config.namespaces),
+        liveness_endpoint=args.liveness,
+        standalone=True,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .demo import SCENARIO_NAMES
 
@@ -94,6 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-f", "--file", help="simulate your own InferenceService manifest instead ('-' for stdin)")
     demo.add_argument("--ready-after", type=float, default=5.0, help="seconds pods take to become ready (default 5)")
     demo.set_defaults(func=_cmd_demo)
+
+    run = sub.add_parser("run", help="run the operator against the cluster in KUBECONFIG (or in-cluster)")
+    run.add_argument("-n", "--namespace", action="append", help="watch only this namespace (repeatable); default all")
+    run.add_argument("--workers", type=int, help="reconcile worker threads (default 4)")
+    run.add_argument("--resync-period", type=float, help="seconds between full resyncs, 0 to disable (default 300)")
+    run.add_argument(
+        "--requeue-period", type=float, help="seconds between checks while a rollout progresses (default 5)"
+    )
+    run.add_argument("--lb-provider", choices=("memory", "http"), help="load balancer provider (default memory)")
+    run.add_argument("--lb-url", help="base URL of the HTTP load balancer registry (with --lb-provider http)")
+    run.add_argument("--lb-timeout", type=float, help="seconds per load balancer request (default 5)")
+    run.add_argument("--log-format", choices=("plain", "full", "json"), help="log format (default plain)")
+    run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.set_defaults(func=_cmd_run)
 
     crd = sub.add_parser("crd", help="print the CustomResourceDefinition generated from the API models")
     crd.add_argument("-o", "--output", help="write to this file instead of stdout")

@@ -50,7 +50,7 @@ def freeze(obj: object) -> bytes:
     thawing costs about half a :func:`deep_copy`.
     """
     try:
-        return _dumps(obj, _MARSHAL_VERSION)
+        return _dumps(cast(Any, obj), _MARSHAL_VERSION)
     except ValueError:
         return _dumps(_coerce(obj, drop_nulls=False), _MARSHAL_VERSION)
 

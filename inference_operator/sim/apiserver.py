@@ -22,7 +22,9 @@ it keeps the ``resourceVersion`` and emits no watch event. Garbage-collector wor
 ``gc_writes``, never in ``writes``: it is not the caller's doing.
 
 Stored objects are never mutated in place: every write stores a new dict (sharing untouched
-subtrees with the previous version), so watch buffers can hold snapshots and copy them lazily.
+subtrees with the previous version) plus a frozen copy (:func:`~inference_operator.jsoncopy.freeze`).
+Every read, write response and watch event thaws that copy, which is the cheapest way to hand out
+an independent object; watch buffers hold the frozen bytes and thaw them when drained.
 All public methods take one re-entrant lock; the server is safe to share between threads.
 """
 
@@ -171,7 +173,10 @@ class FakeApiServer:
             return _thaw_object(self._frozen[key])
 
     def list(self, kind: str, namespace: str | None = None, *, labels: Mapping[str, str] | None = None) -> Objs:
-        """Copies of the objects of ``kind`` (in ``namespace``, with ``labels``), sorted by key."""
+        """Copies of the objects of ``kind`` (in ``namespace``, with ``labels``), sorted by key.
+
+        ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match.
+        """
         with self._lock:
             self.reads += 1
             frozen = self._frozen
@@ -186,7 +191,7 @@ class FakeApiServer:
     def watch(self, kind: str | None = None, namespace: str | None = None) -> Watch:
         """Start buffering events for ``kind`` (all kinds if None) from now on."""
         with self._lock:
-            watch = Watch(self, kind, namespace)
+            watch = Watch(self, kind, namespace or None)
             self._watches.append(watch)
             return watch
 
@@ -462,9 +467,8 @@ class FakeApiServer:
         if solid:
             if gone or waiting:
                 self._drop_owner_references(key, gone | waiting)
-        elif gone or waiting:
+        elif (gone or waiting) and self._delete(key, "Foreground" if waiting else "Background"):
             self.gc_writes += 1
-            self._delete(key, "Foreground" if waiting else "Background")
 
     def _finish_foreground(self, owner_uid: str) -> None:
         """Remove ``foregroundDeletion`` once no dependent blocks its owner any more."""
@@ -533,7 +537,9 @@ class FakeApiServer:
 
     def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         namespaces = self._objects.get(kind, {})
-        if namespace is not None:
+        if not defaults.traits_of(kind).namespaced:
+            namespace = None
+        if namespace:  # None or "" means all namespaces, as in client-go
             chosen: Iterable[tuple[str, dict[str, Obj]]] = [(namespace, namespaces.get(namespace, {}))]
         else:
             chosen = sorted(namespaces.items())

@@ -1,0 +1,81 @@
+"""Operator settings, from environment variables (flags of ``inference-operator run`` set them).
+
+| env var                              | flag              | default  |
+|--------------------------------------|-------------------|----------|
+| INFERENCE_OPERATOR_WORKERS           | --workers         | 4        |
+| INFERENCE_OPERATOR_RESYNC_SECONDS    | --resync-period   | 300      |
+| INFERENCE_OPERATOR_REQUEUE_SECONDS   | --requeue-period  | 5        |
+| INFERENCE_OPERATOR_LB_PROVIDER       | --lb-provider     | memory   |
+| INFERENCE_OPERATOR_LB_URL            | --lb-url          | (none)   |
+| INFERENCE_OPERATOR_LB_TIMEOUT        | --lb-timeout      | 5        |
+| INFERENCE_OPERATOR_NAMESPACES        | --namespace (rep) | all      |
+| INFERENCE_OPERATOR_LOG_FORMAT        | --log-format      | plain    |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ENV_PREFIX = "INFERENCE_OPERATOR_"
+LB_PROVIDERS = ("memory", "http")
+LOG_FORMATS = ("plain", "full", "json")
+
+
+class ConfigError(ValueError):
+    """A setting has a bad value; the message names the variable and what is allowed."""
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False) -> float:
+    raw = env.get(ENV_PREFIX + name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be {kind}") from None
+    if value < minimum:
+        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be at least {minimum:g}")
+    return value
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = env.get(ENV_PREFIX + name) or default
+    if value not in allowed:
+        raise ConfigError(f"{ENV_PREFIX}{name}={value!r}: must be one of {', '.join(allowed)}")
+    return value
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    workers: int = 4
+    resync_seconds: float = 300.0
+    requeue_seconds: float = 5.0
+    lb_provider: str = "memory"
+    lb_url: str | None = None
+    lb_timeout: float = 5.0
+    namespaces: tuple[str, ...] = field(default_factory=tuple)
+    log_format: str = "plain"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
+        env = os.environ if env is None else env
+        provider = _choice(env, "LB_PROVIDER", "memory", LB_PROVIDERS)
+        url = env.get(ENV_PREFIX + "LB_URL") or None
+        if provider == "http" and not url:
+            raise ConfigError(f"{ENV_PREFIX}LB_PROVIDER=http needs {ENV_PREFIX}LB_URL (e.g. http://lb-registry:9090)")
+        if url and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: must start with http:// or https://")
+        namespaces = tuple(n for n in (env.get(ENV_PREFIX + "NAMESPACES") or "").replace(",", " ").split() if n)
+        return cls(
+            workers=int(_number(env, "WORKERS", 4, minimum=1, integer=True)),
+            resync_seconds=_number(env, "RESYNC_SECONDS", 300.0, minimum=0),
+            requeue_seconds=_number(env, "REQUEUE_SECONDS", 5.0, minimum=0.1),
+            lb_provider=provider,
+            lb_url=url,
+            lb_timeout=_number(env, "LB_TIMEOUT", 5.0, minimum=0.1),
+            namespaces=namespaces,
+            log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
+        )

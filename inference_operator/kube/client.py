@@ -1,0 +1,160 @@
+"""A thin raw-JSON client over the official ``kubernetes`` package.
+
+The generated API classes deserialize every response into model objects, which is slow and
+loses fields the client does not know. The operator only needs a handful of calls on three
+kinds, as plain dicts, so it uses the official client's configuration, authentication and
+connection pool, and sends and receives JSON itself. HTTP failures are mapped once onto the
+exceptions of ``inference_operator.errors``, the same ones the FakeApiServer raises.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from ..constants import DEPLOYMENT, FIELD_MANAGER, GROUP, KIND, PLURAL, SERVICE, VERSION
+from ..errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
+
+Obj = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    prefix: str  # /api/v1 or /apis/group/version
+    plural: str
+
+
+KINDS = {
+    KIND: KindInfo(f"/apis/{GROUP}/{VERSION}", PLURAL),
+    DEPLOYMENT: KindInfo("/apis/apps/v1", "deployments"),
+    SERVICE: KindInfo("/api/v1", "services"),
+    "Event": KindInfo("/api/v1", "events"),
+    "Pod": KindInfo("/api/v1", "pods"),
+}
+
+
+def path_of(kind: str, namespace: str, name: str | None = None, subresource: str | None = None) -> str:
+    """The REST path; an empty namespace means all namespaces (list only)."""
+    info = KINDS[kind]
+    scope = f"/namespaces/{quote(namespace)}" if namespace else ""
+    path = f"{info.prefix}{scope}/{info.plural}"
+    if name is not None:
+        path += f"/{quote(name)}"
+    if subresource is not None:
+        path += f"/{subresource}"
+    return path
+
+
+def error_for(status: int, body: bytes, *, kind: str, namespace: str, name: str, verb: str) -> ApiError:
+    """The exception for an HTTP error status, carrying the API server's own message."""
+    try:
+        payload = json.loads(body or b"{}")
+        message = str(payload.get("message") or "")
+        reason = str(payload.get("reason") or "")
+    except ValueError:
+        message, reason = body.decode(errors="replace")[:500], ""
+    where = f"{verb} {kind} {namespace}/{name}".strip()
+    text = f"{where}: HTTP {status}: {message or reason or 'no message'}"
+    cls: type[ApiError]
+    if status == 404:
+        cls = NotFound
+    elif status == 409:
+        cls = AlreadyExists if reason == "AlreadyExists" else Conflict
+    elif status == 422:
+        cls = Invalid
+    elif status in (401, 403):
+        cls = Forbidden
+    else:
+        cls = ApiError
+    err = cls(text, kind=kind, namespace=namespace, name=name)
+    if cls is ApiError:
+        err.code = status
+    return err
+
+
+class KubeClient:
+    """Raw JSON requests with the official client's config, auth and connection pool."""
+
+    def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
+        self.api_client = api_client
+        self.timeout = timeout
+
+    @classmethod
+    def from_environment(cls, *, timeout: float = 30.0) -> KubeClient:
+        """In-cluster config when running in a pod, else the current KUBECONFIG context."""
+        from kubernetes import client, config
+
+        try:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            config.load_kube_config()  # type: ignore[no-untyped-call]
+        return cls(client.ApiClient(), timeout=timeout)
+
+    def request(
+        self,
+        verb: str,
+        kind: str,
+        namespace: str,
+        name: str | None = None,
+        *,
+        subresource: str | None = None,
+        body: Obj | None = None,
+        content_type: str = JSON,
+        query: dict[str, str] | None = None,
+    ) -> Obj:
+        method = {"create": "POST", "get": "GET", "list": "GET", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}[
+            verb
+        ]
+        params = dict(query or {})
+        if method in ("POST", "PUT", "PATCH"):
+            params.setdefault("fieldManager", FIELD_MANAGER)
+        method, url, headers, payload, _ = self.api_client.param_serialize(
+            method,
+            path_of(kind, namespace, name, subresource),
+            query_params=list(params.items()) or None,
+            header_params={"Content-Type": content_type, "Accept": JSON},
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self.api_client.call_api(
+            method, url, header_params=headers, body=payload, _request_timeout=self.timeout
+        )
+        data: bytes = response.read() or b""
+        if response.status >= 400:
+            raise error_for(response.status, data, kind=kind, namespace=namespace, name=name or "", verb=verb)
+        result: Obj = json.loads(data) if data else {}
+        return result
+
+    def create(self, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        return self.request("create", obj["kind"], meta.get("namespace", "default"), body=obj)
+
+    def patch(self, kind: str, namespace: str, name: str, patch: Obj, *, subresource: str | None = None) -> Obj:
+        return self.request(
+            "patch", kind, namespace, name, subresource=subresource, body=patch, content_type=MERGE_PATCH
+        )
+
+    def update_status(self, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        return self.request("update", obj["kind"], meta["namespace"], meta["name"], subresource="status", body=obj)
+
+    def list_objects(self, kind: str, namespace: str, *, label_selector: str | None = None) -> list[Obj]:
+        """Objects of a kind in a namespace ("" for all), with apiVersion and kind filled in."""
+        return self.list_with_version(kind, namespace, label_selector=label_selector)[0]
+
+    def list_with_version(
+        self, kind: str, namespace: str, *, label_selector: str | None = None
+    ) -> tuple[list[Obj], str]:
+        """Like ``list_objects``, plus the collection's resourceVersion."""
+        query = {"labelSelector": label_selector} if label_selector else None
+        answer = self.request("list", kind, namespace, query=query)
+        api_version = str(answer.get("apiVersion") or "")
+        items: list[Obj] = answer.get("items") or []
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return items, str((answer.get("metadata") or {}).get("resourceVersion") or "0")

@@ -1,0 +1,151 @@
+"""The production ``LoadBalancerProvider``: a small REST registry spoken to over plain HTTP.
+
+The operator's worker threads call it concurrently, so it keeps no connection and no mutable
+state: each call opens one connection with a timeout, sends one request and closes it. Every
+failure (the network, a timeout, a status it did not expect) becomes a ``LoadBalancerError``
+whose message names the method, the URL and what went wrong, because that text ends up in a
+status condition and an Event that a person on call reads. The wire format is the one the
+reference server in ``inference_operator.lb.registry`` speaks.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.parse
+from typing import Any
+
+from .. import __version__
+from ..backend import LoadBalancerError, Registration
+
+REGISTRATIONS_PATH = "/v1/registrations"
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+USER_AGENT = f"inference-operator/{__version__}"
+
+
+class HttpLoadBalancer:
+    """Implements ``LoadBalancerProvider`` against ``{base_url}/v1/registrations/{namespace}/{name}``.
+
+    ``timeout`` (seconds) bounds the connect and every read; ``token``, when given, is sent as
+    ``Authorization: Bearer <token>`` and never appears in messages or ``repr``.
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = 5.0, token: str | None = None) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError(f"load balancer URL must look like http://host:port, got {base_url!r}")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("load balancer URL must not carry credentials: pass token= instead")
+        _ = parts.port  # raises ValueError on a port that is not a number in range
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        if token is not None and (not token or any(c in token for c in "\r\n")):
+            raise ValueError("token must be a non-empty single line")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._scheme = parts.scheme
+        self._netloc = parts.netloc
+        self._prefix = parts.path.rstrip("/")
+        self._token = token
+
+    def __repr__(self) -> str:
+        return f"HttpLoadBalancer({self.base_url!r}, timeout={self.timeout})"
+
+    def register(self, key: str, *, target: str) -> Registration:
+        """``PUT`` the record for ``key``; the registry keeps its id when the record exists."""
+        path = _registration_path(key)
+        status, reason, body = self._request("PUT", path, {"target": target})
+        if status not in (200, 201):
+            raise self._status_error("PUT", path, status, reason, body)
+        registration = _parse_registration(_decode(body))
+        if registration is None:
+            raise self._error("PUT", path, f"HTTP {status} {reason} without a registration (id, address, target)")
+        return registration
+
+    def release(self, key: str) -> None:
+        """``DELETE`` the record for ``key``; a 404 means it is already gone, which is success."""
+        path = _registration_path(key)
+        status, reason, body = self._request("DELETE", path, None)
+        if status not in (200, 204, 404):
+            raise self._status_error("DELETE", path, status, reason, body)
+
+    def list_registrations(self) -> dict[str, Registration]:
+        """Every record at the registry, keyed ``namespace/name`` (to check that nothing leaked)."""
+        status, reason, body = self._request("GET", REGISTRATIONS_PATH, None)
+        if status != 200:
+            raise self._status_error("GET", REGISTRATIONS_PATH, status, reason, body)
+        data = _decode(body)
+        items = data.get("items") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise self._error("GET", REGISTRATIONS_PATH, "answered without a list of items")
+        result: dict[str, Registration] = {}
+        for item in items:
+            registration = _parse_registration(item)
+            if registration is None or not isinstance(item.get("key"), str):
+                raise self._error("GET", REGISTRATIONS_PATH, f"answered with a malformed registration: {item!r:.200}")
+            result[item["key"]] = registration
+        return result
+
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, str, bytes]:
+        """One request on a fresh connection: ``(status, reason, body)``, or LoadBalancerError."""
+        connection_class = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+        connection = connection_class(self._netloc, timeout=self.timeout)
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        body = None
+        if payload is not None:
+            body = json.dumps(payload).encode()
+            headers["Content-Type"] = "application/json"
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token}"
+        try:
+            connection.request(method, self._prefix + path, body=body, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.reason, response.read(MAX_RESPONSE_BYTES)
+        except TimeoutError:
+            raise self._error(method, path, f"no answer within {self.timeout:g} s (timed out)") from None
+        except OSError as err:
+            detail = f"{err.strerror} [errno {err.errno}]" if err.strerror else (str(err) or type(err).__name__)
+            raise self._error(method, path, f"connection failed: {detail}") from None
+        except http.client.HTTPException as err:
+            raise self._error(method, path, f"broken HTTP response: {type(err).__name__} {err}".rstrip()) from None
+        finally:
+            connection.close()
+
+    def _status_error(self, method: str, path: str, status: int, reason: str, body: bytes) -> LoadBalancerError:
+        data = _decode(body)
+        message = data.get("message") if isinstance(data, dict) else None
+        detail = f"HTTP {status} {reason}".rstrip()
+        if isinstance(message, str) and message:
+            detail += f": {message}"
+        return self._error(method, path, detail)
+
+    def _error(self, method: str, path: str, detail: str) -> LoadBalancerError:
+        return LoadBalancerError(f"load balancer registry {method} {self.base_url}{path}: {detail}")
+
+
+def _registration_path(key: str) -> str:
+    namespace, sep, name = key.partition("/")
+    if not sep or not namespace or not name:
+        raise ValueError(f"load balancer key must be namespace/name, got {key!r}")
+    quote = urllib.parse.quote
+    return f"{REGISTRATIONS_PATH}/{quote(namespace, safe='')}/{quote(name, safe='')}"
+
+
+def _decode(body: bytes) -> Any:
+    """The JSON document in ``body``, or None when it is not JSON (proxies answer in HTML)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _parse_registration(data: Any) -> Registration | None:
+    if not isinstance(data, dict):
+        return None
+    fields = (data.get("id"), data.get("address"), data.get("target"))
+    if not all(isinstance(field, str) and field for field in fields):
+        return None
+    return Registration(id=data["id"], address=data["address"], target=data["target"])
+
+
+__all__ = ["HttpLoadBalancer"]

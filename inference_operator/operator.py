@@ -1,0 +1,84 @@
+"""Kopf glue: ``kopf run -m inference_operator.operator`` (or ``inference-operator run``).
+
+Kopf supplies what is hard to get right: list+watch with reconnects and 410 handling,
+peering, the liveness endpoint, logging and the CLI. Its ``on.event`` handlers write nothing
+to the objects (no bookkeeping annotations, no Kopf finalizer); here they only feed the
+cache and the workqueue of ``OperatorRuntime``, whose worker threads run the same reconciler
+as the simulator. Deployments and Services are watched with a server-side label selector
+(the owner label), so the operator never caches the cluster's other workloads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from typing import Any, cast
+
+import kopf
+
+from .config import OperatorConfig
+from .constants import DEPLOYMENT, GROUP, KIND, OWNER_LABEL, PLURAL, SERVICE, VERSION
+from .kube.client import KubeClient
+from .kube.runtime import OperatorRuntime
+
+Obj = dict[str, Any]
+log = logging.getLogger("inference_operator.operator")
+_runtime: OperatorRuntime | None = None
+
+
+def runtime() -> OperatorRuntime:
+    if _runtime is None:
+        raise RuntimeError("the operator runtime is not started (Kopf startup handler has not run)")
+    return _runtime
+
+
+def namespaces_from_argv(argv: list[str]) -> tuple[str, ...]:
+    """The ``-n/--namespace`` values of a ``kopf run`` command line."""
+    found: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg in ("-n", "--namespace") and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif arg.startswith("--namespace="):
+            found.append(arg.split("=", 1)[1])
+    return tuple(found)
+
+
+@kopf.on.startup()
+def start(settings: kopf.OperatorSettings, **_: Any) -> None:
+    global _runtime
+    config = OperatorConfig.from_env()
+    if not config.namespaces:  # `kopf run -m inference_operator.operator -n NS` sets no env var
+        config = dataclasses.replace(config, namespaces=namespaces_from_argv(sys.argv))
+    settings.posting.enabled = False  # we post the Events we mean, not log lines
+    settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
+    settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
+    settings.peering.standalone = True  # one replica, Recreate strategy: see the chart
+    _runtime = OperatorRuntime(config, KubeClient.from_environment())
+    _runtime.start()
+
+
+@kopf.on.cleanup()
+def stop(**_: Any) -> None:
+    if _runtime is not None:
+        _runtime.stop()
+
+
+@kopf.on.probe(id="operator")
+def probe(**_: Any) -> dict[str, int]:
+    return runtime().probe()
+
+
+@kopf.on.event(GROUP, VERSION, PLURAL)
+async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
+    runtime().on_event(KIND, event.get("type"), cast(Obj, event["object"]))
+
+
+@kopf.on.event("apps", "v1", "deployments", labels={OWNER_LABEL: kopf.PRESENT})
+async def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
+    runtime().on_event(DEPLOYMENT, event.get("type"), cast(Obj, event["object"]))
+
+
+@kopf.on.event("v1", "services", labels={OWNER_LABEL: kopf.PRESENT})
+async def service_event(event: kopf.RawEvent, **_: Any) -> None:
+    runtime().on_event(SERVICE, event.get("type"), cast(Obj, event["object"]))

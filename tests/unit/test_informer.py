@@ -1,0 +1,245 @@
+"""Tests for SharedInformer: a list+watch cache of one kind, driven by explicit pumps.
+
+Covers:
+- Start: the initial list fills the cache and fires on_add; has_synced; start is idempotent;
+  nothing is seen before start, and pump before start is a no-op.
+- Pump: ADDED/MODIFIED/DELETED update the cache and call on_add / on_update(old, new) /
+  on_delete(last state); returns the number of events; other kinds are ignored; changes made
+  between start and the first pump are not lost.
+- Cache reads: get returns the cached object or None when missing; deleted objects leave the
+  cache; list by namespace; the cache holds its own copies (the API server's store and the
+  cache never alias).
+- Handlers: several handlers; one added after start is replayed the cache; resync calls
+  on_update(obj, obj); a handler that raises leaves later events for the next pump.
+- Scope: a namespaced informer sees only its namespace; stop ends the watch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference_operator.clock import FakeClock
+from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.informer import SharedInformer
+
+Obj = dict[str, Any]
+KIND = "InferenceService"
+
+
+def isvc(name: str, *, namespace: str = "default", replicas: int = 1) -> Obj:
+    return {
+        "apiVersion": "serving.inference-operator.dev/v1",
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"image": "vllm:0.6.3", "model": "Llama-3", "replicas": replicas},
+    }
+
+
+class Recorder:
+    """Handlers that write down what they were called with."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.updates: list[tuple[Obj, Obj]] = []
+
+    def on_add(self, obj: Obj) -> None:
+        self.calls.append(("add", obj["metadata"]["name"]))
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self.calls.append(("update", new["metadata"]["name"]))
+        self.updates.append((old, new))
+
+    def on_delete(self, obj: Obj) -> None:
+        self.calls.append(("delete", obj["metadata"]["name"]))
+
+    def register(self, informer: SharedInformer) -> None:
+        informer.add_event_handler(on_add=self.on_add, on_update=self.on_update, on_delete=self.on_delete)
+
+
+@pytest.fixture
+def api() -> FakeApiServer:
+    return FakeApiServer(FakeClock())
+
+
+@pytest.fixture
+def informer(api: FakeApiServer) -> SharedInformer:
+    return SharedInformer(api, KIND)
+
+
+@pytest.fixture
+def recorder(informer: SharedInformer) -> Recorder:
+    recorder = Recorder()
+    recorder.register(informer)
+    return recorder
+
+
+class TestStart:
+    def test_start_lists_existing_objects_into_the_cache_and_fires_on_add(
+        self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder
+    ) -> None:
+        api.create(isvc("a"))
+        api.create(isvc("b"))
+        assert not informer.has_synced
+        assert informer.get("default", "a") is None
+        informer.start()
+        assert informer.has_synced
+        assert recorder.calls == [("add", "a"), ("add", "b")]
+        assert informer.get("default", "a") == api.get(KIND, "default", "a")
+        assert len(informer) == 2
+
+    def test_start_twice_lists_once(self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder) -> None:
+        api.create(isvc("a"))
+        informer.start()
+        informer.start()
+        assert recorder.calls == [("add", "a")]
+
+    def test_pump_before_start_does_nothing(self, api: FakeApiServer, informer: SharedInformer) -> None:
+        api.create(isvc("a"))
+        assert informer.pump() == 0
+        assert informer.get("default", "a") is None
+
+
+class TestPump:
+    def test_watch_events_update_the_cache_and_call_the_handlers(
+        self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder
+    ) -> None:
+        informer.start()
+        api.create(isvc("a"))
+        api.patch(KIND, "default", "a", {"spec": {"replicas": 3}})
+        assert informer.get("default", "a") is None  # nothing is applied until pumped
+        assert informer.pump() == 2
+        assert recorder.calls == [("add", "a"), ("update", "a")]
+        old, new = recorder.updates[0]
+        assert old["spec"]["replicas"] == 1
+        assert new["spec"]["replicas"] == 3
+        assert informer.get("default", "a") is new
+        assert informer.pump() == 0
+
+    def test_deleted_objects_leave_the_cache_and_on_delete_gets_the_last_state(
+        self, api: FakeApiServer, informer: SharedInformer
+    ) -> None:
+        deleted: list[Obj] = []
+        informer.add_event_handler(on_delete=deleted.append)
+        api.create(isvc("a", replicas=4))
+        informer.start()
+        api.delete(KIND, "default", "a")
+        informer.pump()
+        assert informer.get("default", "a") is None
+        assert informer.list() == []
+        assert [obj["spec"]["replicas"] for obj in deleted] == [4]
+
+    def test_get_returns_none_for_a_missing_object(self, informer: SharedInformer) -> None:
+        informer.start()
+        assert informer.get("default", "nope") is None
+        assert informer.get("other", "nope") is None
+
+    def test_changes_between_start_and_the_first_pump_are_not_lost(
+        self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder
+    ) -> None:
+        api.create(isvc("a"))
+        informer.start()
+        api.create(isvc("b"))
+        api.delete(KIND, "default", "a")
+        informer.pump()
+        assert recorder.calls == [("add", "a"), ("add", "b"), ("delete", "a")]
+        assert [o["metadata"]["name"] for o in informer.list()] == ["b"]
+
+    def test_other_kinds_are_ignored(self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder) -> None:
+        informer.start()
+        api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
+        assert informer.pump() == 0
+        assert recorder.calls == []
+
+    def test_cache_holds_its_own_copies(self, api: FakeApiServer, informer: SharedInformer) -> None:
+        informer.start()
+        created = api.create(isvc("a"))
+        informer.pump()
+        cached = informer.get("default", "a")
+        assert cached is not None
+        assert cached == created
+        created["spec"]["replicas"] = 50  # the caller's copy …
+        assert cached["spec"]["replicas"] == 1  # … is not the cache's
+        assert api.get(KIND, "default", "a") is not cached
+
+    def test_no_op_writes_produce_no_events(self, api: FakeApiServer, informer: SharedInformer) -> None:
+        created = api.create(isvc("a"))
+        informer.start()
+        api.update(created)
+        assert informer.pump() == 0
+
+
+class TestHandlers:
+    def test_every_registered_handler_is_called(self, api: FakeApiServer, informer: SharedInformer) -> None:
+        first, second = Recorder(), Recorder()
+        first.register(informer)
+        second.register(informer)
+        informer.start()
+        api.create(isvc("a"))
+        informer.pump()
+        assert first.calls == second.calls == [("add", "a")]
+
+    def test_a_handler_added_after_start_is_replayed_the_cache(
+        self, api: FakeApiServer, informer: SharedInformer
+    ) -> None:
+        api.create(isvc("a"))
+        informer.start()
+        late = Recorder()
+        late.register(informer)
+        assert late.calls == [("add", "a")]
+
+    def test_resync_calls_on_update_with_the_same_object(
+        self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder
+    ) -> None:
+        api.create(isvc("a"))
+        informer.start()
+        assert informer.resync() == 1
+        old, new = recorder.updates[0]
+        assert old is new
+
+    def test_a_failing_handler_leaves_later_events_for_the_next_pump(
+        self, api: FakeApiServer, informer: SharedInformer
+    ) -> None:
+        seen: list[str] = []
+
+        def on_add(obj: Obj) -> None:
+            seen.append(obj["metadata"]["name"])
+            if obj["metadata"]["name"] == "a":
+                raise RuntimeError("handler bug")
+
+        informer.add_event_handler(on_add=on_add)
+        informer.start()
+        api.create(isvc("a"))
+        api.create(isvc("b"))
+        with pytest.raises(RuntimeError):
+            informer.pump()
+        assert informer.get("default", "a") is not None
+        assert informer.pump() == 1
+        assert seen == ["a", "b"]
+
+
+class TestScope:
+    def test_a_namespaced_informer_sees_only_its_namespace(self, api: FakeApiServer) -> None:
+        informer = SharedInformer(api, KIND, namespace="team-a")
+        api.create(isvc("x", namespace="team-a"))
+        api.create(isvc("y", namespace="team-b"))
+        informer.start()
+        api.create(isvc("z", namespace="team-b"))
+        api.create(isvc("w", namespace="team-a"))
+        informer.pump()
+        assert sorted(o["metadata"]["name"] for o in informer.list()) == ["w", "x"]
+
+    def test_list_filters_by_namespace(self, api: FakeApiServer, informer: SharedInformer) -> None:
+        api.create(isvc("x", namespace="team-a"))
+        api.create(isvc("y", namespace="team-b"))
+        informer.start()
+        assert [o["metadata"]["name"] for o in informer.list("team-b")] == ["y"]
+
+    def test_stop_ends_the_watch_and_keeps_the_cache(self, api: FakeApiServer, informer: SharedInformer) -> None:
+        api.create(isvc("a"))
+        informer.start()
+        informer.stop()
+        api.create(isvc("b"))
+        assert informer.pump() == 0
+        assert [o["metadata"]["name"] for o in informer.list()] == ["a"]
