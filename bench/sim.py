@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inference_operator.constants import KIND  # noqa: E402
-from inference_operator.model import make_inference_service  # noqa: E402
-from inference_operator.runtime import tune_gc  # noqa: E402
-from inference_operator.sim import Simulation  # noqa: E402
+from inference_operator.constants import KIND
+from inference_operator.model import make_inference_service
+from inference_operator.runtime import tune_gc
+from inference_operator.sim import Simulation
 
 
 def peak_rss_mib() -> float:

@@ -48,6 +48,11 @@ class Backend(Protocol):
         """Replace the status subresource; ``obj.metadata.resourceVersion`` is a precondition."""
         ...
 
+    def list_pods(self, namespace: str, selector: str) -> list[Obj]:
+        """Pods matching a label selector, read on demand (not cached) to explain why a
+        Deployment is not ready."""
+        ...
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         """Post a Kubernetes Event about ``obj`` (type is Normal or Warning)."""
         ...

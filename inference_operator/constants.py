@@ -60,6 +60,8 @@ class Reason:
     REPLICAS_UNAVAILABLE: Final = "ReplicasUnavailable"
     SCALED_TO_ZERO: Final = "ScaledToZero"
     PODS_UNSCHEDULABLE: Final = "PodsUnschedulable"
+    IMAGE_PULL_FAILED: Final = "ImagePullFailed"
+    CRASH_LOOPING: Final = "CrashLoopBackOff"
     # Service
     SERVICE_CREATED: Final = "ServiceCreated"
     SERVICE_MISSING: Final = "ServiceMissing"

@@ -21,14 +21,22 @@ from typing import Any
 
 from .api import InferenceService, SpecError
 from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
-from .builders import desired_deployment, desired_service
+from .builders import desired_deployment, desired_service, selector_string
 from .clock import Clock, format_timestamp
 from .compare import differences
 from .conditions import Cond, is_true
 from .constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
 from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
-from .status import LoadBalancerState, compute_status, invalid_spec_status, override_status
+from .status import (
+    DeploymentView,
+    LoadBalancerState,
+    PodProblem,
+    compute_status,
+    invalid_spec_status,
+    override_status,
+    pod_problem,
+)
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.reconciler")
@@ -77,13 +85,23 @@ class Reconciler:
             self._report_blocked(obj, isvc.generation, str(err))
             raise
         lb = self._ensure_load_balancer(isvc, obj, service)
-        status = compute_status(isvc, obj.get("status") or {}, deployment, service, lb, now=self._now())
+        problem = self._pod_problem(isvc, deployment)
+        status = compute_status(
+            isvc, obj.get("status") or {}, deployment, service, lb, now=self._now(), problem=problem
+        )
         self._write_status(obj, status)
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
         return self._next(status)
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _pod_problem(self, isvc: InferenceService, deployment: Obj) -> PodProblem | None:
+        """Ask the pods why, but only when the Deployment says replicas are missing."""
+        view = DeploymentView.of(deployment)
+        if not view.observed or view.ready >= isvc.spec.replicas:
+            return None
+        return pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
 
     def _ensure_finalizer(self, obj: Obj) -> Obj:
         if has_finalizer(obj):

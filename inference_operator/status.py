@@ -33,6 +33,49 @@ class LoadBalancerState:
 
 
 @dataclass(frozen=True)
+class PodProblem:
+    """Why pods are not becoming ready, in words a person understands."""
+
+    reason: str
+    message: str
+
+
+_IMAGE_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+
+
+def pod_problem(pods: list[Obj]) -> PodProblem | None:
+    """The most telling problem among the pods of a Deployment, if any.
+
+    Unschedulable pods (e.g. asking for more GPUs than any node has) come first, then image
+    pull failures, then crash loops. Messages carry no timestamps, so they stay stable.
+    """
+    unschedulable, pulls, crashes = [], [], []
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        status = pod.get("status") or {}
+        for c in status.get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+                unschedulable.append(str(c.get("message") or "no node fits"))
+        for cs in status.get("containerStatuses") or []:
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in _IMAGE_PULL:
+                pulls.append(f"{waiting['reason']}: {waiting.get('message') or cs.get('image', '')}")
+            elif waiting.get("reason") == "CrashLoopBackOff":
+                last = (cs.get("lastState") or {}).get("terminated") or {}
+                crashes.append(f"exit code {last.get('exitCode', '?')} ({last.get('reason') or 'Error'})")
+    if unschedulable:
+        return PodProblem(
+            Reason.PODS_UNSCHEDULABLE, f"{len(unschedulable)} pod(s) cannot be scheduled: {unschedulable[0]}"
+        )
+    if pulls:
+        return PodProblem(Reason.IMAGE_PULL_FAILED, f"{len(pulls)} pod(s) cannot pull the image: {pulls[0]}")
+    if crashes:
+        return PodProblem(Reason.CRASH_LOOPING, f"{len(crashes)} pod(s) keep crashing: {crashes[0]}")
+    return None
+
+
+@dataclass(frozen=True)
 class DeploymentView:
     """The numbers of a live Deployment that status is computed from."""
 
@@ -63,7 +106,7 @@ class DeploymentView:
         )
 
 
-def deployment_condition(isvc: InferenceService, dep: DeploymentView) -> Cond:
+def deployment_condition(isvc: InferenceService, dep: DeploymentView, problem: PodProblem | None = None) -> Cond:
     desired = isvc.spec.replicas
     t = CT.DEPLOYMENT_READY
     if not dep.exists:
@@ -76,7 +119,7 @@ def deployment_condition(isvc: InferenceService, dep: DeploymentView) -> Cond:
             f"waiting for the Deployment controller to pick up the new spec of {isvc.name}",
         )
     if dep.deadline_exceeded:
-        detail = f": {dep.deadline_message}" if dep.deadline_message else ""
+        detail = f": {problem.message}" if problem else (f": {dep.deadline_message}" if dep.deadline_message else "")
         return Cond(
             t,
             "False",
@@ -86,6 +129,8 @@ def deployment_condition(isvc: InferenceService, dep: DeploymentView) -> Cond:
         )
     if desired == 0 and dep.total == 0:
         return Cond(t, "True", Reason.SCALED_TO_ZERO, "scaled to zero replicas")
+    if problem is not None and dep.ready < desired:
+        return Cond(t, "False", problem.reason, f"{dep.ready} of {desired} replicas ready; {problem.message}")
     if dep.updated < desired or dep.total > dep.updated:
         old = dep.total - dep.updated
         tail = f", {old} old replicas still running" if old > 0 else ""
@@ -187,10 +232,11 @@ def compute_status(
     lb: LoadBalancerState,
     *,
     now: str,
+    problem: PodProblem | None = None,
 ) -> Obj:
     """The full status for this observation."""
     dep = DeploymentView.of(deployment)
-    dep_cond = deployment_condition(isvc, dep)
+    dep_cond = deployment_condition(isvc, dep, problem)
     svc_cond = service_condition(isvc, service)
     lb_cond = load_balancer_condition(lb)
     degraded = degraded_condition(isvc, previous, dep)

@@ -150,11 +150,11 @@ class RegistryServer:
     def _serve(self) -> None:
         httpd = self._httpd
         if httpd is not None:
-            httpd.serve_forever(poll_interval=0.1)
+            httpd.serve_forever(poll_interval=0.05)
 
-    # The registry proper: every method runs one request's effect under the lock.
+    # The registry proper: each method applies one request under the lock (the handler calls them).
 
-    def register(self, namespace: str, name: str, target: str) -> tuple[int, Registration]:
+    def _register(self, namespace: str, name: str, target: str) -> tuple[int, Registration]:
         key = f"{namespace}/{name}"
         with self._lock:
             self._register_calls[key] += 1
@@ -174,10 +174,12 @@ class RegistryServer:
         if existing is None:
             log.info("Registered key=%s id=%s target=%s address=%s", key, registration.id, target, registration.address)
             return 201, registration
-        log.info("Updated registration key=%s id=%s target=%s previous=%s", key, registration.id, target, existing.target)
+        log.info(
+            "Updated registration key=%s id=%s target=%s previous=%s", key, registration.id, target, existing.target
+        )
         return 200, registration
 
-    def release(self, namespace: str, name: str) -> Registration | None:
+    def _release(self, namespace: str, name: str) -> Registration | None:
         key = f"{namespace}/{name}"
         with self._lock:
             self._release_calls[key] += 1
@@ -251,12 +253,19 @@ def load_state(path: Path) -> tuple[dict[str, Registration], int]:
     try:
         if doc["version"] != STATE_VERSION:
             raise RegistryStateError(f"{path}: state version {doc['version']!r}, expected {STATE_VERSION}")
-        registrations = {str(key): Registration(**record) for key, record in doc["registrations"].items()}
+        registrations = {key: _registration_from(record) for key, record in doc["registrations"].items()}
         next_id = int(doc["next_id"])
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise RegistryStateError(f"{path}: not a registry state file ({type(err).__name__}: {err})") from None
     issued = [int(r.id[3:]) for r in registrations.values() if re.fullmatch(r"lb-\d+", r.id)]
     return registrations, max([next_id, *issued])
+
+
+def _registration_from(record: Any) -> Registration:
+    registration = Registration(**record)
+    if not all(isinstance(v, str) and v for v in dataclasses.astuple(registration)):
+        raise ValueError(f"a registration needs non-empty strings id, address and target, got {record!r}")
+    return registration
 
 
 def save_state(path: Path, registrations: dict[str, Registration], next_id: int) -> None:
@@ -336,8 +345,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except Exception:
             log.exception("Failed request method=%s path=%s", method, path)
             status, payload = 500, {"message": "internal error in the registry; see its log"}
-        if method == "GET" and status < 400:
-            log.debug("Served method=GET path=%s status=%d", path, status)
+        else:
+            if method == "GET":  # reads are polled often: their line is a debug one
+                log.debug("Served method=GET path=%s status=%d", path, status)
         self._send(status, payload)
 
     def _route(self, method: str, parts: list[str]) -> tuple[int, Any]:
@@ -356,10 +366,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 _check_label("name", name)
                 key = f"{namespace}/{name}"
                 if method == "PUT":
-                    status, registration = registry.register(namespace, name, _target(self._read_json()))
+                    status, registration = registry._register(namespace, name, _target(self._read_json()))
                     return status, _record(key, registration)
                 if method == "DELETE":
-                    if registry.release(namespace, name) is None:
+                    if registry._release(namespace, name) is None:
                         return 404, {"message": f"no registration for {key}"}
                     return 204, None
                 found = registry.registrations().get(key)
@@ -451,7 +461,9 @@ def configure_parser(
     serve.add_argument("--port", type=_port, default=9090, help="port to bind, 0 for any free one (default 9090)")
     serve.add_argument("--state", type=Path, metavar="FILE", help="JSON file that keeps registrations across restarts")
     serve.add_argument("--fail-registers", type=_count, default=0, metavar="N", help="answer the first N PUTs with 503")
-    serve.add_argument("--fail-releases", type=_count, default=0, metavar="N", help="answer the first N DELETEs with 503")
+    serve.add_argument(
+        "--fail-releases", type=_count, default=0, metavar="N", help="answer the first N DELETEs with 503"
+    )
     serve.add_argument(
         "--address-template",
         type=_template,
@@ -499,9 +511,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         return 1
     rows = [("KEY", "ID", "ADDRESS", "TARGET")]
     rows += [(key, reg.id, reg.address, reg.target) for key, reg in sorted(registrations.items())]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "   " + row[3])
+    w0, w1, w2 = (max(len(row[i]) for row in rows) for i in range(3))
+    for key, reg_id, address, target in rows:
+        print(f"{key:<{w0}}   {reg_id:<{w1}}   {address:<{w2}}   {target}")
     return 0
 
 

@@ -7,6 +7,7 @@ the operator's writes into the human-readable lines the demo prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,7 @@ class FakeBackend:
         self.clock = clock
         self.timeline = timeline
         self.events: list[Event] = []
+        self.pods_source: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: []
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.informers[kind].get(namespace, name)
@@ -113,6 +115,9 @@ class FakeBackend:
         if written["kind"] == KIND:
             self.timeline.status(written)
         return written
+
+    def list_pods(self, namespace: str, selector: str) -> list[Obj]:
+        return self.pods_source(namespace, selector)
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]

@@ -61,12 +61,14 @@ class SimulatedDeploymentController:
         *,
         ready_after: float,
         gpus_per_node: int,
+        nodes: int = 2,
     ) -> None:
         self.api = api
         self.deployments = deployments
         self.clock = clock
         self.ready_after = ready_after
         self.gpus_per_node = gpus_per_node
+        self.nodes = nodes
         self._rollouts: dict[str, _Rollout] = {}
 
     def reconcile(self, namespace: str, name: str) -> Result:
@@ -142,6 +144,50 @@ class SimulatedDeploymentController:
         if not schedulable:
             return Result(requeue_after=deadline - now) if now < deadline else Result()
         return Result(requeue_after=rollout.started_at + self.ready_after - now)
+
+    def pods(self, namespace: str, selector: str) -> list[Obj]:
+        """Synthetic Pods of the Deployments matching ``selector`` (``key=value,…``), enough to
+        explain why they are not ready: unschedulable ones carry the scheduler's message."""
+        wanted = dict(part.split("=", 1) for part in selector.split(",") if "=" in part)
+        pods: list[Obj] = []
+        for dep in self.deployments.list(namespace):
+            labels = dep["spec"]["template"].get("metadata", {}).get("labels") or {}
+            if any(labels.get(k) != v for k, v in wanted.items()):
+                continue
+            gpus = _gpus_per_pod(dep)
+            status = dep.get("status") or {}
+            for i in range(int(dep["spec"].get("replicas", 1))):
+                name = f"{dep['metadata']['name']}-sim-{i}"
+                if gpus > self.gpus_per_node:
+                    message = (
+                        f"0/{self.nodes} nodes are available: {self.nodes} Insufficient {GPU_RESOURCE}. "
+                        f"preemption: 0/{self.nodes} nodes are available: {self.nodes} No preemption "
+                        "victims found for incoming pod."
+                    )
+                    pod_status: Obj = {
+                        "phase": "Pending",
+                        "conditions": [
+                            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+                        ],
+                    }
+                else:
+                    ready = i < int(status.get("readyReplicas") or 0)
+                    pod_status = {
+                        "phase": "Running",
+                        "conditions": [
+                            {"type": "PodScheduled", "status": "True"},
+                            {"type": "Ready", "status": "True" if ready else "False"},
+                        ],
+                    }
+                pods.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+                        "status": pod_status,
+                    }
+                )
+        return pods
 
 
 def _status_differs(old: Obj, new: Obj) -> bool:

@@ -40,6 +40,7 @@ class Simulation:
         *,
         ready_after: float = 5.0,
         gpus_per_node: int = 8,
+        nodes: int = 2,
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
     ) -> None:
         self.clock = FakeClock()
@@ -58,8 +59,14 @@ class Simulation:
             "inferenceservice", self.reconciler.reconcile, RateLimitingQueue(self.clock, name="inferenceservice")
         )
         self.platform = SimulatedDeploymentController(
-            self.api, self.informers[DEPLOYMENT], self.clock, ready_after=ready_after, gpus_per_node=gpus_per_node
+            self.api,
+            self.informers[DEPLOYMENT],
+            self.clock,
+            ready_after=ready_after,
+            gpus_per_node=gpus_per_node,
+            nodes=nodes,
         )
+        self.backend.pods_source = self.platform.pods
         self.platform_controller = Controller(
             "deployment-controller",
             self.platform.reconcile,

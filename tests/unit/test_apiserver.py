@@ -96,12 +96,17 @@ def deployment(name: str = "llama", *, owner: Obj | None = None, image: str = "v
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "containers": [{
-                        "name": "server",
-                        "image": image,
-                        "ports": [{"containerPort": 8000, "name": "http"}],
-                        "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": 0.5}, "requests": {"memory": "1024Mi"}},
-                    }]
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": image,
+                            "ports": [{"containerPort": 8000, "name": "http"}],
+                            "resources": {
+                                "limits": {"nvidia.com/gpu": 1, "cpu": 0.5},
+                                "requests": {"memory": "1024Mi"},
+                            },
+                        }
+                    ]
                 },
             },
         },
@@ -393,7 +398,10 @@ class TestNoOpWrites:
         assert api.writes == 0
         assert sum(api.writes_by_verb.values()) == 0
         assert [(r.verb, r.changed) for r in api.requests] == [
-            ("update", False), ("update", False), ("patch", False), ("update_status", False)
+            ("update", False),
+            ("update", False),
+            ("patch", False),
+            ("update_status", False),
         ]
 
     def test_writes_are_counted_by_verb(self, api: FakeApiServer) -> None:
@@ -406,7 +414,12 @@ class TestNoOpWrites:
         api.delete(KIND, "default", "llama")
         assert api.writes == 6
         assert dict(api.writes_by_verb) == {
-            "create": 1, "update": 1, "update_status": 1, "patch": 1, "patch_status": 1, "delete": 1
+            "create": 1,
+            "update": 1,
+            "update_status": 1,
+            "patch": 1,
+            "patch_status": 1,
+            "delete": 1,
         }
         assert [r.verb for r in api.requests] == list(api.writes_by_verb)
 
@@ -416,10 +429,15 @@ class TestMergePatch:
         manifest = isvc(labels={"a": "1", "b": "2"})
         manifest["spec"]["args"] = ["--x", "--y"]
         api.create(manifest)
-        patched = api.patch(KIND, "default", "llama", {
-            "metadata": {"labels": {"a": None, "c": "3"}},
-            "spec": {"args": ["--z"], "model": None},
-        })
+        patched = api.patch(
+            KIND,
+            "default",
+            "llama",
+            {
+                "metadata": {"labels": {"a": None, "c": "3"}},
+                "spec": {"args": ["--z"], "model": None},
+            },
+        )
         assert patched["metadata"]["labels"] == {"b": "2", "c": "3"}
         assert patched["spec"] == {"image": "vllm:0.6.3", "replicas": 1, "args": ["--z"]}
         assert patched["metadata"]["generation"] == 2
@@ -428,13 +446,25 @@ class TestMergePatch:
         created = api.create(isvc())
         api.patch(KIND, "default", "llama", {"spec": {"replicas": 2}})
         with pytest.raises(Conflict):
-            api.patch(KIND, "default", "llama", {
-                "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "spec": {"replicas": 3},
-            })
+            api.patch(
+                KIND,
+                "default",
+                "llama",
+                {
+                    "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
+                    "spec": {"replicas": 3},
+                },
+            )
         current = api.get(KIND, "default", "llama")
-        patched = api.patch(KIND, "default", "llama", {
-            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"replicas": 3},
-        })
+        patched = api.patch(
+            KIND,
+            "default",
+            "llama",
+            {
+                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                "spec": {"replicas": 3},
+            },
+        )
         assert patched["spec"]["replicas"] == 3
 
     def test_patch_cannot_change_status_but_patch_status_can(self, api: FakeApiServer) -> None:
@@ -548,14 +578,20 @@ class TestGarbageCollection:
         owner = api.create(isvc())
         dep = api.create(deployment(owner=owner))
         api.create(service(owner=owner))
-        replica_set = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                       "metadata": {"name": "llama-abc", "ownerReferences": [owner_ref(dep)]}, "spec": {}}
+        replica_set = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "llama-abc", "ownerReferences": [owner_ref(dep)]},
+            "spec": {},
+        }
         api.create(replica_set)
         watch = api.watch()
         api.delete(KIND, "default", "llama")
         assert api.objects_total() == 0
         assert [(e.type, e.object["kind"]) for e in watch.drain()] == [
-            ("DELETED", "InferenceService"), ("DELETED", "Deployment"), ("DELETED", "Service"),
+            ("DELETED", "InferenceService"),
+            ("DELETED", "Deployment"),
+            ("DELETED", "Service"),
             ("DELETED", "ReplicaSet"),
         ]
         assert api.writes_by_verb["delete"] == 1
@@ -582,8 +618,11 @@ class TestGarbageCollection:
     def test_grandchildren_are_collected_once_a_terminating_child_goes(self, api: FakeApiServer) -> None:
         owner = api.create(isvc())
         child = api.create(deployment(owner=owner, finalizers=["example.com/drain"]))
-        grandchild = {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "gc", "ownerReferences": [owner_ref(child)]}}
+        grandchild = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gc", "ownerReferences": [owner_ref(child)]},
+        }
         api.create(grandchild)
         api.delete(KIND, "default", "llama")
         assert api.objects_total("ConfigMap") == 1  # background: the child still exists
@@ -593,9 +632,14 @@ class TestGarbageCollection:
     def test_a_dependent_with_another_live_owner_only_loses_the_reference(self, api: FakeApiServer) -> None:
         first = api.create(isvc("first"))
         second = api.create(isvc("second"))
-        shared = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-            "name": "shared", "ownerReferences": [owner_ref(first), {**owner_ref(second), "controller": False}],
-        }}
+        shared = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "shared",
+                "ownerReferences": [owner_ref(first), {**owner_ref(second), "controller": False}],
+            },
+        }
         api.create(shared)
         api.delete(KIND, "default", "first")
         refs = api.get("ConfigMap", "default", "shared")["metadata"]["ownerReferences"]
@@ -709,7 +753,8 @@ class TestDefaults:
         created = api.create(deployment())
         spec = created["spec"]
         assert spec["strategy"] == {
-            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
         }
         assert spec["revisionHistoryLimit"] == 10
         assert spec["progressDeadlineSeconds"] == 600
@@ -725,14 +770,20 @@ class TestDefaults:
         assert container["imagePullPolicy"] == "IfNotPresent"
         assert container["ports"] == [{"containerPort": 8000, "name": "http", "protocol": "TCP"}]
         assert container["resources"] == {  # quantities in canonical form, as the API server stores them
-            "limits": {"nvidia.com/gpu": "1", "cpu": "500m"}, "requests": {"memory": "1Gi"}
+            "limits": {"nvidia.com/gpu": "1", "cpu": "500m"},
+            "requests": {"memory": "1Gi"},
         }
         assert created["status"] == {}
 
     @pytest.mark.parametrize(
         ("image", "policy"),
-        [("vllm", "Always"), ("vllm:latest", "Always"), ("localhost:5000/vllm", "Always"),
-         ("vllm:0.6.3", "IfNotPresent"), ("vllm@sha256:abc", "IfNotPresent")],
+        [
+            ("vllm", "Always"),
+            ("vllm:latest", "Always"),
+            ("localhost:5000/vllm", "Always"),
+            ("vllm:0.6.3", "IfNotPresent"),
+            ("vllm@sha256:abc", "IfNotPresent"),
+        ],
     )
     def test_image_pull_policy_follows_the_tag(self, api: FakeApiServer, image: str, policy: str) -> None:
         created = api.create(deployment(image=image))
@@ -870,7 +921,8 @@ class TestJsonCopy:
 
     def test_copy_without_nulls_drops_null_entries(self) -> None:
         assert copy_without_nulls({"a": None, "b": {"c": None, "d": 1}, "e": [None, {"f": None}]}) == {
-            "b": {"d": 1}, "e": [None, {}]
+            "b": {"d": 1},
+            "e": [None, {}],
         }
 
     def test_freeze_and_thaw_give_fresh_copies_every_time(self) -> None:

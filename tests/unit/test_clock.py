@@ -141,9 +141,7 @@ def test_fake_clock_refuses_a_naive_epoch() -> None:
 
 def test_fake_clock_does_not_lose_concurrent_advances() -> None:
     clock = FakeClock()
-    threads = [
-        threading.Thread(target=lambda: [clock.advance(0.5) for _ in range(1000)]) for _ in range(8)
-    ]
+    threads = [threading.Thread(target=lambda: [clock.advance(0.5) for _ in range(1000)]) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:

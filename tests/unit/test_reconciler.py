@@ -234,17 +234,20 @@ def test_a_failing_registration_is_reported_and_retried() -> None:
     assert isvc(sim)["status"]["phase"] == Phase.READY
 
 
-def test_unschedulable_pods_fail_after_the_progress_deadline() -> None:
-    sim = Simulation(gpus_per_node=8)
+def test_unschedulable_pods_are_explained_then_fail_after_the_progress_deadline() -> None:
+    sim = Simulation(gpus_per_node=8, nodes=2)
     sim.apply(llama(gpu=16, progressDeadlineSeconds=60))
     sim.run_until_quiescent(until=30.0)
     assert isvc(sim)["status"]["phase"] == Phase.PENDING
+    ready = cond(sim, "Ready")
+    assert ready["reason"] == Reason.PODS_UNSCHEDULABLE
+    assert "2 pod(s) cannot be scheduled: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu" in ready["message"]
     sim.run_until_quiescent()
-    status = isvc(sim)["status"]
-    assert status["phase"] == Phase.FAILED
+    assert isvc(sim)["status"]["phase"] == Phase.FAILED
     assert cond(sim, "Progressing")["reason"] == Reason.PROGRESS_DEADLINE_EXCEEDED
-    assert "nvidia.com/gpu" in cond(sim, "Ready")["message"]
-    assert any(e.reason == EventReason.FAILED for e in sim.events)
+    assert "rollout made no progress for 60s" in cond(sim, "Ready")["message"]
+    assert "Insufficient nvidia.com/gpu" in cond(sim, "Ready")["message"]
+    assert [e.reason for e in sim.events].count(EventReason.FAILED) == 1
 
 
 def test_the_reconciler_never_mutates_the_cache() -> None:

@@ -14,7 +14,7 @@ from inference_operator.api import InferenceService
 from inference_operator.backend import Registration
 from inference_operator.constants import Phase, Reason
 from inference_operator.model import make_inference_service
-from inference_operator.status import LoadBalancerState, compute_status, invalid_spec_status
+from inference_operator.status import LoadBalancerState, compute_status, invalid_spec_status, pod_problem
 
 REG = LoadBalancerState("registered", Registration("lb-1", "http://lb/llama", "llama.default.svc.cluster.local:8000"))
 SVC = {"metadata": {"name": "llama"}}
@@ -168,3 +168,53 @@ def test_invalid_spec_status_keeps_other_conditions_and_fails() -> None:
         "message": "spec.replicas: bad",
     }
     assert cond(st, "DeploymentReady") == cond(ok, "DeploymentReady")
+
+
+def pod(**status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p"}, "status": status}
+
+
+def test_pod_problems_name_the_cause_unschedulable_first() -> None:
+    unschedulable = pod(
+        conditions=[
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+            }
+        ]
+    )
+    pulling = pod(
+        containerStatuses=[
+            {
+                "image": "vllm:nope",
+                "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image vllm:nope"}},
+            }
+        ]
+    )
+    crashing = pod(
+        containerStatuses=[
+            {
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+            }
+        ]
+    )
+    problem = pod_problem([pulling, unschedulable, crashing])
+    assert problem is not None and problem.reason == Reason.PODS_UNSCHEDULABLE
+    assert problem.message == "1 pod(s) cannot be scheduled: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    problem = pod_problem([crashing, pulling])
+    assert problem is not None and problem.reason == Reason.IMAGE_PULL_FAILED and "vllm:nope" in problem.message
+    problem = pod_problem([crashing])
+    assert problem is not None and problem.reason == Reason.CRASH_LOOPING and "exit code 1" in problem.message
+    assert pod_problem([pod(phase="Running")]) is None
+
+
+def test_a_pod_problem_explains_a_deployment_that_is_not_ready() -> None:
+    problem = pod_problem([pod(containerStatuses=[{"state": {"waiting": {"reason": "ErrImagePull", "message": "x"}}}])])
+    st = compute(isvc(), dep(ready=0))
+    assert cond(st, "Ready")["reason"] == Reason.REPLICAS_UNAVAILABLE
+    st = compute_status(isvc(), {}, dep(ready=0), SVC, REG, now="2026-01-01T00:00:00Z", problem=problem)
+    assert cond(st, "Ready")["reason"] == Reason.IMAGE_PULL_FAILED
+    assert cond(st, "Ready")["message"].startswith("0 of 2 replicas ready; 1 pod(s) cannot pull the image")

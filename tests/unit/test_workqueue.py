@@ -170,9 +170,7 @@ def test_done_for_a_key_that_is_not_processing_is_ignored(queue: RateLimitingQue
 # -- delays ----------------------------------------------------------------------------
 
 
-def test_add_after_is_not_ready_before_its_due_time_and_ready_at_it(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_add_after_is_not_ready_before_its_due_time_and_ready_at_it(queue: RateLimitingQueue, clock: FakeClock) -> None:
     queue.add_after("a/b", 5.0)
     assert queue.try_get() is None
     assert queue.waiting_len() == 1
@@ -185,9 +183,7 @@ def test_add_after_is_not_ready_before_its_due_time_and_ready_at_it(
 
 
 @pytest.mark.parametrize("delay", [0.0, -1.0])
-def test_add_after_without_a_positive_delay_adds_now(
-    queue: RateLimitingQueue, delay: float
-) -> None:
+def test_add_after_without_a_positive_delay_adds_now(queue: RateLimitingQueue, delay: float) -> None:
     queue.add_after("a/b", delay)
     assert queue.waiting_len() == 0
     assert queue.try_get() == "a/b"
@@ -213,9 +209,7 @@ def test_the_earliest_due_time_wins_when_a_waiting_key_is_added_again(
     assert take(queue) == []  # the superseded 10 s and 7 s entries do not fire
 
 
-def test_next_due_is_the_earliest_due_time_among_waiting_keys(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_next_due_is_the_earliest_due_time_among_waiting_keys(queue: RateLimitingQueue, clock: FakeClock) -> None:
     assert queue.next_due() is None
     clock.set(100.0)
     queue.add_after("a/late", 30.0)
@@ -236,9 +230,7 @@ def test_keys_due_at_the_same_time_come_out_in_the_order_they_were_added(
     assert take(queue) == ["n/c", "n/a", "n/b"]
 
 
-def test_a_due_key_that_is_still_queued_is_not_queued_twice(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_a_due_key_that_is_still_queued_is_not_queued_twice(queue: RateLimitingQueue, clock: FakeClock) -> None:
     queue.add("a/b")
     queue.add_after("a/b", 1.0)
     clock.advance(1.0)
@@ -266,9 +258,7 @@ def test_a_fake_clock_standing_still_keeps_delayed_keys_waiting(queue: RateLimit
 # -- rate limiting ---------------------------------------------------------------------
 
 
-def test_rate_limited_backoff_doubles_from_5ms_and_caps_at_1000s(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_rate_limited_backoff_doubles_from_5ms_and_caps_at_1000s(queue: RateLimitingQueue, clock: FakeClock) -> None:
     delays = []
     for _ in range(22):
         queue.add_rate_limited("a/b")
@@ -349,9 +339,7 @@ def test_custom_base_and_max_delays_are_used(clock: FakeClock) -> None:
     assert dues == [0.5, 1.0, 1.5, 1.5]
 
 
-@pytest.mark.parametrize(
-    ("base_delay", "max_delay"), [(0.0, 1.0), (-1.0, 1.0), (2.0, 1.0), (0.1, float("inf"))]
-)
+@pytest.mark.parametrize(("base_delay", "max_delay"), [(0.0, 1.0), (-1.0, 1.0), (2.0, 1.0), (0.1, float("inf"))])
 def test_invalid_delays_are_refused(clock: FakeClock, base_delay: float, max_delay: float) -> None:
     with pytest.raises(ValueError, match="delay"):
         RateLimitingQueue(clock, base_delay=base_delay, max_delay=max_delay)
@@ -372,9 +360,7 @@ def test_adds_total_counts_accepted_adds_including_delayed_ones_coming_due(
 # -- shutdown --------------------------------------------------------------------------
 
 
-def test_shut_down_rejects_adds_and_get_returns_none(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_shut_down_rejects_adds_and_get_returns_none(queue: RateLimitingQueue, clock: FakeClock) -> None:
     queue.add("a/queued")
     queue.add_after("a/waiting", 1.0)
     assert not queue.shutting_down
@@ -400,9 +386,7 @@ def test_shut_down_wakes_every_blocked_getter() -> None:
     assert [getter.result(timeout=BOUND) for getter in getters] == [None, None, None]
 
 
-def test_shut_down_with_drain_finishes_ready_and_in_flight_keys(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_shut_down_with_drain_finishes_ready_and_in_flight_keys(queue: RateLimitingQueue, clock: FakeClock) -> None:
     queue.add("a/in-flight")
     queue.add("a/ready")
     queue.add_after("a/not-due", 5.0)
@@ -539,9 +523,7 @@ def test_several_workers_never_process_the_same_key_at_the_same_time(clock: Fake
 # -- scale -----------------------------------------------------------------------------
 
 
-def test_a_hundred_thousand_keys_flow_through_in_order(
-    queue: RateLimitingQueue, clock: FakeClock
-) -> None:
+def test_a_hundred_thousand_keys_flow_through_in_order(queue: RateLimitingQueue, clock: FakeClock) -> None:
     keys = [f"ns-{i % 100}/isvc-{i}" for i in range(100_000)]
     for key in keys:
         queue.add(key)
