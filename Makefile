@@ -1,8 +1,11 @@
 # One-stop commands. `make test` is what CI runs (.ci/run).
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
+IMAGE ?= inference-operator:dev
+KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps lint typecheck unit crd clean
+.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane \
+        cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: ## Run the four scenarios on the bundled simulator
 	@$(PIP) install -q -e . >/dev/null
@@ -11,24 +14,57 @@ demo: ## Run the four scenarios on the bundled simulator
 deps: ## Install the package and its development tools
 	$(PIP) install -q -e '.[dev]'
 
+controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl
+	bash hack/build-controlplane.sh >/dev/null
+
 lint: deps
-	$(PYTHON) -m ruff check inference_operator tests bench
-	$(PYTHON) -m ruff format --check inference_operator tests bench
+	$(PYTHON) -m ruff check inference_operator tests bench hack
+	$(PYTHON) -m ruff format --check inference_operator tests bench hack
 
 typecheck: deps
 	$(PYTHON) -m mypy
 
-unit: deps
+unit: deps ## Offline tests on the simulator
 	$(PYTHON) -m pytest -q tests/unit
 
-test: deps lint typecheck ## Everything: lint, types, unit tests
+integration: deps ## Loopback-only tests (HTTP load balancer and registry)
+	$(PYTHON) -m pytest -q tests/integration
+
+e2e: deps controlplane ## The e2e suite on the local control plane (or E2E_KUBECONFIG)
+	$(PYTHON) -m pytest -q tests/e2e
+
+test: deps lint typecheck controlplane ## Everything: lint, types, unit, integration and e2e tests
 	$(PYTHON) -m pytest -q tests
 
 crd: ## Regenerate deploy/crds from the API models
 	$(PYTHON) -m inference_operator crd -o deploy/crds/serving.inference-operator.dev_inferenceservices.yaml
 
-bench: deps
+bench: deps ## Simulator benchmark
 	$(PYTHON) bench/sim.py
+
+cluster-up: deps controlplane ## Start the local control plane; prints `export KUBECONFIG=…`
+	$(PYTHON) hack/cluster.py up
+
+cluster-down:
+	$(PYTHON) hack/cluster.py down
+
+cluster-status:
+	$(PYTHON) hack/cluster.py status
+
+kind-up: ## With Docker: kind cluster, operator image, CRDs and operator
+	@command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || \
+	  { echo "kind-up needs a running Docker engine, and none is reachable here; use 'make cluster-up' instead." >&2; exit 1; }
+	@command -v kind >/dev/null 2>&1 || { echo "kind-up needs kind on PATH (go install sigs.k8s.io/kind@v0.31.0)." >&2; exit 1; }
+	kind create cluster --name $(KIND_CLUSTER) --config hack/kind.yaml
+	docker build -t $(IMAGE) .
+	kind load docker-image $(IMAGE) --name $(KIND_CLUSTER)
+	kubectl apply -f deploy/crds
+	kubectl apply -k deploy/
+	kubectl -n inference-operator set image deployment/inference-operator operator=$(IMAGE)
+	kubectl -n inference-operator rollout status deployment/inference-operator --timeout=120s
+
+kind-down:
+	kind delete cluster --name $(KIND_CLUSTER)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

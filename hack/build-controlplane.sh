@@ -96,6 +96,7 @@ run_go() {
 
 # A scratch dir in the cache for one build; removed on exit unless published.
 TMP_DIRS=()
+# shellcheck disable=SC2329 # invoked by the EXIT trap
 cleanup() { ((${#TMP_DIRS[@]} == 0)) || rm -rf "${TMP_DIRS[@]}"; }
 trap cleanup EXIT
 new_tmp_dir() {

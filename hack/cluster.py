@@ -29,6 +29,7 @@ Standard library only (plus the ``openssl`` CLI). All traffic stays on 127.0.0.1
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import logging
 import os
@@ -255,7 +256,7 @@ class LocalControlPlane:
             self._check_alive()
             try:
                 result = check()
-            except (OSError, ValueError) as error:  # refused/reset while starting
+            except (OSError, ValueError, http.client.HTTPException) as error:  # refused/reset while starting
                 result = f"not answering yet ({error})"
             if result is None:
                 logger.info("Checked %s is ready", name)

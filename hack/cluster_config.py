@@ -211,6 +211,8 @@ def fake_node(name: str, *, index: int, gpus: int) -> dict[str, Any]:
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
                 "node-role.kubernetes.io/agent": "",
+                # What NVIDIA's GPU feature discovery puts on GPU nodes; samples select on it.
+                "nvidia.com/gpu.present": "true",
             },
         },
         "status": {

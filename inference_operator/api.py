@@ -124,6 +124,8 @@ ENV_VALUE_XOR_SOURCE = Rule(
     field_path="",
     check=lambda e: not (e.value is not None and e.valueFrom is not None),
 )
+
+
 class EnvVar(_Model):
     name: str = Field(min_length=1, max_length=256, pattern=ENV_NAME_PATTERN, description="Variable name.")
     value: str | None = Field(default=None, max_length=32768, description="Literal value.")

@@ -86,6 +86,7 @@ RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
     "lb_url": "LB_URL",
     "lb_timeout": "LB_TIMEOUT",
     "log_format": "LOG_FORMAT",
+    "metrics_address": "METRICS_ADDRESS",
 }
 
 
@@ -147,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lb-url", help="base URL of the HTTP load balancer registry (with --lb-provider http)")
     run.add_argument("--lb-timeout", type=float, help="seconds per load balancer request (default 5)")
     run.add_argument("--log-format", choices=("plain", "full", "json"), help="log format (default plain)")
+    run.add_argument("--metrics-address", help="serve Prometheus /metrics here, e.g. 0.0.0.0:9090 (default off)")
     run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
@@ -154,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     crd = sub.add_parser("crd", help="print the CustomResourceDefinition generated from the API models")
     crd.add_argument("-o", "--output", help="write to this file instead of stdout")
     crd.set_defaults(func=_cmd_crd)
+
+    from .lb.registry import configure_parser as configure_registry_parser
+
+    registry = sub.add_parser("lb-registry", help="run or inspect the reference load balancer registry")
+    configure_registry_parser(registry, parser_class=_Parser)
     return parser
 
 

@@ -84,9 +84,7 @@ class FakeClock:
         if not math.isfinite(start):
             raise ValueError(f"FakeClock start must be a finite number of seconds, got {start!r}")
         if epoch.tzinfo is None or epoch.utcoffset() is None:
-            raise ValueError(
-                "FakeClock epoch must be timezone-aware (for example tzinfo=timezone.utc)"
-            )
+            raise ValueError("FakeClock epoch must be timezone-aware (for example tzinfo=timezone.utc)")
         self._lock = threading.Lock()
         self._now = float(start)
         self._epoch = epoch.astimezone(datetime.UTC)
@@ -109,9 +107,7 @@ class FakeClock:
     def advance(self, seconds: float) -> float:
         """Move time forward by ``seconds`` (zero is allowed) and return the new time."""
         if not math.isfinite(seconds) or seconds < 0:
-            raise ValueError(
-                f"FakeClock can only advance by a finite, non-negative amount, got {seconds!r}"
-            )
+            raise ValueError(f"FakeClock can only advance by a finite, non-negative amount, got {seconds!r}")
         with self._lock:
             self._now += seconds
             now = self._now

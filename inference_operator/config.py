@@ -10,6 +10,7 @@
 | INFERENCE_OPERATOR_LB_TIMEOUT        | --lb-timeout      | 5        |
 | INFERENCE_OPERATOR_NAMESPACES        | --namespace (rep) | all      |
 | INFERENCE_OPERATOR_LOG_FORMAT        | --log-format      | plain    |
+| INFERENCE_OPERATOR_METRICS_ADDRESS   | --metrics-address | (off)    |
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str,
     return value
 
 
+def _address(env: Mapping[str, str], name: str) -> str:
+    value = env.get(ENV_PREFIX + name) or ""
+    if value:
+        _, sep, port = value.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ConfigError(f"{ENV_PREFIX}{name}={value!r}: must be HOST:PORT or :PORT, e.g. 0.0.0.0:9090")
+    return value
+
+
 @dataclass(frozen=True)
 class OperatorConfig:
     workers: int = 4
@@ -58,6 +68,7 @@ class OperatorConfig:
     lb_timeout: float = 5.0
     namespaces: tuple[str, ...] = field(default_factory=tuple)
     log_format: str = "plain"
+    metrics_address: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -78,4 +89,5 @@ class OperatorConfig:
             lb_timeout=_number(env, "LB_TIMEOUT", 5.0, minimum=0.1),
             namespaces=namespaces,
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
+            metrics_address=_address(env, "METRICS_ADDRESS"),
         )

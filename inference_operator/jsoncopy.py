@@ -77,9 +77,7 @@ def _coerce(obj: Any, *, drop_nulls: bool) -> Any:
     if kind is dict:
         if drop_nulls:
             return {
-                k: (v if type(v) in _ATOMS else _coerce(v, drop_nulls=True))
-                for k, v in obj.items()
-                if v is not None
+                k: (v if type(v) in _ATOMS else _coerce(v, drop_nulls=True)) for k, v in obj.items() if v is not None
             }
         return {k: (v if type(v) in _ATOMS else _coerce(v, drop_nulls=False)) for k, v in obj.items()}
     if kind is list or kind is tuple:

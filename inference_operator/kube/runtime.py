@@ -27,6 +27,7 @@ from ..workqueue import RateLimitingQueue
 from .backend import KubeBackend
 from .cache import ObjectCache
 from .client import KubeClient
+from .metrics import MetricsServer
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.runtime")
@@ -61,6 +62,7 @@ class OperatorRuntime:
         self.controller = Controller("inferenceservice", self.reconciler.reconcile, self.queue)
         self._stop = threading.Event()
         self._resync_thread: threading.Thread | None = None
+        self.metrics = MetricsServer(config.metrics_address, self.probe) if config.metrics_address else None
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -101,6 +103,8 @@ class OperatorRuntime:
         return len(keys)
 
     def start(self) -> None:
+        if self.metrics is not None:
+            self.metrics.start()
         loaded = self.prime_cache()
         queued = self.enqueue_all()
         self.controller.start(self.config.workers)
@@ -130,6 +134,8 @@ class OperatorRuntime:
         self._stop.set()
         stopped = self.controller.stop(timeout)
         log.info("Stopped workers graceful=%s", stopped)
+        if self.metrics is not None:
+            self.metrics.stop()
         return stopped
 
     def probe(self) -> dict[str, int]:
@@ -139,4 +145,5 @@ class OperatorRuntime:
             "cached_objects": len(self.cache),
             "reconciles": self.controller.reconcile_total,
             "reconcile_errors": self.controller.reconcile_errors_total,
+            "writes": self.backend.writes,
         }

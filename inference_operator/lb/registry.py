@@ -44,6 +44,7 @@ DEFAULT_ADDRESS_TEMPLATE = "http://{name}.{namespace}.lb.local"
 STATE_VERSION = 1
 MAX_BODY_BYTES = 64 * 1024
 MAX_TARGET_LENGTH = 1024
+POLL_INTERVAL = 0.05  # seconds; how long stop() may wait for the accept loop to notice
 CLIENT_TIMEOUT = 10.0  # seconds a client may stay silent mid-request; bounds how long stop() waits
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 DNS_LABEL_RULE = "a DNS label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
@@ -106,14 +107,15 @@ class RegistryServer:
 
     def start(self) -> None:
         """Bind, then serve from a background thread; requests are accepted as soon as this returns."""
-        self._bind()
-        self._thread = threading.Thread(target=self._serve, name="lb-registry", daemon=True)
+        httpd = self._bind()
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, args=(POLL_INTERVAL,), name="lb-registry", daemon=True
+        )
         self._thread.start()
 
     def serve_forever(self) -> None:
         """Bind and serve in the calling thread until ``stop()`` is called from another thread."""
-        self._bind()
-        self._serve()
+        self._bind().serve_forever(POLL_INTERVAL)
 
     def stop(self) -> None:
         """Stop accepting, let requests in flight finish, close the socket. Idempotent."""
@@ -136,21 +138,17 @@ class RegistryServer:
     ) -> None:
         self.stop()
 
-    def _bind(self) -> None:
+    def _bind(self) -> _HttpServer:
         if self._httpd is not None:
             raise RuntimeError("the registry is already started")
-        self._httpd = _HttpServer(self)
+        httpd = self._httpd = _HttpServer(self)
         log.info(
             "Serving load balancer registry url=%s state=%s registrations=%d",
             self.url,
             self.state_file or "(memory only)",
             len(self._registrations),
         )
-
-    def _serve(self) -> None:
-        httpd = self._httpd
-        if httpd is not None:
-            httpd.serve_forever(poll_interval=0.05)
+        return httpd
 
     # The registry proper: each method applies one request under the lock (the handler calls them).
 
@@ -292,6 +290,7 @@ def save_state(path: Path, registrations: dict[str, Registration], next_id: int)
 class _HttpServer(http.server.ThreadingHTTPServer):
     daemon_threads = False  # so server_close() waits for requests in flight
     block_on_close = True
+    request_queue_size = 128  # the default 5 drops SYNs under a burst, costing clients a 1 s retransmit
 
     def __init__(self, registry: RegistryServer) -> None:
         self.registry = registry
@@ -455,19 +454,22 @@ def configure_parser(
     parser: argparse.ArgumentParser, *, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
 ) -> None:
     """Add the ``serve`` and ``list`` subcommands to ``parser``; each sets ``func(args) -> int``."""
-    sub = parser.add_subparsers(dest="registry_command", required=True, parser_class=parser_class)
+    sub = parser.add_subparsers(
+        dest="registry_command", metavar="{serve,list}", required=True, parser_class=parser_class
+    )
     serve = sub.add_parser("serve", help="run the registry until SIGINT or SIGTERM")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=9090, help="port to bind, 0 for any free one (default 9090)")
     serve.add_argument("--state", type=Path, metavar="FILE", help="JSON file that keeps registrations across restarts")
-    serve.add_argument("--fail-registers", type=_count, default=0, metavar="N", help="answer the first N PUTs with 503")
+    serve.add_argument("--fail-registers", type=_count, default=0, metavar="N", help="answer the next N PUTs with 503")
     serve.add_argument(
-        "--fail-releases", type=_count, default=0, metavar="N", help="answer the first N DELETEs with 503"
+        "--fail-releases", type=_count, default=0, metavar="N", help="answer the next N DELETEs with 503"
     )
     serve.add_argument(
         "--address-template",
         type=_template,
         default=DEFAULT_ADDRESS_TEMPLATE,
+        metavar="TEMPLATE",
         help="address given to new registrations (default %(default)s)",
     )
     serve.set_defaults(func=_cmd_serve)

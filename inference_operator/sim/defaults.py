@@ -5,8 +5,8 @@ because the API server fills in defaults (``dnsPolicy``, ``clusterIP``, probe ti
 drops empty fields the way Go's ``omitempty`` does, and rewrites resource quantities into
 canonical form (``0.5`` → ``500m``). The fake API server must do the same, or the simulator
 would bless exactly the endless-patch bug that a real cluster exposes. This module holds those
-per-kind rules, plus the few validations and the per-kind traits (status subresource, whether
-``metadata.generation`` is tracked, scope) the fake needs to behave like the real one.
+per-kind rules; the checks that follow them are in :mod:`.validation`, and the per-kind traits
+(status subresource, generation, scope) in :mod:`.kinds`.
 """
 
 from __future__ import annotations
@@ -15,73 +15,27 @@ import functools
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any, Final
 
 from ..errors import Invalid
 from ..jsoncopy import copy_without_nulls
+from .kinds import traits_of
+from .validation import validate_deployment, validate_service
 
 __all__ = [
     "Allocator",
     "Defaulter",
-    "KindTraits",
     "canonical_quantity",
     "ingest",
     "ingest_status",
     "initial_status",
     "prepare",
-    "traits_of",
-    "validate_metadata",
-    "validate_name",
 ]
 
 Obj = dict[str, Any]
 Defaulter = Callable[[Obj], None]
 """Fills defaults into an object in place (the hook for a CRD's schema defaults)."""
-
-
-@dataclass(frozen=True)
-class KindTraits:
-    """How the API server treats one kind. Unknown kinds are custom resources (the default)."""
-
-    status_subresource: bool = True
-    """``status`` is written only through ``/status``; the main endpoint ignores it."""
-    tracks_generation: bool = True
-    """``metadata.generation`` exists and counts spec changes."""
-    annotations_bump_generation: bool = False
-    """Deployments also bump generation on annotation changes (they are copied to ReplicaSets)."""
-    namespaced: bool = True
-    built_in: bool = False
-    """A Go-typed kind: empty optional fields are dropped (``omitempty``)."""
-
-
-_WORKLOAD = KindTraits(built_in=True)
-_PLAIN = KindTraits(status_subresource=False, tracks_generation=False, built_in=True)
-
-KIND_TRAITS: Final[dict[str, KindTraits]] = {
-    "Deployment": KindTraits(built_in=True, annotations_bump_generation=True),
-    "StatefulSet": _WORKLOAD,
-    "ReplicaSet": _WORKLOAD,
-    "DaemonSet": _WORKLOAD,
-    "Job": _WORKLOAD,
-    "Service": KindTraits(tracks_generation=False, built_in=True),
-    "Pod": KindTraits(tracks_generation=False, built_in=True),
-    "ConfigMap": _PLAIN,
-    "Secret": _PLAIN,
-    "ServiceAccount": _PLAIN,
-    "Endpoints": _PLAIN,
-    "Event": _PLAIN,
-    "Lease": _PLAIN,
-    "Namespace": KindTraits(tracks_generation=False, namespaced=False, built_in=True),
-    "Node": KindTraits(tracks_generation=False, namespaced=False, built_in=True),
-    "CustomResourceDefinition": KindTraits(namespaced=False, built_in=True),
-}
-CUSTOM_RESOURCE: Final = KindTraits()
-
-
-def traits_of(kind: str) -> KindTraits:
-    return KIND_TRAITS.get(kind, CUSTOM_RESOURCE)
 
 
 def initial_status(kind: str) -> Obj | None:
@@ -164,16 +118,15 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
     if extra is not None:
         extra(obj)
     if kind == "Deployment":
-        _validate_deployment(obj, old)
+        validate_deployment(obj, old)
     elif kind == "Service":
-        _validate_service(obj)
+        validate_service(obj)
 
 
 # --- omitempty ---------------------------------------------------------------------------
 
 _MAP_FIELDS: Final = frozenset(
-    {"labels", "annotations", "nodeSelector", "matchLabels", "limits", "requests", "data", "stringData",
-     "binaryData"}
+    {"labels", "annotations", "nodeSelector", "matchLabels", "limits", "requests", "data", "stringData", "binaryData"}
 )
 """Go map fields: dropped when empty, and their values (label values …) are never pruned."""
 _KEEP_EMPTY: Final = frozenset({"securityContext", "resources", "emptyDir", "loadBalancer"})
@@ -394,120 +347,6 @@ def _default_service(obj: Obj, old: Obj | None, allocator: Allocator) -> None:
             kind="Service",
             name=_name(obj),
         )
-
-
-# --- validation ---------------------------------------------------------------------------------
-
-_DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL_1035: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS_LABEL_1123: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def validate_name(kind: str, name: str) -> None:
-    """Reject names the real API server rejects (Services need a DNS-1035 label, for one)."""
-    if kind == "Service":
-        ok, rule = len(name) <= 63 and bool(_DNS_LABEL_1035.match(name)), "a DNS-1035 label"
-    elif kind == "Namespace":
-        ok, rule = len(name) <= 63 and bool(_DNS_LABEL_1123.match(name)), "a DNS-1123 label"
-    else:
-        ok, rule = len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name)), "a lowercase RFC 1123 subdomain"
-    if not ok:
-        raise Invalid(
-            f'{kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": must be {rule} '
-            "(lowercase letters, digits and '-', starting and ending with an alphanumeric character)",
-            kind=kind,
-            name=name,
-        )
-
-
-_LABEL_NAME: Final = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-
-def validate_metadata(kind: str, meta: Obj) -> None:
-    """Reject the metadata the real API server rejects: bad label keys/values, bad owner refs."""
-    name = str(meta.get("name", ""))
-    problems: list[str] = []
-    for field in ("labels", "annotations"):
-        values = meta.get(field, {})
-        if not isinstance(values, dict):
-            problems.append(f"metadata.{field}: Invalid value: must be a map of strings")
-            continue
-        for key, value in values.items():
-            if not isinstance(value, str):
-                problems.append(f"metadata.{field}[{key}]: Invalid value: {value!r}: must be a string")
-            elif not _valid_label_key(key):
-                problems.append(f"metadata.{field}: Invalid value: {key!r}: name part must consist of "
-                                "alphanumeric characters, '-', '_' or '.' (at most 63), with an optional "
-                                "DNS subdomain prefix and '/'")
-            elif field == "labels" and (len(value) > 63 or not _LABEL_VALUE.match(value)):
-                problems.append(f"metadata.labels: Invalid value: {value!r}: a valid label must be an empty "
-                                "string or consist of at most 63 alphanumeric characters, '-', '_' or '.', "
-                                "and must start and end with an alphanumeric character")
-    refs = meta.get("ownerReferences", [])
-    for i, ref in enumerate(refs if isinstance(refs, list) else [refs]):
-        for field in ("apiVersion", "kind", "name", "uid"):
-            if not isinstance(ref, dict) or not ref.get(field):
-                problems.append(f"metadata.ownerReferences[{i}].{field}: Required value")
-    if isinstance(refs, list) and sum(1 for ref in refs if isinstance(ref, dict) and ref.get("controller")) > 1:
-        problems.append("metadata.ownerReferences: Invalid value: only one reference can have controller set to true")
-    if problems:
-        raise Invalid(f'{kind} "{name}" is invalid: ' + "; ".join(problems), kind=kind, name=name)
-
-
-def _valid_label_key(key: str) -> bool:
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return False
-    return len(name) <= 63 and bool(_LABEL_NAME.match(name))
-
-
-def _validate_deployment(obj: Obj, old: Obj | None) -> None:
-    name = _name(obj)
-    spec = obj["spec"]
-    problems: list[str] = []
-    selector = spec.get("selector")
-    match_labels = selector.get("matchLabels", {}) if isinstance(selector, dict) else {}
-    if not isinstance(selector, dict) or not (match_labels or selector.get("matchExpressions")):
-        problems.append("spec.selector: Required value")
-    template_labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
-    if any(template_labels.get(k) != v for k, v in match_labels.items()):
-        problems.append(
-            "spec.template.metadata.labels: Invalid value: "
-            f"{template_labels!r}: `selector` does not match template `labels`"
-        )
-    if old is not None and old.get("spec", {}).get("selector") != selector:
-        problems.append(f"spec.selector: Invalid value: {selector!r}: field is immutable")
-    containers = spec["template"]["spec"].get("containers")
-    if not containers:
-        problems.append("spec.template.spec.containers: Required value")
-    for i, container in enumerate(containers or ()):
-        for field in ("name", "image"):
-            if not isinstance(container, dict) or not container.get(field):
-                problems.append(f"spec.template.spec.containers[{i}].{field}: Required value")
-    replicas = spec.get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        problems.append(f"spec.replicas: Invalid value: {replicas!r}: must be greater than or equal to 0")
-    if problems:
-        raise Invalid(f'Deployment.apps "{name}" is invalid: ' + "; ".join(problems), kind="Deployment", name=name)
-
-
-def _validate_service(obj: Obj) -> None:
-    name = _name(obj)
-    spec = obj["spec"]
-    problems: list[str] = []
-    ports = spec.get("ports") or []
-    headless = spec.get("clusterIP") == "None"
-    if not ports and spec.get("type") != "ExternalName" and not headless:
-        problems.append("spec.ports: Required value")
-    for i, port in enumerate(ports):
-        number = port.get("port") if isinstance(port, dict) else None
-        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 65535:
-            problems.append(f"spec.ports[{i}].port: Invalid value: {number!r}: must be between 1 and 65535")
-    if len(ports) > 1 and any(not (isinstance(p, dict) and p.get("name")) for p in ports):
-        problems.append("spec.ports: Required value: name is required when a Service has several ports")
-    if problems:
-        raise Invalid(f'Service "{name}" is invalid: ' + "; ".join(problems), kind="Service", name=name)
 
 
 # --- helpers -----------------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""The few validations of the real kube-apiserver that operators trip over, for the fake one.
+
+A fake that stores whatever it is given would let an operator ship a Service named ``My_Svc``,
+a label value with a space, two controller owner references or a Deployment whose selector does
+not match its template, and then fail on the first real cluster. These checks reject what the
+real API server rejects, with its wording (``metadata.name: Invalid value: …``), so the mistake
+shows up in a unit test. Name and metadata checks run in the write strategy (:mod:`.strategy`);
+the per-kind checks run right after defaulting (:func:`.defaults.prepare`). Nothing here changes
+an object.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from ..errors import Invalid
+
+__all__ = ["validate_deployment", "validate_metadata", "validate_name", "validate_service"]
+
+Obj = dict[str, Any]
+
+_DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL_1035: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL_1123: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def validate_name(kind: str, name: str) -> None:
+    """Reject names the real API server rejects (Services need a DNS-1035 label, for one)."""
+    if kind == "Service":
+        ok, rule = len(name) <= 63 and bool(_DNS_LABEL_1035.match(name)), "a DNS-1035 label"
+    elif kind == "Namespace":
+        ok, rule = len(name) <= 63 and bool(_DNS_LABEL_1123.match(name)), "a DNS-1123 label"
+    else:
+        ok, rule = len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name)), "a lowercase RFC 1123 subdomain"
+    if not ok:
+        raise Invalid(
+            f'{kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": must be {rule} '
+            "(lowercase letters, digits and '-', starting and ending with an alphanumeric character)",
+            kind=kind,
+            name=name,
+        )
+
+
+_LABEL_NAME: Final = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def validate_metadata(kind: str, meta: Obj) -> None:
+    """Reject the metadata the real API server rejects: bad label keys/values, bad owner refs."""
+    name = str(meta.get("name", ""))
+    problems: list[str] = []
+    for field in ("labels", "annotations"):
+        values = meta.get(field, {})
+        if not isinstance(values, dict):
+            problems.append(f"metadata.{field}: Invalid value: must be a map of strings")
+            continue
+        for key, value in values.items():
+            if not isinstance(value, str):
+                problems.append(f"metadata.{field}[{key}]: Invalid value: {value!r}: must be a string")
+            elif not _valid_label_key(key):
+                problems.append(
+                    f"metadata.{field}: Invalid value: {key!r}: name part must consist of "
+                    "alphanumeric characters, '-', '_' or '.' (at most 63), with an optional "
+                    "DNS subdomain prefix and '/'"
+                )
+            elif field == "labels" and (len(value) > 63 or not _LABEL_VALUE.match(value)):
+                problems.append(
+                    f"metadata.labels: Invalid value: {value!r}: a valid label must be an empty "
+                    "string or consist of at most 63 alphanumeric characters, '-', '_' or '.', "
+                    "and must start and end with an alphanumeric character"
+                )
+    refs = meta.get("ownerReferences", [])
+    for i, ref in enumerate(refs if isinstance(refs, list) else [refs]):
+        for field in ("apiVersion", "kind", "name", "uid"):
+            if not isinstance(ref, dict) or not ref.get(field):
+                problems.append(f"metadata.ownerReferences[{i}].{field}: Required value")
+    if isinstance(refs, list) and sum(1 for ref in refs if isinstance(ref, dict) and ref.get("controller")) > 1:
+        problems.append("metadata.ownerReferences: Invalid value: only one reference can have controller set to true")
+    if problems:
+        raise Invalid(f'{kind} "{name}" is invalid: ' + "; ".join(problems), kind=kind, name=name)
+
+
+def _valid_label_key(key: str) -> bool:
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return False
+    return len(name) <= 63 and bool(_LABEL_NAME.match(name))
+
+
+def validate_deployment(obj: Obj, old: Obj | None) -> None:
+    """Reject a defaulted Deployment the real API server rejects (``old`` on update: selector immutable)."""
+    name = _name(obj)
+    spec = obj["spec"]
+    problems: list[str] = []
+    selector = spec.get("selector")
+    match_labels = selector.get("matchLabels", {}) if isinstance(selector, dict) else {}
+    if not isinstance(selector, dict) or not (match_labels or selector.get("matchExpressions")):
+        problems.append("spec.selector: Required value")
+    template_labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+    if any(template_labels.get(k) != v for k, v in match_labels.items()):
+        problems.append(
+            "spec.template.metadata.labels: Invalid value: "
+            f"{template_labels!r}: `selector` does not match template `labels`"
+        )
+    if old is not None and old.get("spec", {}).get("selector") != selector:
+        problems.append(f"spec.selector: Invalid value: {selector!r}: field is immutable")
+    containers = spec["template"]["spec"].get("containers")
+    if not containers:
+        problems.append("spec.template.spec.containers: Required value")
+    for i, container in enumerate(containers or ()):
+        for field in ("name", "image"):
+            if not isinstance(container, dict) or not container.get(field):
+                problems.append(f"spec.template.spec.containers[{i}].{field}: Required value")
+    replicas = spec.get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        problems.append(f"spec.replicas: Invalid value: {replicas!r}: must be greater than or equal to 0")
+    if problems:
+        raise Invalid(f'Deployment.apps "{name}" is invalid: ' + "; ".join(problems), kind="Deployment", name=name)
+
+
+def validate_service(obj: Obj) -> None:
+    """Reject a defaulted Service the real API server rejects (ports missing, out of range or unnamed)."""
+    name = _name(obj)
+    spec = obj["spec"]
+    problems: list[str] = []
+    ports = spec.get("ports") or []
+    headless = spec.get("clusterIP") == "None"
+    if not ports and spec.get("type") != "ExternalName" and not headless:
+        problems.append("spec.ports: Required value")
+    for i, port in enumerate(ports):
+        number = port.get("port") if isinstance(port, dict) else None
+        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 65535:
+            problems.append(f"spec.ports[{i}].port: Invalid value: {number!r}: must be between 1 and 65535")
+    if len(ports) > 1 and any(not (isinstance(p, dict) and p.get("name")) for p in ports):
+        problems.append("spec.ports: Required value: name is required when a Service has several ports")
+    if problems:
+        raise Invalid(f'Service "{name}" is invalid: ' + "; ".join(problems), kind="Service", name=name)
+
+
+def _name(obj: Obj) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))

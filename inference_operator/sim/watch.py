@@ -1,0 +1,99 @@
+"""Watches on the fake API server: buffered event streams, and the fan-out that fills them.
+
+A watch is the one thing the fake API server hands out that outlives the call: informers hold it
+and drain it whenever the simulation says so. It therefore has its own small API (``drain``,
+``pending``, ``stop``), kept apart from :mod:`.apiserver`, which only needs to offer each change
+to whoever is watching (:meth:`Broadcaster.emit`).
+
+Events are buffered as frozen snapshots (:func:`~inference_operator.jsoncopy.freeze`) and thawed
+when drained, so every receiver gets its own copy and none can touch the store. A watch shares
+the server's lock: the server is safe to share between threads, and so are its watches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Literal, NamedTuple
+
+from ..jsoncopy import thaw
+
+__all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
+
+Obj = dict[str, Any]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+class WatchEvent(NamedTuple):
+    """One change seen by a watch. ``object`` is the caller's own copy (DELETED: last state)."""
+
+    type: EventType
+    object: Obj
+
+
+class Watch:
+    """A buffered stream of events for one kind (or all kinds), from creation until :meth:`stop`."""
+
+    def __init__(self, broadcaster: Broadcaster, kind: str | None, namespace: str | None) -> None:
+        self.kind = kind
+        self.namespace = namespace
+        self._broadcaster = broadcaster
+        self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
+        self._stopped = False
+
+    def matches(self, kind: str, namespace: str) -> bool:
+        return (self.kind is None or self.kind == kind) and (self.namespace is None or self.namespace == namespace)
+
+    def pending(self) -> int:
+        """How many events are waiting to be drained."""
+        with self._broadcaster.lock:
+            return len(self._events)
+
+    def drain(self) -> list[WatchEvent]:
+        """Return the pending events, oldest first, and forget them."""
+        with self._broadcaster.lock:
+            events = list(self._events)
+            self._events.clear()
+        return [WatchEvent(kind, thaw(blob)) for kind, blob in events]
+
+    def stop(self) -> None:
+        """Stop receiving events; pending ones can still be drained."""
+        with self._broadcaster.lock:
+            if not self._stopped:
+                self._stopped = True
+                self._broadcaster._close(self)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _offer(self, event: EventType, blob: bytes) -> None:
+        self._events.append((event, blob))
+
+
+class Broadcaster:
+    """The open watches of one API server; offers each change to the watches it matches.
+
+    ``lock`` is the server's own: the server holds it while it emits, watches take it to drain.
+    """
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.lock = lock
+        self._watches: list[Watch] = []
+
+    def open(self, kind: str | None, namespace: str | None) -> Watch:
+        """A new watch that receives every event emitted from now on for ``kind`` in ``namespace``."""
+        with self.lock:
+            watch = Watch(self, kind, namespace)
+            self._watches.append(watch)
+            return watch
+
+    def _close(self, watch: Watch) -> None:
+        with self.lock:
+            self._watches.remove(watch)
+
+    def emit(self, event: EventType, kind: str, namespace: str, blob: bytes) -> None:
+        """Offer one change (``blob``: the frozen object) to every matching watch. Call with ``lock`` held."""
+        for watch in self._watches:
+            if watch.matches(kind, namespace):
+                watch._offer(event, blob)

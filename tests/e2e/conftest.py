@@ -1,0 +1,142 @@
+"""Session fixtures of the e2e suite: a real control plane, the CRD, a load balancer registry,
+and the operator running as a user would run it.
+
+Which cluster:
+- by default, the project's local control plane (hack/cluster.py: etcd, kube-apiserver,
+  kube-controller-manager, kube-scheduler and kwok, built from Go modules and cached);
+- with ``E2E_KUBECONFIG=/path/to/kubeconfig``, any cluster (kind, …) — then the checks that
+  read the API server's audit log use the operator's own write counter instead.
+
+If the control plane cannot start, every e2e test errors loudly: a missing cluster is a
+failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from inference_operator.lb.registry import RegistryServer
+
+from .harness import ROOT, AuditLog, Kubectl, OperatorProcess, operator_env, wait_until
+
+sys.path.insert(0, str(ROOT / "hack"))
+
+CRD_DIR = ROOT / "deploy" / "crds"
+RESYNC_SECONDS = 4.0
+
+
+@dataclass
+class Cluster:
+    kubeconfig: Path
+    bin_dir: Path | None
+    audit: AuditLog | None
+    kubectl: Kubectl
+    nodes: int
+    gpus_per_node: int
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    external = os.environ.get("E2E_KUBECONFIG")
+    if external:
+        kubeconfig = Path(external)
+        kubectl = Kubectl(kubeconfig, operator_env(None))
+        yield Cluster(kubeconfig, None, None, kubectl, nodes=0, gpus_per_node=8)
+        return
+    import cluster as local  # hack/cluster.py
+
+    workdir = tmp_path_factory.mktemp("control-plane")
+    try:
+        plane = local.start_control_plane(workdir)
+    except Exception as err:  # noqa: BLE001 - any start failure fails the suite loudly
+        pytest.fail(f"the local control plane did not start, so no e2e test can run: {err}", pytrace=False)
+    try:
+        kubectl = Kubectl(plane.kubeconfig, operator_env(plane.bin_dir))
+        print(f"\nlocal control plane ready in {plane.startup_seconds:.1f}s at {plane.server} (workdir {workdir})")
+        yield Cluster(
+            plane.kubeconfig,
+            plane.bin_dir,
+            AuditLog(plane.audit_log),
+            kubectl,
+            nodes=plane.nodes,
+            gpus_per_node=plane.gpus_per_node,
+        )
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="session")
+def crd(cluster: Cluster) -> None:
+    cluster.kubectl.run("apply", "-f", str(CRD_DIR))
+    cluster.kubectl.run(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/inferenceservices.serving.inference-operator.dev"
+    )
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    server = RegistryServer(host="127.0.0.1", port=0, state_file=tmp_path_factory.mktemp("lb") / "state.json")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def operator(
+    cluster: Cluster, crd: None, registry: RegistryServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    proc = OperatorProcess(
+        cluster.kubeconfig,
+        operator_env(cluster.bin_dir),
+        log,
+        "--lb-provider",
+        "http",
+        "--lb-url",
+        registry.url,
+        "--resync-period",
+        str(RESYNC_SECONDS),
+        "--requeue-period",
+        "2",
+        "--workers",
+        "4",
+    )
+    proc.start()
+    try:
+        yield proc
+    finally:
+        if proc.process is not None:
+            proc.stop()
+        print(f"\noperator log: {log}")
+
+
+@pytest.fixture()
+def namespace(cluster: Cluster, operator: OperatorProcess) -> Iterator[str]:
+    """A fresh namespace per test; InferenceServices in it are deleted (and released) after."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl.run("create", "namespace", name)
+    yield name
+    if operator.process is None:
+        operator.start()
+    cluster.kubectl.run("delete", "inferenceservices", "--all", "-n", name, "--wait=false", check=False)
+    wait_until(
+        lambda: not cluster.kubectl.json("get", "inferenceservices", "-n", name)["items"],
+        timeout=60,
+        what=f"InferenceServices in {name} to be deleted",
+    )
+    cluster.kubectl.run("delete", "namespace", name, "--wait=false", check=False)

@@ -1,0 +1,246 @@
+"""Helpers for the e2e suite: kubectl, polling with deadlines, the operator process, audit log.
+
+Everything talks to a real API server (the local control plane, or any cluster the suite is
+pointed at) through the same kubectl a user would run. Nothing sleeps to wait: every wait
+polls a condition until a deadline and fails with what it last saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+ROOT = Path(__file__).resolve().parents[2]
+OPERATOR_USER_AGENT = "inference-operator/"
+
+
+class WaitTimeout(AssertionError):
+    """A condition did not hold before its deadline."""
+
+
+def wait_until(check: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.25) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` and the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = check()
+        except Exception as err:  # noqa: BLE001 - a failing probe is just "not yet"
+            last = f"{type(err).__name__}: {err}"
+        else:
+            if last:
+                return last
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; last saw: {last!r}")
+        # A bounded poll interval, not a wait for the condition itself.
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Kubectl:
+    kubeconfig: Path
+    env: dict[str, str]
+
+    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result
+
+    def json(self, *args: str) -> Obj:
+        data: Obj = json.loads(self.run(*args, "-o", "json").stdout)
+        return data
+
+    def get(self, kind: str, name: str, namespace: str) -> Obj | None:
+        result = self.run("get", kind, name, "-n", namespace, "-o", "json", "--ignore-not-found", check=False)
+        if result.returncode != 0:
+            raise AssertionError(f"kubectl get {kind} {name} failed: {result.stderr.strip()}")
+        return json.loads(result.stdout) if result.stdout.strip() else None
+
+    def apply(
+        self, manifest: Obj | str, namespace: str | None = None, *, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        text = manifest if isinstance(manifest, str) else yaml.safe_dump(manifest)
+        args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
+        return self.run(*args, stdin=text, check=check)
+
+
+def condition(obj: Obj | None, type_: str) -> Obj:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+def is_ready(obj: Obj | None) -> bool:
+    status = (obj or {}).get("status") or {}
+    meta = (obj or {}).get("metadata") or {}
+    return condition(obj, "Ready").get("status") == "True" and status.get("observedGeneration") == meta.get(
+        "generation"
+    )
+
+
+class AuditLog:
+    """The API server's audit log (JSON lines, one event per request)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def mark(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def events_since(self, offset: int) -> Iterator[Obj]:
+        with self.path.open("rb") as f:
+            f.seek(offset)
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)
+
+    def operator_writes_since(self, offset: int) -> list[str]:
+        """Mutating requests the operator sent (Events excluded), as ``verb resource ns/name``."""
+        out = []
+        for event in self.events_since(offset):
+            if event.get("stage") != "ResponseComplete":
+                continue
+            if not str(event.get("userAgent", "")).startswith(OPERATOR_USER_AGENT):
+                continue
+            ref = event.get("objectRef") or {}
+            if event.get("verb") not in ("create", "update", "patch", "delete") or ref.get("resource") == "events":
+                continue
+            out.append(
+                f"{event['verb']} {ref.get('resource')}/{ref.get('subresource', '')} "
+                f"{ref.get('namespace')}/{ref.get('name')}"
+            )
+        return out
+
+
+class OperatorProcess:
+    """``inference-operator run`` as a child process, the way a user starts it."""
+
+    def __init__(self, kubeconfig: Path, env: dict[str, str], log_path: Path, *extra_args: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.env = {**env, "KUBECONFIG": str(kubeconfig)}
+        self.log_path = log_path
+        self.extra_args = list(extra_args)
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def probe_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/healthz"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def start(self, timeout: float = 60) -> None:
+        assert self.process is None, "operator already running"
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inference_operator",
+                "run",
+                "--liveness",
+                self.probe_url,
+                "--metrics-address",
+                f"127.0.0.1:{self.metrics_port}",
+                *self.extra_args,
+            ],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        log.close()
+        wait_until(self._alive_and_serving, timeout=timeout, what="the operator to start its workers")
+        wait_until(self._liveness, timeout=timeout, what="the operator's liveness endpoint")
+
+    def _alive_and_serving(self) -> dict[str, float] | None:
+        if self.process is not None and self.process.poll() is not None:
+            raise AssertionError(f"operator exited with {self.process.returncode}; log tail:\n{self.log_tail()}")
+        return self.stats()
+
+    def _liveness(self) -> Obj | None:
+        with urllib.request.urlopen(self.probe_url, timeout=2) as response:
+            data: Obj = json.loads(response.read())
+            return data
+
+    def stats(self) -> dict[str, float]:
+        """The operator's live counters from /metrics, by short name (``reconcile_total`` …)."""
+        with urllib.request.urlopen(self.metrics_url, timeout=2) as response:
+            text = response.read().decode()
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name.removeprefix("inference_operator_")] = float(value)
+        return out
+
+    def wait_idle(self, *, reconciles_at_least: float, timeout: float = 60) -> dict[str, float]:
+        """Until at least that many reconciles ran and no key is ready or being processed."""
+        return wait_until(
+            lambda: (
+                (st := self.stats())["reconcile_total"] >= reconciles_at_least and st["workqueue_depth"] == 0 and st
+            ),
+            timeout=timeout,
+            what=f"the operator to run {reconciles_at_least:.0f} reconciles and go idle",
+        )
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM (graceful: Kopf stops watching, workers finish the item in hand), then wait."""
+        if self.process is None:
+            return 0
+        self.process.send_signal(signal.SIGINT)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+            raise AssertionError(f"operator did not stop within {timeout}s; log tail:\n{self.log_tail()}") from None
+        finally:
+            self.process = None
+        return code
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def operator_env(bin_dir: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if bin_dir is not None:
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return env

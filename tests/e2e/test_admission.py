@@ -1,0 +1,78 @@
+"""Invalid InferenceServices are rejected by the API server itself (schema and CEL rules),
+with a message naming the field, and nothing is stored.
+
+Covers: negative replicas, missing image, missing model, too many GPUs, port out of range,
+--port/--model in args, duplicate env names, env with both value and valueFrom, a toleration
+with Exists and a value, a bad quantity, an unknown field, a bad health path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .conftest import Cluster
+
+BASE: dict[str, Any] = {"image": "vllm/vllm-openai:v0.7.0", "model": "m"}
+
+
+def manifest(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.inference-operator.dev/v1",
+        "kind": "InferenceService",
+        "metadata": {"name": "bad"},
+        "spec": spec,
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "words"),
+    [
+        ({**BASE, "replicas": -1}, "spec.replicas", "greater than or equal to 0"),
+        ({"model": "m"}, "spec.image", "Required value"),
+        ({"image": "i"}, "spec.model", "Required value"),
+        ({**BASE, "gpu": 17}, "spec.gpu", "less than or equal to 16"),
+        ({**BASE, "port": 0}, "spec.port", "greater than or equal to 1"),
+        ({**BASE, "args": ["--port=9000"]}, "spec.args", "must not set --model or --port"),
+        (
+            {**BASE, "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]},
+            "spec.env",
+            "env names must be unique",
+        ),
+        (
+            {**BASE, "env": [{"name": "A", "value": "1", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]},
+            "spec.env[0]",
+            "either value or valueFrom",
+        ),
+        (
+            {**BASE, "tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]},
+            "spec.tolerations[0]",
+            "operator Exists must not set value",
+        ),
+        ({**BASE, "resources": {"limits": {"memory": "lots"}}}, "spec.resources.limits.memory", "should match"),
+        ({**BASE, "serviceAccountName": "admin"}, "serviceAccountName", "unknown field"),
+        ({**BASE, "healthPath": "health"}, "spec.healthPath", "should match"),
+    ],
+    ids=[
+        "negative-replicas",
+        "missing-image",
+        "missing-model",
+        "too-many-gpus",
+        "port-zero",
+        "reserved-args",
+        "duplicate-env",
+        "env-value-and-source",
+        "toleration-exists-value",
+        "bad-quantity",
+        "unknown-field",
+        "bad-health-path",
+    ],
+)
+def test_invalid_objects_are_rejected_naming_the_field(
+    cluster: Cluster, namespace: str, spec: dict[str, Any], field: str, words: str
+) -> None:
+    result = cluster.kubectl.apply(manifest(spec), namespace, check=False)
+    assert result.returncode != 0, f"the API server accepted an invalid spec: {spec}"
+    assert field in result.stderr and words in result.stderr, result.stderr
+    assert cluster.kubectl.get("infsvc", "bad", namespace) is None

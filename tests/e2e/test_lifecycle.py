@@ -1,0 +1,148 @@
+"""The seed's four scenarios on a real control plane, plus every sample manifest.
+
+Covers: the CRD is Established and every sample in deploy/samples reaches Ready; create →
+Ready with readyReplicas; scale + upgrade → Deployment image and replicas patched,
+observedGeneration 2, Ready again; delete → load balancer released exactly once (checked in
+the registry), CR gone, Deployment and Service collected by the real garbage collector;
+drift → `kubectl scale deployment --replicas=99` corrected, a deleted Service recreated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from inference_operator.lb.registry import RegistryServer
+
+from .conftest import Cluster
+from .harness import ROOT, condition, is_ready, wait_until
+
+SAMPLES = sorted((ROOT / "deploy" / "samples").glob("*.yaml"))
+TIMEOUT = 90
+
+
+def llama(name: str, *, replicas: int = 2, image: str = "vllm/vllm-openai:v0.6.3", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.inference-operator.dev/v1",
+        "kind": "InferenceService",
+        "metadata": {"name": name},
+        "spec": {"image": image, "model": "meta-llama/Llama-3.1-8B", "replicas": replicas, "gpu": 1, **spec},
+    }
+
+
+def wait_ready(cluster: Cluster, name: str, ns: str) -> dict[str, Any]:
+    return wait_until(
+        lambda: (o := cluster.kubectl.get("infsvc", name, ns)) and is_ready(o) and o,
+        timeout=TIMEOUT,
+        what=f"InferenceService {ns}/{name} to be Ready",
+    )
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.name for s in SAMPLES])
+def test_every_sample_becomes_ready(cluster: Cluster, namespace: str, sample: Path) -> None:
+    name = yaml.safe_load(sample.read_text())["metadata"]["name"]
+    cluster.kubectl.run("apply", "-n", namespace, "-f", str(sample))
+    obj = wait_ready(cluster, name, namespace)
+    assert obj["status"]["phase"] == "Ready"
+    assert obj["status"]["readyReplicas"] == obj["spec"]["replicas"]
+
+
+def test_create_becomes_ready_with_children_and_a_registration(
+    cluster: Cluster, namespace: str, registry: RegistryServer
+) -> None:
+    cluster.kubectl.apply(llama("llama"), namespace)
+    obj = wait_ready(cluster, "llama", namespace)
+    assert obj["status"]["readyReplicas"] == 2 and obj["status"]["phase"] == "Ready"
+    assert obj["metadata"]["finalizers"] == ["serving.inference-operator.dev/loadbalancer-cleanup"]
+    dep = cluster.kubectl.get("deployment", "llama", namespace)
+    svc = cluster.kubectl.get("service", "llama", namespace)
+    assert dep is not None and svc is not None
+    for child in (dep, svc):
+        (ref,) = child["metadata"]["ownerReferences"]
+        assert ref["uid"] == obj["metadata"]["uid"] and ref["controller"] and ref["blockOwnerDeletion"]
+    key = f"{namespace}/llama"
+    assert key in registry.registrations()
+    assert obj["status"]["loadBalancer"]["id"] == registry.registrations()[key].id
+    assert condition(obj, "LoadBalancerReady")["status"] == "True"
+    table = cluster.kubectl.run("get", "infsvc", "llama", "-n", namespace).stdout
+    assert table.split("\n")[0].split() == ["NAME", "READY", "REPLICAS", "AVAILABLE", "MODEL", "PHASE", "AGE"]
+
+
+def test_scale_and_upgrade_patch_the_deployment_and_become_ready_again(cluster: Cluster, namespace: str) -> None:
+    cluster.kubectl.apply(llama("llama"), namespace)
+    wait_ready(cluster, "llama", namespace)
+    cluster.kubectl.apply(llama("llama", replicas=4, image="vllm/vllm-openai:v0.7.0"), namespace)
+    obj = wait_until(
+        lambda: (
+            (o := cluster.kubectl.get("infsvc", "llama", namespace))
+            and o["status"].get("observedGeneration") == 2
+            and is_ready(o)
+            and o
+        ),
+        timeout=TIMEOUT,
+        what="generation 2 to be Ready",
+    )
+    assert obj["status"]["readyReplicas"] == 4
+    dep = cluster.kubectl.get("deployment", "llama", namespace)
+    assert dep is not None and dep["spec"]["replicas"] == 4
+    assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "vllm/vllm-openai:v0.7.0"
+
+
+def test_scale_subresource_drives_replicas(cluster: Cluster, namespace: str) -> None:
+    cluster.kubectl.apply(llama("llama", replicas=1), namespace)
+    wait_ready(cluster, "llama", namespace)
+    cluster.kubectl.run("scale", "infsvc", "llama", "-n", namespace, "--replicas=3")
+    wait_until(
+        lambda: (d := cluster.kubectl.get("deployment", "llama", namespace)) and d["spec"]["replicas"] == 3,
+        timeout=TIMEOUT,
+        what="the Deployment to follow kubectl scale",
+    )
+    obj = wait_ready(cluster, "llama", namespace)
+    assert obj["status"]["selector"] == "serving.inference-operator.dev/inferenceservice=llama"
+
+
+def test_delete_releases_the_load_balancer_once_and_children_are_collected(
+    cluster: Cluster, namespace: str, registry: RegistryServer
+) -> None:
+    cluster.kubectl.apply(llama("llama"), namespace)
+    wait_ready(cluster, "llama", namespace)
+    key = f"{namespace}/llama"
+    cluster.kubectl.run("delete", "infsvc", "llama", "-n", namespace, "--wait=false")
+    wait_until(
+        lambda: cluster.kubectl.get("infsvc", "llama", namespace) is None,
+        timeout=TIMEOUT,
+        what="the InferenceService to be gone",
+    )
+    wait_until(
+        lambda: (
+            cluster.kubectl.get("deployment", "llama", namespace) is None
+            and cluster.kubectl.get("service", "llama", namespace) is None
+        ),
+        timeout=TIMEOUT,
+        what="the garbage collector to delete the Deployment and Service",
+    )
+    assert registry.stats()["release_calls"].get(key) == 1
+    assert key not in registry.registrations()
+
+
+def test_drift_is_corrected_and_a_deleted_service_recreated(cluster: Cluster, namespace: str) -> None:
+    cluster.kubectl.apply(llama("llama", replicas=3), namespace)
+    wait_ready(cluster, "llama", namespace)
+    cluster.kubectl.run("scale", "deployment", "llama", "-n", namespace, "--replicas=99")
+    wait_until(
+        lambda: (d := cluster.kubectl.get("deployment", "llama", namespace)) and d["spec"]["replicas"] == 3,
+        timeout=TIMEOUT,
+        what="replicas to be corrected back to 3",
+    )
+    old_uid = (cluster.kubectl.get("service", "llama", namespace) or {})["metadata"]["uid"]
+    cluster.kubectl.run("delete", "service", "llama", "-n", namespace)
+    svc = wait_until(
+        lambda: (s := cluster.kubectl.get("service", "llama", namespace)) and s["metadata"]["uid"] != old_uid and s,
+        timeout=TIMEOUT,
+        what="the Service to be recreated",
+    )
+    assert svc["spec"]["selector"] == {"serving.inference-operator.dev/inferenceservice": "llama"}
+    wait_ready(cluster, "llama", namespace)
