@@ -17,6 +17,7 @@ It knows nothing about Kopf or the simulator: it talks to a ``Backend`` and a
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from .api import InferenceService, SpecError
@@ -64,6 +65,10 @@ class Reconciler:
         self.lb = load_balancer
         self.clock = clock
         self.requeue_while_progressing = requeue_while_progressing
+        # Registrations not yet recorded in status (their pass deferred its status write),
+        # by InferenceService uid. The status is the durable record; this only saves calls.
+        self._registered: dict[str, Registration] = {}
+        self._lock = threading.Lock()
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -86,13 +91,28 @@ class Reconciler:
             raise
         lb = self._ensure_load_balancer(isvc, obj, service)
         problem = self._pod_problem(isvc, deployment)
-        status = compute_status(
-            isvc, obj.get("status") or {}, deployment, service, lb, now=self._now(), problem=problem
-        )
+        previous = obj.get("status") or {}
+        status = compute_status(isvc, previous, deployment, service, lb, now=self._now(), problem=problem)
+        if self._defer_status(previous, deployment, lb):
+            return Result(requeue_after=self.requeue_while_progressing)
         self._write_status(obj, status)
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
         return self._next(status)
+
+    @staticmethod
+    def _defer_status(previous: Obj, deployment: Obj, lb: LoadBalancerState) -> bool:
+        """Hold the status write while the Deployment controller has not yet observed the
+        Deployment's current spec, as long as the current status claims nothing untrue.
+
+        The Deployment controller always writes status after a spec change, and that event
+        wakes us again within milliseconds; writing "not observed yet" first would cost one
+        more write per object and say nothing a person can act on. Never deferred: a status
+        that still says Ready=True (it would be stale), or a load balancer failure.
+        """
+        if DeploymentView.of(deployment).observed or lb.state == "failed":
+            return False
+        return not is_true(previous.get("conditions") or [], CT.READY)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -169,8 +189,15 @@ class Reconciler:
         if service is None:
             return LoadBalancerState("waiting")
         target = f"{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
+        with self._lock:
+            recent = self._registered.pop(isvc.uid, None)
         if previous.get("id") and previous.get("target") == target:
             return LoadBalancerState("registered", Registration(previous["id"], previous.get("address", ""), target))
+        if recent is not None and recent.target == target:
+            # Registered by an earlier pass whose status write was deferred: don't call again.
+            with self._lock:
+                self._registered[isvc.uid] = recent
+            return LoadBalancerState("registered", recent)
         try:
             registration = self.lb.register(key, target=target)
         except LoadBalancerError as err:
@@ -193,6 +220,8 @@ class Reconciler:
             reason=EventReason.LB_REGISTERED,
             message=f"Registered {target} with the load balancer as {registration.id} at {registration.address}",
         )
+        with self._lock:
+            self._registered[isvc.uid] = registration
         return LoadBalancerState("registered", registration)
 
     def _release(self, obj: Obj, key: str) -> None:
@@ -208,6 +237,8 @@ class Reconciler:
             return Result()
         meta = obj["metadata"]
         key = key_of(meta["namespace"], meta["name"])
+        with self._lock:
+            self._registered.pop(meta.get("uid", ""), None)
         try:
             self._release(obj, key)
         except LoadBalancerError as err:

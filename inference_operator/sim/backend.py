@@ -88,6 +88,7 @@ class FakeBackend:
         self.clock = clock
         self.timeline = timeline
         self.events: list[Event] = []
+        self.writes = 0  # mutating requests the operator sent (Events excluded)
         self.pods_source: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: []
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
@@ -95,12 +96,14 @@ class FakeBackend:
 
     def create(self, obj: Obj) -> Obj:
         created = self.api.create(obj)
+        self.writes += 1
         self.timeline.add(f"created {_describe(created)}")
         return created
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         before = self.informers[kind].get(namespace, name)
         patched = self.api.patch(kind, namespace, name, patch)
+        self.writes += 1
         if kind == KIND:
             had = FINALIZER in ((before or {}).get("metadata", {}).get("finalizers") or [])
             has = FINALIZER in (patch.get("metadata", {}).get("finalizers") or [])
@@ -112,6 +115,7 @@ class FakeBackend:
 
     def update_status(self, obj: Obj) -> Obj:
         written = self.api.update_status(obj)
+        self.writes += 1
         if written["kind"] == KIND:
             self.timeline.status(written)
         return written

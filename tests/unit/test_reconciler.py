@@ -65,6 +65,13 @@ def test_create_converges_to_ready_with_children_finalizer_and_load_balancer() -
     assert sim.now == 5.0
 
 
+def test_a_new_object_converges_in_five_writes() -> None:
+    sim = converged()
+    # finalizer, Service, Deployment, status while rolling out, status when Ready
+    assert sim.backend.writes == 5
+    assert sim.lb.register_calls == [KEY]
+
+
 def test_a_converged_object_costs_zero_writes_per_pass() -> None:
     sim = converged()
     writes = sim.api.writes
