@@ -147,3 +147,8 @@ def format_timestamp(dt: datetime.datetime) -> str:
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError("format_timestamp needs a timezone-aware datetime; use Clock.wall()")
     return dt.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(text: str) -> datetime.datetime:
+    """The inverse of :func:`format_timestamp` (RFC 3339, UTC, ``Z`` or an offset)."""
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -33,6 +33,22 @@ def runtime() -> OperatorRuntime:
     return _runtime
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """Kopf's diff-base ("last handled configuration") serves its change-detecting handlers
+    (on.create/update/field). We register only ``on.event`` handlers, so it is never used,
+    yet building it deep-copies every object on every watch event: about three quarters of
+    the operator's CPU under load. This storage keeps nothing and costs nothing."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
+
+
 def namespaces_from_argv(argv: list[str]) -> tuple[str, ...]:
     """The ``-n/--namespace`` values of a ``kopf run`` command line."""
     found: list[str] = []
@@ -51,6 +67,7 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     if not config.namespaces:  # `kopf run -m inference_operator.operator -n NS` sets no env var
         config = dataclasses.replace(config, namespaces=namespaces_from_argv(sys.argv))
     settings.posting.enabled = False  # we post the Events we mean, not log lines
+    settings.persistence.diffbase_storage = NoDiffBase()
     settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
     settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
     settings.peering.standalone = True  # one replica, Recreate strategy: see the chart

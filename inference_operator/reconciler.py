@@ -16,6 +16,7 @@ It knows nothing about Kopf or the simulator: it talks to a ``Backend`` and a
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 from .api import InferenceService, SpecError
 from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
 from .builders import desired_deployment, desired_service, selector_string
-from .clock import Clock, format_timestamp
+from .clock import Clock, format_timestamp, parse_timestamp
 from .compare import differences
 from .conditions import Cond, is_true
 from .constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
@@ -43,6 +44,7 @@ Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.reconciler")
 
 DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
+STUCK_AFTER = datetime.timedelta(seconds=10)
 
 
 class ChildConflict(Exception):
@@ -84,12 +86,13 @@ class Reconciler:
             return self._report_invalid_spec(obj, err.message)
         obj = self._ensure_finalizer(obj)
         try:
-            service = self._ensure_child(isvc, SERVICE, desired_service(isvc), obj)
-            deployment = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), obj)
+            service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), obj)
+            deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), obj)
         except ChildConflict as err:
             self._report_blocked(obj, isvc.generation, str(err))
             raise
-        lb = self._ensure_load_balancer(isvc, obj, service)
+        lb, lb_note = self._ensure_load_balancer(isvc, obj, service)
+        self._announce_actions(obj, isvc.name, {SERVICE: service_action, DEPLOYMENT: deployment_action}, lb_note)
         problem = self._pod_problem(isvc, deployment)
         previous = obj.get("status") or {}
         status = compute_status(isvc, previous, deployment, service, lb, now=self._now(), problem=problem)
@@ -117,9 +120,14 @@ class Reconciler:
     # -- steps ------------------------------------------------------------------------------
 
     def _pod_problem(self, isvc: InferenceService, deployment: Obj) -> PodProblem | None:
-        """Ask the pods why, but only when the Deployment says replicas are missing."""
+        """Ask the pods why replicas are missing, once the rollout has made no progress for
+        ``STUCK_AFTER_SECONDS`` (a LIST per pass of every young rollout would load the API
+        server for nothing: most pods are simply starting)."""
         view = DeploymentView.of(deployment)
         if not view.observed or view.ready >= isvc.spec.replicas:
+            return None
+        young = view.last_progress and self.clock.wall() - parse_timestamp(view.last_progress) < STUCK_AFTER
+        if young and not view.deadline_exceeded:
             return None
         return pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
 
@@ -141,20 +149,15 @@ class Reconciler:
         log.info("Added finalizer name=%s namespace=%s finalizer=%s", meta["name"], meta["namespace"], FINALIZER)
         return patched
 
-    def _ensure_child(self, isvc: InferenceService, kind: str, desired: Obj, owner: Obj) -> Obj:
+    def _ensure_child(self, isvc: InferenceService, kind: str, desired: Obj, owner: Obj) -> tuple[Obj, str]:
+        """Create or patch one child; returns it and what was done ("" when nothing)."""
         live = self.backend.get(kind, isvc.namespace, isvc.name)
         if live is None:
             created = self.backend.create(desired)
             recreated = _condition_true(owner, CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY)
-            verb = "Recreated" if recreated else "Created"
+            verb = EventReason.RECREATED if recreated else EventReason.CREATED
             log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
-            self.backend.record_event(
-                owner,
-                type="Normal",
-                reason=EventReason.RECREATED if recreated else EventReason.CREATED,
-                message=f"{verb} {kind} {isvc.name}",
-            )
-            return created
+            return created, verb
         if controller_owner_uid(live) != isvc.uid:
             raise ChildConflict(
                 f"{kind} {isvc.namespace}/{isvc.name} exists but is not controlled by this InferenceService "
@@ -163,7 +166,7 @@ class Reconciler:
             )
         changed = differences(live, desired)
         if not changed:
-            return live
+            return live, ""
         patch = {
             "metadata": {
                 "labels": desired["metadata"]["labels"],
@@ -174,30 +177,50 @@ class Reconciler:
         patched = self.backend.patch(kind, isvc.namespace, isvc.name, patch)
         fields = ", ".join(changed)
         log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, fields)
-        self.backend.record_event(
-            owner, type="Normal", reason=EventReason.PATCHED, message=f"Patched {kind} {isvc.name}: {fields}"
-        )
-        return patched
+        return patched, f"{EventReason.PATCHED}: {fields}"
 
-    def _ensure_load_balancer(self, isvc: InferenceService, obj: Obj, service: Obj | None) -> LoadBalancerState:
+    def _announce_actions(self, owner: Obj, name: str, children: dict[str, str], lb_note: str) -> None:
+        """One Normal Event per pass that changed something, saying everything it did.
+
+        Events are writes too: a new InferenceService gets one ("Created Service x and
+        Deployment x; registered … with the load balancer"), not three.
+        """
+        by_verb: dict[str, list[str]] = {}
+        for kind, action in children.items():
+            verb, _, fields = action.partition(": ")
+            if verb:
+                by_verb.setdefault(verb, []).append(f"{kind} {name}" + (f" ({fields})" if fields else ""))
+        parts = [f"{verb} {' and '.join(kinds)}" for verb, kinds in by_verb.items()]
+        if lb_note:
+            parts.append(lb_note if not parts else lb_note[0].lower() + lb_note[1:])
+        if parts:
+            reason = next(iter(by_verb), EventReason.LB_REGISTERED)
+            self.backend.record_event(owner, type="Normal", reason=reason, message="; ".join(parts))
+
+    def _ensure_load_balancer(
+        self, isvc: InferenceService, obj: Obj, service: Obj | None
+    ) -> tuple[LoadBalancerState, str]:
+        """Register once the Service exists; returns the outcome and a note for the Event."""
         key = key_of(isvc.namespace, isvc.name)
         previous = (obj.get("status") or {}).get("loadBalancer") or {}
         if not isvc.spec.loadBalancer.enabled:
             if previous:
                 self._release(obj, key)
-            return LoadBalancerState("disabled")
+            return LoadBalancerState("disabled"), ""
         if service is None:
-            return LoadBalancerState("waiting")
+            return LoadBalancerState("waiting"), ""
         target = f"{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
         with self._lock:
             recent = self._registered.pop(isvc.uid, None)
         if previous.get("id") and previous.get("target") == target:
-            return LoadBalancerState("registered", Registration(previous["id"], previous.get("address", ""), target))
+            return LoadBalancerState(
+                "registered", Registration(previous["id"], previous.get("address", ""), target)
+            ), ""
         if recent is not None and recent.target == target:
             # Registered by an earlier pass whose status write was deferred: don't call again.
             with self._lock:
                 self._registered[isvc.uid] = recent
-            return LoadBalancerState("registered", recent)
+            return LoadBalancerState("registered", recent), ""
         try:
             registration = self.lb.register(key, target=target)
         except LoadBalancerError as err:
@@ -206,7 +229,7 @@ class Reconciler:
                 "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
             )
             self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            return LoadBalancerState("failed", message=message)
+            return LoadBalancerState("failed", message=message), ""
         log.info(
             "Registered load balancer name=%s namespace=%s id=%s address=%s",
             isvc.name,
@@ -214,15 +237,10 @@ class Reconciler:
             registration.id,
             registration.address,
         )
-        self.backend.record_event(
-            obj,
-            type="Normal",
-            reason=EventReason.LB_REGISTERED,
-            message=f"Registered {target} with the load balancer as {registration.id} at {registration.address}",
-        )
         with self._lock:
             self._registered[isvc.uid] = registration
-        return LoadBalancerState("registered", registration)
+        note = f"Registered {target} with the load balancer as {registration.id} at {registration.address}"
+        return LoadBalancerState("registered", registration), note
 
     def _release(self, obj: Obj, key: str) -> None:
         self.lb.release(key)

@@ -86,6 +86,7 @@ class DeploymentView:
     ready: int
     deadline_exceeded: bool
     deadline_message: str
+    last_progress: str = ""  # Progressing.lastUpdateTime: when the rollout last moved
 
     @classmethod
     def of(cls, dep: Obj | None) -> DeploymentView:
@@ -103,6 +104,7 @@ class DeploymentView:
             ready=int(st.get("readyReplicas") or 0),
             deadline_exceeded=exceeded,
             deadline_message=str(progressing.get("message") or ""),
+            last_progress=str(progressing.get("lastUpdateTime") or ""),
         )
 
 

@@ -1,13 +1,15 @@
 """``Backend`` for a real cluster: reads from the watch-fed cache, writes through KubeClient.
 
 Writes return the API server's answer, which the reconciler uses for the rest of its pass
-(the cache may lag behind by a watch event). Events are posted as core/v1 Events; failing to
-post one is logged, never fatal.
+(the cache may lag behind by a watch event). Events are posted as core/v1 Events by a
+background thread, like client-go's event broadcaster: an Event is information for people,
+so a reconcile never waits for one, and failing to post one is logged, never fatal.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import uuid
 from typing import Any
@@ -31,6 +33,7 @@ class KubeBackend:
         self.clock = clock
         self._lock = threading.Lock()
         self.writes = 0
+        self.events = EventPoster(client)
 
     def _count(self) -> None:
         with self._lock:
@@ -78,13 +81,51 @@ class KubeBackend:
             "lastTimestamp": now,
             "count": 1,
         }
+        self.events.post(event)
+
+
+class EventPoster:
+    """Posts Events from a bounded queue on one background thread; drops (and logs) when the
+    queue is full rather than slowing reconciles down."""
+
+    def __init__(self, client: KubeClient, *, capacity: int = 1000) -> None:
+        self.client = client
+        self._queue: queue.Queue[Obj | None] = queue.Queue(capacity)
+        self._thread: threading.Thread | None = None
+        self.dropped = 0
+
+    def post(self, event: Obj) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="events", daemon=True)
+            self._thread.start()
         try:
-            self.client.create(event)
-        except ApiError as err:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
             log.warning(
-                "Failed to post Event reason=%s name=%s namespace=%s error=%s",
-                reason,
-                meta["name"],
-                meta["namespace"],
-                err,
+                "Dropped Event, too many queued reason=%s name=%s", event.get("reason"), event["involvedObject"]["name"]
             )
+
+    def _run(self) -> None:
+        while (event := self._queue.get()) is not None:
+            try:
+                self.client.create(event)
+            except (ApiError, OSError) as err:
+                involved = event["involvedObject"]
+                log.warning(
+                    "Failed to post Event reason=%s name=%s namespace=%s error=%s",
+                    event.get("reason"),
+                    involved["name"],
+                    involved["namespace"],
+                    err,
+                )
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Post what is queued (within ``timeout``), then stop the thread."""
+        if self._thread is None:
+            return
+        try:
+            self._queue.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)

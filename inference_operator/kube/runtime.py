@@ -133,6 +133,7 @@ class OperatorRuntime:
         """Graceful: stop resyncing, let workers finish the item in hand."""
         self._stop.set()
         stopped = self.controller.stop(timeout)
+        self.backend.events.stop()
         log.info("Stopped workers graceful=%s", stopped)
         if self.metrics is not None:
             self.metrics.stop()

@@ -108,9 +108,7 @@ class SimulatedDeploymentController:
                     "Progressing",
                     "False",
                     "ProgressDeadlineExceeded",
-                    f'ReplicaSet "{name}" has timed out progressing: pods ask for '
-                    f"{_gpus_per_pod(dep)} {GPU_RESOURCE} but no node has more than "
-                    f"{self.gpus_per_node}.",
+                    f'ReplicaSet "{name}-sim" has timed out progressing.',
                     ts,
                 )
             else:

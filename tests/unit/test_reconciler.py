@@ -70,6 +70,9 @@ def test_a_new_object_converges_in_five_writes() -> None:
     # finalizer, Service, Deployment, status while rolling out, status when Ready
     assert sim.backend.writes == 5
     assert sim.lb.register_calls == [KEY]
+    created, ready = sim.events
+    assert (created.reason, ready.reason) == (EventReason.CREATED, EventReason.READY)
+    assert created.message.startswith("Created Service llama and Deployment llama; registered llama.default.svc")
 
 
 def test_a_converged_object_costs_zero_writes_per_pass() -> None:

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): N InferenceServices applied at once on the local control plane.
+
+Reports, in one run:
+- the raw floor: the same Deployments and Services created directly, with the same client and
+  concurrency, until every Deployment is ready;
+- the operator: time from the first create until every InferenceService is Ready, mutating
+  API requests per object to converge (from the API server's audit log, by the operator's
+  user agent, Events excluded), mutating requests per object over two resync periods, and
+  the operator's peak RSS.
+
+Usage: python bench/cluster.py [--count 200] [--workers 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "hack")]
+
+import cluster as local  # noqa: E402 - hack/cluster.py
+from kubernetes import config as kube_config  # noqa: E402
+
+from inference_operator.api import InferenceService  # noqa: E402
+from inference_operator.builders import desired_deployment, desired_service  # noqa: E402
+from inference_operator.constants import DEPLOYMENT, KIND  # noqa: E402
+from inference_operator.kube.client import KubeClient  # noqa: E402
+from inference_operator.lb.http import HttpLoadBalancer  # noqa: E402
+from inference_operator.model import make_inference_service  # noqa: E402
+from tests.e2e.harness import (  # noqa: E402
+    AuditLog,
+    Kubectl,
+    OperatorProcess,
+    free_port,
+    is_ready,
+    operator_env,
+    wait_until,
+)
+
+RESYNC = 10.0
+POLL = 0.25  # seconds between progress checks (LISTs served from the API server's watch cache)
+
+
+def manifests(n: int, namespace: str) -> list[dict[str, Any]]:
+    return [
+        make_inference_service(
+            f"bench-{i:04d}", image="vllm/vllm-openai:v0.7.0", model="m", replicas=1, namespace=namespace
+        )
+        for i in range(n)
+    ]
+
+
+def run_concurrently(fn: Callable[[Any], Any], items: list[Any], workers: int) -> None:
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(fn, items))
+
+
+def raw_floor(client: KubeClient, n: int, workers: int, namespace: str) -> float:
+    children = []
+    for obj in manifests(n, namespace):
+        obj["metadata"]["uid"] = "bench"
+        isvc = InferenceService.from_object(obj)
+        for child in (desired_deployment(isvc), desired_service(isvc)):
+            del child["metadata"]["ownerReferences"]
+            children.append(child)
+    start = time.monotonic()
+    run_concurrently(client.create, children, workers)
+
+    def all_ready() -> bool:
+        deps = client.list_objects(DEPLOYMENT, namespace, from_cache=True)
+        return len(deps) == n and all((d.get("status") or {}).get("readyReplicas") == 1 for d in deps)
+
+    wait_until(all_ready, timeout=600, what="raw Deployments to be ready", interval=POLL)
+    return time.monotonic() - start
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
+
+
+def plane_cpu(plane: local.LocalControlPlane) -> dict[str, float]:
+    out = {}
+    for name, component in plane._components.items():
+        if component.process is not None:
+            out[name] = cpu_seconds(component.process.pid)
+    return out
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--trace", action="store_true", help="print progress samples")
+    args = parser.parse_args()
+    n = args.count
+    work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    nodes = max(2, math.ceil(2 * n / 100) + 1)
+    plane = local.start_control_plane(work / "plane", nodes=nodes)
+    # The registry runs in its own process, as it would in real life (in this process its
+    # threads would compete for the GIL with the progress polling below).
+    lb_port = free_port()
+    registry = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inference_operator.lb.registry",
+            "serve",
+            "--port",
+            str(lb_port),
+            "--state",
+            str(work / "lb.json"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    lb = HttpLoadBalancer(f"http://127.0.0.1:{lb_port}")
+    wait_until(lambda: lb.list_registrations() == {}, timeout=30, what="the load balancer registry to start")
+    operator: OperatorProcess | None = None
+    try:
+        env = operator_env(plane.bin_dir)
+        kubectl = Kubectl(plane.kubeconfig, env)
+        kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
+        kubectl.run(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/inferenceservices.serving.inference-operator.dev",
+        )
+        for ns in ("floor", "bench"):
+            kubectl.run("create", "namespace", ns)
+        client = KubeClient(kube_config.new_client_from_config(str(plane.kubeconfig)))
+        print(
+            f"control plane: {plane.startup_seconds:.1f}s to ready, {nodes} nodes; N={n}, concurrency={args.workers}",
+            flush=True,
+        )
+
+        cpu0 = plane_cpu(plane)
+        floor = raw_floor(client, n, args.workers, "floor")
+        cpu1 = plane_cpu(plane)
+        if args.trace:
+            print("control plane CPU during the floor: " + ", ".join(f"{k} {cpu1[k] - cpu0[k]:.1f}s" for k in cpu1))
+        print(f"raw floor: {2 * n} creates + pods ready in {floor:.1f}s", flush=True)
+        # Clean up before measuring the operator, so the two runs do not overlap.
+        kubectl.run("delete", "namespace", "floor", "--timeout=300s")
+        cpu1 = plane_cpu(plane)
+
+        audit = AuditLog(plane.audit_log)
+        operator = OperatorProcess(
+            plane.kubeconfig,
+            env,
+            work / "operator.log",
+            "--lb-provider",
+            "http",
+            "--lb-url",
+            f"http://127.0.0.1:{lb_port}",
+            "--workers",
+            str(args.workers),
+            "--resync-period",
+            str(RESYNC),
+        )
+        operator.start()
+        mark = audit.mark()
+        start = time.monotonic()
+        run_concurrently(client.create, manifests(n, "bench"), args.workers)
+
+        milestones: dict[str, float] = {}
+
+        trace = []
+
+        def all_ready() -> bool:
+            objs = client.list_objects(KIND, "bench", from_cache=True)
+            if not args.trace:
+                return len(objs) == n and all(is_ready(o) for o in objs)
+            deps = client.list_objects(DEPLOYMENT, "bench", from_cache=True)
+            now = time.monotonic() - start
+            trace.append(
+                (
+                    round(now, 1),
+                    len(objs),
+                    sum(bool(o["metadata"].get("finalizers")) for o in objs),
+                    len(deps),
+                    sum((d.get("status") or {}).get("readyReplicas") == 1 for d in deps),
+                    sum(is_ready(o) for o in objs),
+                )
+            )
+            if len(deps) == n:
+                milestones.setdefault("all Deployments created", now)
+                if all((d.get("status") or {}).get("readyReplicas") == 1 for d in deps):
+                    milestones.setdefault("all Deployments ready", now)
+            return len(objs) == n and all(is_ready(o) for o in objs)
+
+        wait_until(all_ready, timeout=1800, what=f"{n} InferenceServices to be Ready", interval=POLL)
+        converge = time.monotonic() - start
+        cpu2 = plane_cpu(plane)
+        if args.trace:
+            print("control plane CPU during convergence: " + ", ".join(f"{k} {cpu2[k] - cpu1[k]:.1f}s" for k in cpu2))
+        if args.trace:
+            print("t, isvcs, finalized, deployments, deployments ready, isvcs ready")
+            for row in trace[::5]:
+                print(row)
+        if milestones:
+            print("milestones: " + ", ".join(f"{k} at {v:.1f}s" for k, v in milestones.items()))
+        cpu = cpu_seconds(operator.process.pid) if operator.process else float("nan")
+        before = operator.stats()["reconcile_total"]
+        operator.wait_idle(reconciles_at_least=before)
+        writes = audit.operator_writes_since(mark)
+        by_verb: dict[str, int] = {}
+        for w in writes:
+            verb_resource = " ".join(w.split()[:2])
+            by_verb[verb_resource] = by_verb.get(verb_resource, 0) + 1
+
+        mark = audit.mark()
+        before = operator.stats()["reconcile_total"]
+        operator.wait_idle(reconciles_at_least=before + 2 * n, timeout=RESYNC * 3 + 120)
+        resync_writes = audit.operator_writes_since(mark)
+        rss = peak_rss_mib(operator.process.pid) if operator.process else float("nan")
+        records = len(lb.list_registrations())
+
+        print(
+            f"operator: all {n} Ready in {converge:.1f}s = {converge / floor:.2f}x the raw floor "
+            f"(operator CPU {cpu:.1f}s)"
+        )
+        print(
+            f"mutating requests per object to converge: {len(writes) / n:.2f} "
+            f"({', '.join(f'{k}: {v}' for k, v in sorted(by_verb.items()))})"
+        )
+        print(f"mutating requests per object over two resyncs: {len(resync_writes) / n:.2f}")
+        print(
+            f"operator peak RSS: {rss:.0f} MiB; load balancer records: {records}{'' if records == n else ' (MISMATCH)'}"
+        )
+        return 0
+    finally:
+        if operator is not None and operator.process is not None:
+            operator.stop()
+        registry.terminate()
+        registry.wait(10)
+        plane.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
