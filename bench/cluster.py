@@ -97,9 +97,10 @@ def plane_cpu(plane: local.LocalControlPlane) -> dict[str, float]:
     return out
 
 
-def peak_rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmHWM") -> float:
+    """VmHWM: peak resident set; VmRSS: resident now."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -231,7 +232,8 @@ def main() -> int:
         before = operator.stats()["reconcile_total"]
         operator.wait_idle(reconciles_at_least=before + 2 * n, timeout=RESYNC * 3 + 120)
         resync_writes = audit.operator_writes_since(mark)
-        rss = peak_rss_mib(operator.process.pid) if operator.process else float("nan")
+        pid = operator.process.pid if operator.process else 0
+        rss, rss_now = rss_mib(pid), rss_mib(pid, "VmRSS")
         records = len(lb.list_registrations())
 
         print(

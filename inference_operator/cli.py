@@ -7,6 +7,7 @@ stderr and exit with code 2; no tracebacks for those.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -59,6 +60,7 @@ def load_manifest(path: str) -> dict[str, Any]:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_manifest, run_scenarios
 
+    tune_gc()  # the simulator holds every object several times over; see runtime.py
     if args.file:
         return run_manifest(load_manifest(args.file), sys.stdout, ready_after=args.ready_after)
     failed = run_scenarios(args.scenario, sys.stdout)
@@ -111,6 +113,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import operator  # noqa: F401 - registers the handlers
 
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[config.log_format.upper()], log_prefix=True)
+    if not args.verbose:
+        # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     kopf.run(
         clusterwide=not config.namespaces,
         namespaces=list(config.namespaces),
@@ -165,7 +170,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    tune_gc()
     try:
         args = build_parser().parse_args(argv)
         code: int = args.func(args)

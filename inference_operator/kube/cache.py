@@ -12,6 +12,23 @@ from typing import Any
 Obj = dict[str, Any]
 
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def slim(obj: Obj) -> Obj:
+    """The object without what the operator never reads: ``managedFields`` (often half an
+    object's size) and kubectl's last-applied annotation. Shallow copies only; the input is
+    left alone (like controller-runtime's TransformStripManagedFields)."""
+    meta = obj.get("metadata")
+    if not meta or ("managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})):
+        return obj
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return {**obj, "metadata": meta}
+
+
 def _rv(obj: Obj) -> int:
     try:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
@@ -32,6 +49,7 @@ class ObjectCache:
         An event older than what is cached (lower resourceVersion, as after a watch restart
         replaying history) is ignored, so the cache never moves backwards.
         """
+        obj = slim(obj)
         meta = obj.get("metadata") or {}
         key = (kind, meta.get("namespace") or "", meta.get("name") or "")
         with self._lock:

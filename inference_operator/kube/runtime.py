@@ -25,7 +25,7 @@ from ..model import changed_beyond_status, obj_key, owner_key
 from ..reconciler import Reconciler
 from ..workqueue import RateLimitingQueue
 from .backend import KubeBackend
-from .cache import ObjectCache
+from .cache import ObjectCache, slim
 from .client import KubeClient
 from .metrics import MetricsServer
 
@@ -68,6 +68,7 @@ class OperatorRuntime:
 
     def on_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
         """A watch event from Kopf: update the cache, enqueue the InferenceService concerned."""
+        obj = slim(obj)
         previous = self.cache.get(kind, *self._ns_name(obj))
         self.cache.apply_event(kind, event_type, obj)
         if kind == KIND:
