@@ -246,7 +246,8 @@ def main() -> int:
         )
         print(f"mutating requests per object over two resyncs: {len(resync_writes) / n:.2f}")
         print(
-            f"operator peak RSS: {rss:.0f} MiB; load balancer records: {records}{'' if records == n else ' (MISMATCH)'}"
+            f"operator RSS: peak {rss:.0f} MiB, {rss_now:.0f} MiB after convergence and two resyncs; "
+            f"load balancer records: {records}{'' if records == n else ' (MISMATCH)'}"
         )
         return 0
     finally:
