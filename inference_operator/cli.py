@@ -7,7 +7,6 @@ stderr and exit with code 2; no tracebacks for those.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -113,9 +112,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import operator  # noqa: F401 - registers the handlers
 
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[config.log_format.upper()], log_prefix=True)
-    if not args.verbose:
-        # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     kopf.run(
         clusterwide=not config.namespaces,
         namespaces=list(config.namespaces),

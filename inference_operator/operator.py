@@ -71,6 +71,12 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
     settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
     settings.peering.standalone = True  # one replica, Recreate strategy: see the chart
+    if config.namespaces:
+        # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
+        settings.scanning.disabled = True
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     _runtime = OperatorRuntime(config, KubeClient.from_environment())
     _runtime.start()
 

@@ -44,15 +44,23 @@ class KubeBackend:
 
     def create(self, obj: Obj) -> Obj:
         self._count()
-        return self.client.create(obj)
+        return self._remember(obj["kind"], self.client.create(obj))
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         self._count()
-        return self.client.patch(kind, namespace, name, patch)
+        return self._remember(kind, self.client.patch(kind, namespace, name, patch))
 
     def update_status(self, obj: Obj) -> Obj:
         self._count()
-        return self.client.update_status(obj)
+        return self._remember(obj["kind"], self.client.update_status(obj))
+
+    def _remember(self, kind: str, written: Obj) -> Obj:
+        """Write-through, like client-go's MutationCache: the next pass must not read an
+        older version than the one we just wrote (a status write with a stale
+        resourceVersion would fail with Conflict). Older never replaces newer in the cache."""
+        written.setdefault("kind", kind)
+        self.cache.apply_event(kind, None, written)
+        return written
 
     def list_pods(self, namespace: str, selector: str) -> list[Obj]:
         return self.client.list_objects("Pod", namespace, label_selector=selector)

@@ -19,8 +19,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from inference_operator.lb.registry import RegistryServer
 
@@ -29,6 +31,7 @@ from .harness import ROOT, AuditLog, Kubectl, OperatorProcess, operator_env, wai
 sys.path.insert(0, str(ROOT / "hack"))
 
 CRD_DIR = ROOT / "deploy" / "crds"
+RBAC_DIR = ROOT / "deploy" / "rbac"
 RESYNC_SECONDS = 4.0
 
 
@@ -96,13 +99,60 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServe
         server.stop()
 
 
+OPERATOR_NAMESPACE = "io-e2e-system"
+OPERATOR_SA = "inference-operator"
+
+
+def _rbac_for_e2e() -> list[dict[str, Any]]:
+    """deploy/rbac as shipped, in a namespace and under names of the suite's own (the install
+    tests create and delete the shipped ones)."""
+    docs = [
+        yaml.safe_load((RBAC_DIR / f).read_text())
+        for f in ("service_account.yaml", "cluster_role.yaml", "cluster_role_binding.yaml")
+    ]
+    sa, role, binding = docs
+    sa["metadata"]["namespace"] = OPERATOR_NAMESPACE
+    role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = "inference-operator-e2e"
+    binding["subjects"][0]["namespace"] = OPERATOR_NAMESPACE
+    return docs
+
+
+@pytest.fixture(scope="session")
+def operator_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kubeconfig holding a token of the operator's ServiceAccount, bound to the shipped
+    least-privilege ClusterRole: the e2e operator never runs as admin."""
+    cluster.kubectl.run("create", "namespace", OPERATOR_NAMESPACE)
+    for doc in _rbac_for_e2e():
+        cluster.kubectl.apply(doc)
+    token = cluster.kubectl.run(
+        "create", "token", OPERATOR_SA, "-n", OPERATOR_NAMESPACE, "--duration=4h"
+    ).stdout.strip()
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "operator",
+        "clusters": [{"name": "e2e", "cluster": admin["clusters"][0]["cluster"]}],
+        "users": [{"name": "operator", "user": {"token": token}}],
+        "contexts": [{"name": "operator", "context": {"cluster": "e2e", "user": "operator"}}],
+    }
+    path = tmp_path_factory.mktemp("operator-identity") / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
 @pytest.fixture(scope="session")
 def operator(
-    cluster: Cluster, crd: None, registry: RegistryServer, tmp_path_factory: pytest.TempPathFactory
+    cluster: Cluster,
+    crd: None,
+    registry: RegistryServer,
+    operator_kubeconfig: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     proc = OperatorProcess(
-        cluster.kubeconfig,
+        operator_kubeconfig,
         operator_env(cluster.bin_dir),
         log,
         "--lb-provider",

@@ -1,0 +1,26 @@
+# syntax=docker/dockerfile:1
+# The operator image: `kopf run -m inference_operator.operator`, as a non-root numeric user.
+# Build: docker build -t inference-operator:0.1.0 .   (make kind-up does it for kind)
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# -- build: wheels for the project and its pinned dependencies ------------------------------
+FROM ${PYTHON_IMAGE} AS build
+WORKDIR /src
+COPY requirements.lock pyproject.toml README.md ./
+COPY inference_operator ./inference_operator
+RUN python -m pip wheel --no-cache-dir --wheel-dir /wheels -r requirements.lock \
+ && python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+# -- runtime: no compilers, no pip cache, no source tree ------------------------------------
+FROM ${PYTHON_IMAGE}
+RUN groupadd --system --gid 10001 operator \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin operator
+COPY --from=build /wheels /wheels
+RUN python -m pip install --no-cache-dir --no-index --find-links /wheels /wheels/*.whl \
+ && rm -rf /wheels
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+USER 10001:10001
+EXPOSE 8080 9090
+ENTRYPOINT ["kopf", "run", "-m", "inference_operator.operator"]
+CMD ["--all-namespaces", "--liveness=http://0.0.0.0:8080/healthz"]

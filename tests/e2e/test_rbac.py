@@ -1,0 +1,72 @@
+"""The e2e operator runs with a ServiceAccount token bound to the shipped ClusterRole, and
+that identity can do what the operator needs and nothing more (`kubectl auth can-i`).
+
+Covers: it may watch and patch InferenceServices, write their status and finalizers, create
+and patch Deployments and Services, list Pods, create Events; it may not read Secrets or
+ConfigMaps, delete anything, create Pods, touch RBAC, or impersonate; the whole scenario suite
+runs under this identity (the `operator` fixture uses it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import Cluster
+
+ALLOWED = [
+    ("watch", "inferenceservices.serving.inference-operator.dev"),
+    ("patch", "inferenceservices.serving.inference-operator.dev"),
+    ("update", "inferenceservices.serving.inference-operator.dev/status"),
+    ("update", "inferenceservices.serving.inference-operator.dev/finalizers"),
+    ("create", "deployments.apps"),
+    ("patch", "services"),
+    ("list", "pods"),
+    ("create", "events"),
+]
+DENIED = [
+    ("get", "secrets"),
+    ("list", "secrets"),
+    ("get", "configmaps"),
+    ("delete", "deployments.apps"),
+    ("delete", "services"),
+    ("delete", "inferenceservices.serving.inference-operator.dev"),
+    ("create", "pods"),
+    ("create", "inferenceservices.serving.inference-operator.dev"),
+    ("create", "rolebindings.rbac.authorization.k8s.io"),
+    ("escalate", "clusterroles.rbac.authorization.k8s.io"),
+    ("bind", "clusterroles.rbac.authorization.k8s.io"),
+    ("impersonate", "users"),
+    ("get", "nodes"),
+]
+
+
+def can_i(cluster: Cluster, kubeconfig: Path, verb: str, resource: str) -> bool:
+    result = cluster.kubectl.run(
+        "--kubeconfig", str(kubeconfig), "auth", "can-i", verb, resource, "-n", "default", check=False
+    )
+    answer = result.stdout.strip()
+    assert answer in ("yes", "no"), result.stderr
+    return answer == "yes"
+
+
+@pytest.mark.parametrize(("verb", "resource"), ALLOWED, ids=[f"{v}-{r.split('.')[0]}" for v, r in ALLOWED])
+def test_the_operator_identity_may_do_what_it_needs(
+    cluster: Cluster, operator_kubeconfig: Path, verb: str, resource: str
+) -> None:
+    assert can_i(cluster, operator_kubeconfig, verb, resource)
+
+
+@pytest.mark.parametrize(("verb", "resource"), DENIED, ids=[f"{v}-{r.split('.')[0]}" for v, r in DENIED])
+def test_the_operator_identity_may_not_do_anything_else(
+    cluster: Cluster, operator_kubeconfig: Path, verb: str, resource: str
+) -> None:
+    assert not can_i(cluster, operator_kubeconfig, verb, resource)
+
+
+def test_the_operator_identity_is_a_service_account_not_admin(cluster: Cluster, operator_kubeconfig: Path) -> None:
+    who = cluster.kubectl.run(
+        "--kubeconfig", str(operator_kubeconfig), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"
+    ).stdout
+    assert who == "system:serviceaccount:io-e2e-system:inference-operator"

@@ -1,0 +1,149 @@
+"""Least-privilege RBAC and a conventional, non-root Dockerfile (static checks, no cluster).
+
+Covers: RBAC has no wildcards, no Secrets, no escalate/bind/impersonate, no delete, only the
+kinds the operator manages or reads; the namespaced Role grants the same namespaced rules as
+the ClusterRole; the kustomization lists files that exist; the operator Deployment runs as
+the ServiceAccount with a PSS-restricted security context; the Dockerfile is multi-stage,
+non-root numeric USER, no ADD of URLs, no build tools in the final stage, entrypoint
+`kopf run -m inference_operator.operator`; requirements.lock pins the runtime dependencies.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+RBAC = ROOT / "deploy" / "rbac"
+ALLOWED = {
+    ("serving.inference-operator.dev", "inferenceservices"): {"get", "list", "watch", "patch", "update"},
+    ("serving.inference-operator.dev", "inferenceservices/status"): {"get", "patch", "update"},
+    ("serving.inference-operator.dev", "inferenceservices/finalizers"): {"update"},
+    ("apps", "deployments"): {"get", "list", "watch", "create", "patch"},
+    ("", "services"): {"get", "list", "watch", "create", "patch"},
+    ("", "pods"): {"list"},
+    ("", "events"): {"create"},
+    ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
+    ("", "namespaces"): {"list", "watch"},
+}
+CLUSTER_ONLY = {("apiextensions.k8s.io", "customresourcedefinitions"), ("", "namespaces")}
+
+
+def load(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    return doc
+
+
+def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out.setdefault((group, resource), set()).update(rule["verbs"])
+    return out
+
+
+def all_rules() -> list[dict[str, Any]]:
+    return load(RBAC / "cluster_role.yaml")["rules"] + load(RBAC / "namespaced" / "role.yaml")["rules"]
+
+
+def test_rbac_has_no_wildcards_and_no_dangerous_verbs() -> None:
+    for rule in all_rules():
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[field], rule
+        assert not {"escalate", "bind", "impersonate", "delete", "deletecollection"} & set(rule["verbs"]), rule
+        assert "resourceNames" not in rule or rule["resourceNames"], rule
+
+
+def test_rbac_never_touches_secrets_or_unmanaged_kinds() -> None:
+    for (group, resource), verbs in grants(all_rules()).items():
+        assert resource not in ("secrets", "configmaps", "serviceaccounts", "roles", "clusterroles"), resource
+        assert (group, resource) in ALLOWED, f"unexpected grant on {group}/{resource}"
+        assert verbs <= ALLOWED[(group, resource)], f"{group}/{resource}: {verbs - ALLOWED[(group, resource)]}"
+
+
+def test_namespaced_role_grants_the_namespaced_part_of_the_cluster_role() -> None:
+    cluster = grants(load(RBAC / "cluster_role.yaml")["rules"])
+    namespaced = grants(load(RBAC / "namespaced" / "role.yaml")["rules"])
+    assert namespaced == {k: v for k, v in cluster.items() if k not in CLUSTER_ONLY}
+
+
+def test_bindings_point_at_the_service_account() -> None:
+    sa = load(RBAC / "service_account.yaml")["metadata"]
+    for binding in (load(RBAC / "cluster_role_binding.yaml"), load(RBAC / "namespaced" / "role_binding.yaml")):
+        (subject,) = binding["subjects"]
+        assert (subject["kind"], subject["name"], subject["namespace"]) == (
+            "ServiceAccount",
+            sa["name"],
+            sa["namespace"],
+        )
+
+
+def test_kustomization_lists_existing_files_including_crds_rbac_and_operator() -> None:
+    kustomization = load(ROOT / "deploy" / "kustomization.yaml")
+    resources = kustomization["resources"]
+    assert all((ROOT / "deploy" / r).is_file() for r in resources)
+    assert any(r.startswith("crds/") for r in resources) and "rbac/cluster_role.yaml" in resources
+    assert "operator/deployment.yaml" in resources
+
+
+def test_operator_deployment_is_pss_restricted_and_uses_the_service_account() -> None:
+    dep = load(ROOT / "deploy" / "operator" / "deployment.yaml")
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "inference-operator"
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] >= 1000
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert dep["spec"]["strategy"] == {"type": "Recreate"} and dep["spec"]["replicas"] == 1
+
+
+def dockerfile() -> str:
+    return (ROOT / "Dockerfile").read_text()
+
+
+def stages() -> list[str]:
+    return re.split(r"^FROM ", dockerfile(), flags=re.M)[1:]
+
+
+def test_dockerfile_is_multi_stage_with_a_slim_base() -> None:
+    assert len(stages()) >= 2
+    assert "slim" in dockerfile()
+
+
+def test_dockerfile_final_stage_runs_as_a_numeric_non_root_user() -> None:
+    final = stages()[-1]
+    users = re.findall(r"^USER\s+(\S+)", final, flags=re.M)
+    assert users, "the final stage sets no USER"
+    uid = users[-1].split(":")[0]
+    assert uid.isdigit() and int(uid) != 0
+
+
+def test_dockerfile_adds_no_urls_and_installs_no_build_tools_in_the_final_stage() -> None:
+    assert not re.search(r"^ADD\s+https?://", dockerfile(), flags=re.M | re.I)
+    final = stages()[-1]
+    assert not re.search(r"apt-get install|apk add|gcc|build-essential", final)
+    assert "--no-index" in final, "the final stage installs only the wheels built earlier"
+
+
+def test_dockerfile_entrypoint_is_kopf_run_of_the_operator_module() -> None:
+    entrypoint = re.findall(r"^ENTRYPOINT\s+(.+)$", dockerfile(), flags=re.M)[-1]
+    assert yaml.safe_load(entrypoint) == ["kopf", "run", "-m", "inference_operator.operator"]
+
+
+def test_requirements_lock_pins_the_runtime_dependencies() -> None:
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "requirements.lock").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    for name in ("kopf", "kubernetes", "pydantic", "pyyaml"):
+        assert name in pins and re.match(r"^\d+(\.\d+)+", pins[name]), name
+    assert "requirements.lock" in dockerfile()
