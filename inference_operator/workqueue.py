@@ -154,10 +154,8 @@ class RateLimitingQueue:
             while True:
                 if self._shutting_down and not self._draining:
                     return None
-                if not self._shutting_down:
-                    self._move_due_locked()
-                if self._ready:
-                    return self._pop_locked()
+                if (key := self._take_ready_locked()) is not None:
+                    return key
                 if self._draining and not self._may_requeue_locked():
                     return None
                 wait: float | None = None
@@ -177,11 +175,12 @@ class RateLimitingQueue:
         with self._lock:
             if self._shutting_down and not self._draining:
                 return None
-            if not self._shutting_down:
-                self._move_due_locked()
-            if self._ready:
-                return self._pop_locked()
-            return None
+            return self._take_ready_locked()
+
+    def _take_ready_locked(self) -> str | None:
+        if not self._shutting_down:
+            self._move_due_locked()
+        return self._pop_locked() if self._ready else None
 
     def done(self, key: str) -> None:
         """Mark ``key`` as processed; if it was added meanwhile, queue it again."""

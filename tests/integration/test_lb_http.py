@@ -42,16 +42,6 @@ TARGET = "llama.default.svc.cluster.local:8000"
 
 
 @pytest.fixture
-def registry() -> Iterator[RegistryServer]:
-    server = RegistryServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def lb(registry: RegistryServer) -> HttpLoadBalancer:
     return HttpLoadBalancer(registry.url, timeout=BOUND)
 

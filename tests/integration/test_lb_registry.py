@@ -35,7 +35,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +64,6 @@ def call(
 
 def put(server: RegistryServer, key: str, target: str) -> tuple[int, Any]:
     return call(server, "PUT", f"/v1/registrations/{key}", {"target": target})
-
-
-@pytest.fixture
-def registry() -> Iterator[RegistryServer]:
-    server = RegistryServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 # Registrations
