@@ -124,9 +124,14 @@ def operator_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFacto
     cluster.kubectl.run("create", "namespace", OPERATOR_NAMESPACE)
     for doc in _rbac_for_e2e():
         cluster.kubectl.apply(doc)
-    token = cluster.kubectl.run(
-        "create", "token", OPERATOR_SA, "-n", OPERATOR_NAMESPACE, "--duration=4h"
-    ).stdout.strip()
+    return token_kubeconfig(
+        cluster, OPERATOR_SA, OPERATOR_NAMESPACE, tmp_path_factory.mktemp("operator-identity") / "kubeconfig"
+    )
+
+
+def token_kubeconfig(cluster: Cluster, service_account: str, namespace: str, path: Path) -> Path:
+    """Write a kubeconfig that authenticates with a fresh token of the ServiceAccount."""
+    token = cluster.kubectl.run("create", "token", service_account, "-n", namespace, "--duration=4h").stdout.strip()
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     config = {
         "apiVersion": "v1",
@@ -136,7 +141,6 @@ def operator_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFacto
         "users": [{"name": "operator", "user": {"token": token}}],
         "contexts": [{"name": "operator", "context": {"cluster": "e2e", "user": "operator"}}],
     }
-    path = tmp_path_factory.mktemp("operator-identity") / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path

@@ -1,0 +1,87 @@
+"""Namespaced mode: `inference-operator run --namespace NS` with only the shipped Role (no
+cluster-level permission at all) serves InferenceServices in its namespace and ignores others.
+
+Covers: converges an InferenceService to Ready in its namespace, releases it on deletion, and
+leaves one in another namespace untouched (no finalizer, no children, no status).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inference_operator.lb.registry import RegistryServer
+
+from .conftest import RBAC_DIR, Cluster, token_kubeconfig
+from .harness import OperatorProcess, operator_env, wait_until
+from .test_lifecycle import TIMEOUT, llama, wait_ready
+
+SA = "inference-operator-ns"
+
+
+@pytest.fixture()
+def other_namespace(cluster: Cluster, namespace: str) -> str:
+    name = f"{namespace}-other"
+    cluster.kubectl.run("create", "namespace", name)
+    return name
+
+
+def grant_role(cluster: Cluster, namespace: str) -> None:
+    """deploy/rbac/namespaced as shipped, bound to a ServiceAccount in the watched namespace."""
+    role = yaml.safe_load((RBAC_DIR / "namespaced" / "role.yaml").read_text())
+    binding = yaml.safe_load((RBAC_DIR / "namespaced" / "role_binding.yaml").read_text())
+    binding["subjects"][0].update(name=SA, namespace=namespace)
+    cluster.kubectl.run("create", "serviceaccount", SA, "-n", namespace)
+    cluster.kubectl.apply(role, namespace)
+    cluster.kubectl.apply(binding, namespace)
+
+
+def test_namespaced_mode_serves_only_its_namespace_with_a_role(
+    cluster: Cluster,
+    namespace: str,
+    other_namespace: str,
+    operator: OperatorProcess,
+    registry: RegistryServer,
+    tmp_path: Path,
+) -> None:
+    grant_role(cluster, namespace)
+    kubeconfig = token_kubeconfig(cluster, SA, namespace, tmp_path / "kubeconfig")
+    operator.stop()  # the cluster-wide operator would serve the namespace too
+    scoped = OperatorProcess(
+        kubeconfig,
+        operator_env(cluster.bin_dir),
+        tmp_path / "operator.log",
+        "--namespace",
+        namespace,
+        "--lb-provider",
+        "http",
+        "--lb-url",
+        registry.url,
+    )
+    scoped.start()
+    try:
+        cluster.kubectl.apply(llama("inside", replicas=1), namespace)
+        cluster.kubectl.apply(llama("outside", replicas=1), other_namespace)
+        wait_ready(cluster, "inside", namespace)
+        outside = cluster.kubectl.get("infsvc", "outside", other_namespace)
+        assert outside is not None and not outside["metadata"].get("finalizers") and not outside.get("status")
+        assert cluster.kubectl.get("deployment", "outside", other_namespace) is None
+        cluster.kubectl.run("delete", "infsvc", "inside", "-n", namespace, "--wait=false")
+        wait_until(
+            lambda: cluster.kubectl.get("infsvc", "inside", namespace) is None,
+            timeout=TIMEOUT,
+            what="the namespaced operator to finish the deletion",
+        )
+        assert registry.stats()["release_calls"].get(f"{namespace}/inside") == 1
+        assert "Forbidden" not in scoped.log_tail(200), scoped.log_tail(200)
+    finally:
+        scoped.stop()
+    operator.start()
+    cluster.kubectl.run("delete", "infsvc", "outside", "-n", other_namespace, "--wait=false")
+    wait_until(
+        lambda: cluster.kubectl.get("infsvc", "outside", other_namespace) is None,
+        timeout=TIMEOUT,
+        what="the cluster-wide operator to delete the other namespace's object",
+    )
