@@ -17,9 +17,10 @@ deps: ## Install the package and its development tools
 controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl
 	bash hack/build-controlplane.sh >/dev/null
 
-lint: deps
+lint: deps controlplane
 	$(PYTHON) -m ruff check inference_operator tests bench hack
 	$(PYTHON) -m ruff format --check inference_operator tests bench hack
+	PATH="$$(bash hack/build-controlplane.sh 2>/dev/null | tail -1):$$PATH" helm lint --strict charts/inference-operator
 
 typecheck: deps
 	$(PYTHON) -m mypy
@@ -36,8 +37,9 @@ e2e: deps controlplane ## The e2e suite on the local control plane (or E2E_KUBEC
 test: deps lint typecheck controlplane ## Everything: lint, types, unit, integration and e2e tests
 	$(PYTHON) -m pytest -q tests
 
-crd: ## Regenerate deploy/crds from the API models
+crd: ## Regenerate deploy/crds (and the chart's copy) from the API models
 	$(PYTHON) -m inference_operator crd -o deploy/crds/serving.inference-operator.dev_inferenceservices.yaml
+	cp deploy/crds/serving.inference-operator.dev_inferenceservices.yaml charts/inference-operator/crds/
 
 bench: deps ## Simulator benchmark
 	$(PYTHON) bench/sim.py

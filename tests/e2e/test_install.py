@@ -1,0 +1,293 @@
+"""Installing the operator the two ways a user would, on a real control plane.
+
+Covers: `helm install` of charts/inference-operator into a fresh namespace that enforces the
+"restricted" Pod Security Standard (so the API server itself checks the pod) — the CRD is
+Established (Helm skips it: the `crd` fixture already applied it), the cluster-wide RBAC
+exists, the operator Deployment becomes Available; `helm upgrade --set workers=2` rolls the
+Deployment (new template env, a new ReplicaSet, the old one scaled to zero); `helm uninstall`
+leaves nothing of the release behind, in the namespace or cluster-scoped, except the CRD, which
+Helm keeps by design and the rest of the suite needs. Namespaced mode: Role + RoleBinding in each
+watched namespace, no cluster-scoped RBAC, all gone after uninstall. `kubectl apply -k deploy/`:
+namespace, CRD, RBAC and Deployment, which becomes Available; then everything it created but the
+CRD is deleted (`kubectl delete -k` would delete the CRD too).
+
+The operator pods created here never run: on the local control plane kwok marks every pod bound
+to its fake nodes Running and Ready without pulling the image (which does not exist). So these
+tests check the install, RBAC and rollout machinery, not the operator's behaviour — the operator
+of the rest of the suite runs as a local process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import Cluster
+from .harness import ROOT, WaitTimeout, condition, wait_until
+
+CHART = ROOT / "charts" / "inference-operator"
+CRD_NAME = "inferenceservices.serving.inference-operator.dev"
+KUSTOMIZE_NAMESPACE = "inference-operator"
+TIMEOUT = 90
+# What a release could leave behind in its namespace (helm's own release records are Secrets).
+NAMESPACED_KINDS = "deployments,replicasets,pods,services,serviceaccounts,roles,rolebindings,configmaps,secrets"
+CLUSTER_KINDS = "clusterroles,clusterrolebindings"
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Helm:
+    binary: str
+    kubeconfig: Path
+    env: dict[str, str]
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [self.binary, "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result
+
+
+@pytest.fixture()
+def helm(cluster: Cluster, tmp_path: Path) -> Helm:
+    env = dict(cluster.kubectl.env)
+    binary = shutil.which("helm", path=env.get("PATH"))
+    if binary is None:
+        pytest.fail("helm is not on PATH nor in the control plane's bin dir (hack/build-controlplane.sh)")
+    for name in ("CACHE", "CONFIG", "DATA"):  # no user repositories or plugins
+        env[f"HELM_{name}_HOME"] = str(tmp_path / f"helm-{name.lower()}")
+    return Helm(binary, cluster.kubeconfig, env)
+
+
+@pytest.fixture()
+def make_namespace(cluster: Cluster) -> Iterator[Callable[..., str]]:
+    """Fresh namespaces that enforce the restricted Pod Security Standard; deleted after the test."""
+    created: list[str] = []
+
+    def make(prefix: str) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        cluster.kubectl.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": name,
+                    "labels": {
+                        "pod-security.kubernetes.io/enforce": "restricted",
+                        "pod-security.kubernetes.io/enforce-version": "latest",
+                    },
+                },
+            }
+        )
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        cluster.kubectl.run("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+def wait_available(cluster: Cluster, name: str, namespace: str, *, env: dict[str, str] | None = None) -> Obj:
+    """Until the Deployment has rolled out its current template (with this env, if given) and is Available."""
+
+    def rolled_out() -> Obj | None:
+        dep = cluster.kubectl.get("deployment", name, namespace)
+        if dep is None:
+            return None
+        status = dep.get("status") or {}
+        containers = dep["spec"]["template"]["spec"]["containers"]
+        current = {e["name"]: e.get("value") for e in containers[0].get("env", [])}
+        done = (
+            status.get("observedGeneration") == dep["metadata"]["generation"]
+            and status.get("updatedReplicas") == dep["spec"]["replicas"]
+            and status.get("readyReplicas") == dep["spec"]["replicas"]
+            and status.get("replicas") == dep["spec"]["replicas"]  # Recreate: no old pod left
+            and condition(dep, "Available").get("status") == "True"
+            and (env is None or env.items() <= current.items())
+        )
+        return dep if done else None
+
+    try:
+        return wait_until(rolled_out, timeout=TIMEOUT, what=f"Deployment {namespace}/{name} to be Available")
+    except WaitTimeout as err:
+        # Say why: a pod the restricted policy refused, no node for it, kwok not marking it Ready…
+        details = [
+            cluster.kubectl.run("get", "deployments,replicasets,pods", "-n", namespace, "-o", "wide", check=False),
+            cluster.kubectl.run("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", check=False),
+        ]
+        raise AssertionError(f"{err}\n" + "\n".join(d.stdout + d.stderr for d in details)) from None
+
+
+def names(cluster: Cluster, kinds: str, *, namespace: str | None = None, selector: str | None = None) -> list[str]:
+    args = ["get", kinds, "-o", "name"]
+    args += ["-n", namespace] if namespace else []
+    args += ["-l", selector] if selector else []
+    return cluster.kubectl.run(*args).stdout.split()
+
+
+def crd_established(cluster: Cluster) -> bool:
+    crd = cluster.kubectl.json("get", "crd", CRD_NAME)
+    return condition(crd, "Established").get("status") == "True"
+
+
+def release_pods(cluster: Cluster, release: str, namespace: str) -> list[Obj]:
+    pods: list[Obj] = cluster.kubectl.json(
+        "get", "pods", "-n", namespace, "-l", f"app.kubernetes.io/instance={release}"
+    )["items"]
+    return pods
+
+
+def wait_release_gone(cluster: Cluster, release: str, namespaces: list[str]) -> None:
+    """Nothing labelled with the release (nor its Helm records) in these namespaces or cluster-wide."""
+
+    def leftovers() -> list[str]:
+        found = names(cluster, CLUSTER_KINDS, selector=f"app.kubernetes.io/instance={release}")
+        for ns in namespaces:
+            found += names(cluster, NAMESPACED_KINDS, namespace=ns, selector=f"app.kubernetes.io/instance={release}")
+            found += names(cluster, "secrets", namespace=ns, selector=f"owner=helm,name={release}")
+        return found
+
+    wait_until(lambda: not leftovers(), timeout=TIMEOUT, what=f"everything of release {release} to be deleted")
+
+
+# Helm -----------------------------------------------------------------------------------------
+
+
+def test_helm_install_upgrade_and_uninstall_in_cluster_mode(
+    cluster: Cluster, crd: None, helm: Helm, make_namespace: Callable[..., str]
+) -> None:
+    namespace = make_namespace("helm")
+    release = f"io-{uuid.uuid4().hex[:6]}"
+    fullname = f"{release}-inference-operator"
+
+    installed = helm.run("install", release, str(CHART), "--namespace", namespace)
+    assert "STATUS: deployed" in installed.stdout
+    assert f"kubectl -n {namespace} rollout status deployment/{fullname}" in installed.stdout, "NOTES.txt"
+    assert wait_until(lambda: crd_established(cluster), timeout=TIMEOUT, what=f"CRD {CRD_NAME} to be Established")
+    dep = wait_available(cluster, fullname, namespace, env={"INFERENCE_OPERATOR_WORKERS": "4"})
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["kopf", "run", "-m", "inference_operator.operator"]
+    assert "--all-namespaces" in container["args"]
+    assert names(cluster, "clusterrole,clusterrolebinding", selector=f"app.kubernetes.io/instance={release}") == [
+        f"clusterrole.rbac.authorization.k8s.io/{fullname}",
+        f"clusterrolebinding.rbac.authorization.k8s.io/{fullname}",
+    ]
+    [pod] = release_pods(cluster, release, namespace)
+    assert pod["spec"]["nodeName"].startswith("kwok-node-"), "kwok only marks pods on its fake nodes Ready"
+    assert condition(pod, "Ready").get("status") == "True"
+
+    helm.run("upgrade", release, str(CHART), "--namespace", namespace, "--reuse-values", "--set", "workers=2")
+    upgraded = wait_available(cluster, fullname, namespace, env={"INFERENCE_OPERATOR_WORKERS": "2"})
+    assert upgraded["metadata"]["generation"] == dep["metadata"]["generation"] + 1
+    replica_sets = cluster.kubectl.json(
+        "get", "replicasets", "-n", namespace, "-l", f"app.kubernetes.io/instance={release}"
+    )["items"]
+    assert sorted(rs["spec"]["replicas"] for rs in replica_sets) == [0, 1], "the upgrade made a new ReplicaSet"
+    [new_pod] = wait_until(
+        lambda: (pods := release_pods(cluster, release, namespace)) and len(pods) == 1 and pods,
+        timeout=TIMEOUT,
+        what="the old operator pod to go (strategy Recreate)",
+    )
+    assert new_pod["metadata"]["uid"] != pod["metadata"]["uid"]
+    assert {"name": "INFERENCE_OPERATOR_WORKERS", "value": "2"} in new_pod["spec"]["containers"][0]["env"]
+
+    helm.run("uninstall", release, "--namespace", namespace)
+    wait_release_gone(cluster, release, [namespace])
+    assert not names(cluster, CLUSTER_KINDS, selector=f"app.kubernetes.io/instance={release}")
+    assert crd_established(cluster), "helm uninstall must keep the CRD (crds/ is install-only)"
+
+
+def test_helm_namespaced_mode_grants_roles_in_the_watched_namespaces_only(
+    cluster: Cluster, crd: None, helm: Helm, make_namespace: Callable[..., str]
+) -> None:
+    namespace = make_namespace("helm")
+    watched = [make_namespace("team"), make_namespace("team")]
+    release = f"io-{uuid.uuid4().hex[:6]}"
+    fullname = f"{release}-inference-operator"
+
+    helm.run(
+        "install", release, str(CHART), "--namespace", namespace, "--set", f"watchNamespaces={{{','.join(watched)}}}"
+    )
+    dep = wait_available(cluster, fullname, namespace, env={"INFERENCE_OPERATOR_NAMESPACES": ",".join(watched)})
+    assert [a for a in dep["spec"]["template"]["spec"]["containers"][0]["args"] if "namespace" in a] == [
+        f"--namespace={ns}" for ns in watched
+    ]
+    for ns in watched:
+        assert names(cluster, "roles,rolebindings", namespace=ns) == [
+            f"role.rbac.authorization.k8s.io/{fullname}",
+            f"rolebinding.rbac.authorization.k8s.io/{fullname}",
+        ]
+    assert not names(cluster, CLUSTER_KINDS, selector=f"app.kubernetes.io/instance={release}")
+    assert not names(cluster, "roles,rolebindings", namespace=namespace)
+
+    helm.run("uninstall", release, "--namespace", namespace)
+    wait_release_gone(cluster, release, [namespace, *watched])
+    assert crd_established(cluster)
+
+
+# kustomize ------------------------------------------------------------------------------------
+
+
+def test_kubectl_apply_k_deploy_installs_the_operator(cluster: Cluster, crd: None) -> None:
+    if cluster.kubectl.get("namespace", KUSTOMIZE_NAMESPACE, "default") is not None:
+        pytest.fail(
+            f"namespace {KUSTOMIZE_NAMESPACE} already exists in this cluster; this test installs deploy/ there "
+            "and deletes it afterwards, so it refuses to touch an existing install"
+        )
+    rendered = [doc for doc in yaml.safe_load_all(cluster.kubectl.run("kustomize", str(ROOT / "deploy")).stdout) if doc]
+    kinds = sorted(doc["kind"] for doc in rendered)
+    assert kinds == sorted(
+        ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"]
+    )
+    created = [doc for doc in rendered if doc["kind"] != "CustomResourceDefinition"]  # the suite needs the CRD
+    try:
+        cluster.kubectl.run("apply", "-k", str(ROOT / "deploy"))
+        assert crd_established(cluster)
+        namespace = cluster.kubectl.get("namespace", KUSTOMIZE_NAMESPACE, "default") or {}
+        assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+        dep = wait_available(cluster, "inference-operator", KUSTOMIZE_NAMESPACE)
+        assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "inference-operator"
+    finally:
+        cluster.kubectl.run(
+            "delete", "-f", "-", "--ignore-not-found", "--wait=false", stdin=yaml.safe_dump_all(created)
+        )
+    wait_until(
+        lambda: (
+            not any(
+                cluster.kubectl.run(
+                    "get",
+                    doc["kind"],
+                    doc["metadata"]["name"],
+                    *_namespace_args(doc),
+                    "--ignore-not-found",
+                    "-o",
+                    "name",
+                ).stdout.strip()
+                for doc in created
+            )
+        ),
+        timeout=TIMEOUT,
+        what=f"everything `kubectl apply -k deploy/` created but the CRD to be deleted ({KUSTOMIZE_NAMESPACE} too)",
+    )
+    assert crd_established(cluster), "the CRD stays: the rest of the suite uses it"
+
+
+def _namespace_args(doc: Obj) -> list[str]:
+    namespace = doc["metadata"].get("namespace")
+    return ["-n", namespace] if namespace else []

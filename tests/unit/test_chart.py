@@ -1,0 +1,457 @@
+"""The Helm chart (charts/inference-operator), statically: `helm lint` and `helm template`, no cluster.
+
+Covers: `helm lint --strict` passes in both RBAC modes; Chart.yaml metadata; the chart's crds/ is
+an exact copy of deploy/crds; cluster mode (no watchNamespaces) renders a ClusterRole whose rules
+equal deploy/rbac/cluster_role.yaml's, bound to the operator's ServiceAccount; namespaced mode
+renders one Role + RoleBinding per watched namespace with the rules of
+deploy/rbac/namespaced/role.yaml and no cluster-scoped RBAC at all; the Deployment runs
+`kopf run -m inference_operator.operator` (the Dockerfile's ENTRYPOINT) with --all-namespaces or
+one --namespace per watched namespace, --liveness on liveness.port and --log-format; its env
+follows the values and is accepted by OperatorConfig (the defaults match the operator's own);
+one replica, strategy Recreate; the pod is Pod Security Standard "restricted"; the liveness probe
+hits Kopf's /healthz; image tag defaults to appVersion; the metrics port and Service exist only
+when metrics are enabled; scheduling and resource values pass through; every object carries the
+standard app.kubernetes.io/* and helm.sh/chart labels; bad values (workers 0, an unknown load
+balancer provider, provider http without a url, logFormat xml, two replicas, a bad namespace
+name, an unknown key, clashing ports) fail with a message naming the field.
+
+helm comes from the project's cached bin dir (hack/build-controlplane.sh); without it these
+tests fail, they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from inference_operator.config import OperatorConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "inference-operator"
+DEPLOY = ROOT / "deploy"
+RELEASE = "ops"
+RELEASE_NAMESPACE = "operators"
+FULLNAME = f"{RELEASE}-inference-operator"
+# helm built with `go install` (no Makefile ldflags) assumes Kubernetes v1.20 for `helm template`,
+# which the chart's kubeVersion (>=1.30) refuses: say which Kubernetes we render for.
+KUBE_VERSION = "1.36.0"
+OPERATOR_COMMAND = ["kopf", "run", "-m", "inference_operator.operator"]
+STANDARD_LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/part-of",
+    "helm.sh/chart",
+)
+CLUSTER_SCOPED_RBAC = {"ClusterRole", "ClusterRoleBinding"}
+
+Obj = dict[str, Any]
+Render = Callable[..., list[Obj]]
+
+
+def find_helm() -> Path:
+    """helm from the bin dir of the local control plane (the build script prints it; cached: ~0 s)."""
+    sys.path.insert(0, str(ROOT / "hack"))
+    try:
+        import cluster  # hack/cluster.py
+
+        bin_dir = cluster.ensure_binaries()
+    except Exception as err:  # noqa: BLE001 - any failure to find helm fails the tests loudly
+        pytest.fail(f"cannot find helm: hack/build-controlplane.sh failed: {err}", pytrace=False)
+    finally:
+        sys.path.remove(str(ROOT / "hack"))
+    helm = bin_dir / "helm"
+    if not os.access(helm, os.X_OK):
+        pytest.fail(f"helm is missing from the bin dir {bin_dir}; run hack/build-controlplane.sh", pytrace=False)
+    return helm
+
+
+@pytest.fixture(scope="module")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
+    binary = find_helm()
+    home = tmp_path_factory.mktemp("helm-home")
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+        "KUBECONFIG": str(home / "no-kubeconfig"),  # static: nothing may talk to a cluster
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(binary), *args], capture_output=True, text=True, env=env, timeout=60, check=False, cwd=ROOT
+        )
+
+    return run
+
+
+@pytest.fixture()
+def template(
+    helm: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`helm template` of the chart with these values (a dict written to a values file)."""
+
+    def run(values: Obj | None = None) -> subprocess.CompletedProcess[str]:
+        values_file = tmp_path / "values.yaml"
+        values_file.write_text(yaml.safe_dump(values or {}))
+        return helm(
+            "template",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--kube-version",
+            KUBE_VERSION,
+            "--values",
+            str(values_file),
+        )
+
+    return run
+
+
+@pytest.fixture()
+def render(template: Callable[..., subprocess.CompletedProcess[str]]) -> Render:
+    """The rendered objects for these values; rendering must succeed."""
+
+    def run(values: Obj | None = None) -> list[Obj]:
+        result = template(values)
+        assert result.returncode == 0, f"helm template failed: {result.stderr}"
+        return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+    return run
+
+
+def only(objects: list[Obj], kind: str) -> Obj:
+    found = [o for o in objects if o["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, rendered {[o['metadata']['name'] for o in found]}"
+    return found[0]
+
+
+def operator_container(objects: list[Obj]) -> Obj:
+    containers = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["operator"]
+    return dict(containers[0])
+
+
+def env_of(objects: list[Obj]) -> dict[str, str]:
+    env = operator_container(objects)["env"]
+    assert all(isinstance(e["value"], str) for e in env), "env values must be strings"
+    return {e["name"]: e["value"] for e in env}
+
+
+def rules_of(path: Path) -> list[Obj]:
+    rules: list[Obj] = yaml.safe_load(path.read_text())["rules"]
+    return rules
+
+
+# lint and metadata --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [[], ["--set", "watchNamespaces={team-a,team-b}"]], ids=["cluster", "namespaced"])
+def test_helm_lint_passes_strictly(helm: Callable[..., subprocess.CompletedProcess[str]], mode: list[str]) -> None:
+    result = helm("lint", "--strict", str(CHART), *mode)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 chart(s) failed" in result.stdout
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout
+
+
+def test_chart_yaml_names_the_chart_versions_and_kubernetes_range() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2"
+    assert chart["name"] == "inference-operator"
+    assert chart["version"] == "0.1.0" and chart["appVersion"] == "0.1.0"
+    assert chart["kubeVersion"] == ">=1.30.0-0"
+    assert chart["type"] == "application" and chart["description"]
+
+
+def test_chart_crds_are_an_exact_copy_of_deploy_crds() -> None:
+    deploy_crds = sorted(p.name for p in (DEPLOY / "crds").glob("*.yaml"))
+    chart_crds = sorted(p.name for p in (CHART / "crds").glob("*.yaml"))
+    assert chart_crds == deploy_crds
+    for name in deploy_crds:
+        assert (CHART / "crds" / name).read_bytes() == (DEPLOY / "crds" / name).read_bytes(), (
+            f"charts/inference-operator/crds/{name} is stale: copy deploy/crds/{name} over it"
+        )
+
+
+# RBAC ---------------------------------------------------------------------------------------
+
+
+def test_cluster_mode_renders_a_cluster_role_with_the_rules_of_deploy_rbac(render: Render) -> None:
+    objects = render()
+    role = only(objects, "ClusterRole")
+    assert role["metadata"]["name"] == FULLNAME
+    assert role["rules"] == rules_of(DEPLOY / "rbac" / "cluster_role.yaml")
+    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+
+
+def test_cluster_mode_binds_the_cluster_role_to_the_operator_service_account(render: Render) -> None:
+    objects = render()
+    binding = only(objects, "ClusterRoleBinding")
+    account = only(objects, "ServiceAccount")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": FULLNAME}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME, "namespace": RELEASE_NAMESPACE}]
+    assert account["metadata"] == {**account["metadata"], "name": FULLNAME, "namespace": RELEASE_NAMESPACE}
+    deployment = only(objects, "Deployment")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == FULLNAME
+
+
+def test_namespaced_mode_renders_one_role_per_namespace_with_the_rules_of_deploy_rbac_namespaced(
+    render: Render,
+) -> None:
+    objects = render({"watchNamespaces": ["team-a", "team-b"]})
+    roles = [o for o in objects if o["kind"] == "Role"]
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    for role in roles:
+        assert role["metadata"]["name"] == FULLNAME
+        assert role["rules"] == rules_of(DEPLOY / "rbac" / "namespaced" / "role.yaml")
+    bindings = [o for o in objects if o["kind"] == "RoleBinding"]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["team-a", "team-b"]
+    for binding in bindings:
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": FULLNAME}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME, "namespace": RELEASE_NAMESPACE}]
+
+
+def test_namespaced_mode_renders_no_cluster_scoped_rbac(render: Render) -> None:
+    objects = render({"watchNamespaces": ["team-a", "team-b"]})
+    assert not [o for o in objects if o["kind"] in CLUSTER_SCOPED_RBAC]
+
+
+def test_rbac_create_false_renders_no_rbac(render: Render) -> None:
+    for values in ({"rbac": {"create": False}}, {"rbac": {"create": False}, "watchNamespaces": ["team-a"]}):
+        kinds = {o["kind"] for o in render(values)}
+        assert not kinds & {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+
+# the Deployment -----------------------------------------------------------------------------
+
+
+def test_deployment_runs_kopf_with_the_operator_module_in_all_namespaces_by_default(render: Render) -> None:
+    container = operator_container(render())
+    assert container["command"] == OPERATOR_COMMAND
+    assert container["args"] == [
+        "--all-namespaces",
+        "--liveness=http://0.0.0.0:8080/healthz",
+        "--log-format=plain",
+    ]
+    assert container["image"] == "inference-operator:0.1.0"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_watch_namespaces_become_namespace_flags_and_the_namespaces_env(render: Render) -> None:
+    objects = render({"watchNamespaces": ["team-a", "team-b"]})
+    args = operator_container(objects)["args"]
+    assert [a for a in args if a.startswith("--namespace")] == ["--namespace=team-a", "--namespace=team-b"]
+    assert "--all-namespaces" not in args
+    assert env_of(objects)["INFERENCE_OPERATOR_NAMESPACES"] == "team-a,team-b"
+
+
+def test_default_env_gives_the_operator_its_own_defaults_with_metrics_on(render: Render) -> None:
+    env = env_of(render())
+    assert env == {
+        "INFERENCE_OPERATOR_WORKERS": "4",
+        "INFERENCE_OPERATOR_RESYNC_SECONDS": "300",
+        "INFERENCE_OPERATOR_REQUEUE_SECONDS": "5",
+        "INFERENCE_OPERATOR_LB_PROVIDER": "memory",
+        "INFERENCE_OPERATOR_LB_URL": "",
+        "INFERENCE_OPERATOR_LB_TIMEOUT": "5",
+        "INFERENCE_OPERATOR_LOG_FORMAT": "plain",
+        "INFERENCE_OPERATOR_METRICS_ADDRESS": "0.0.0.0:9090",
+        "INFERENCE_OPERATOR_NAMESPACES": "",
+    }
+    defaults = OperatorConfig()
+    assert OperatorConfig.from_env(env) == OperatorConfig(
+        workers=defaults.workers,
+        resync_seconds=defaults.resync_seconds,
+        requeue_seconds=defaults.requeue_seconds,
+        lb_provider=defaults.lb_provider,
+        lb_url=defaults.lb_url,
+        lb_timeout=defaults.lb_timeout,
+        namespaces=defaults.namespaces,
+        log_format=defaults.log_format,
+        metrics_address="0.0.0.0:9090",
+    )
+
+
+def test_deployment_args_and_env_follow_the_values(render: Render) -> None:
+    objects = render(
+        {
+            "workers": 7,
+            "resyncSeconds": 60,
+            "requeueSeconds": 2.5,
+            "loadBalancer": {"provider": "http", "url": "http://lb-registry.lb:9090", "timeoutSeconds": 3},
+            "logFormat": "json",
+            "metrics": {"port": 9100},
+            "liveness": {"port": 8181},
+            "watchNamespaces": ["team-a"],
+        }
+    )
+    container = operator_container(objects)
+    assert container["args"] == [
+        "--namespace=team-a",
+        "--liveness=http://0.0.0.0:8181/healthz",
+        "--log-format=json",
+    ]
+    env = env_of(objects)
+    assert OperatorConfig.from_env(env) == OperatorConfig(
+        workers=7,
+        resync_seconds=60.0,
+        requeue_seconds=2.5,
+        lb_provider="http",
+        lb_url="http://lb-registry.lb:9090",
+        lb_timeout=3.0,
+        namespaces=("team-a",),
+        log_format="json",
+        metrics_address="0.0.0.0:9100",
+    )
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"health": 8181, "metrics": 9100}
+
+
+def test_one_replica_with_strategy_recreate_and_zero_to_pause(render: Render) -> None:
+    spec = only(render(), "Deployment")["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {"type": "Recreate"}
+    assert only(render({"replicas": 0}), "Deployment")["spec"]["replicas"] == 0
+
+
+def test_the_selector_matches_the_pod_labels(render: Render) -> None:
+    spec = only(render({"podLabels": {"team": "ml"}}), "Deployment")["spec"]
+    pod_labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert pod_labels["team"] == "ml"
+
+
+def test_pod_is_pod_security_restricted(render: Render) -> None:
+    pod = only(render(), "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 10001
+    assert pod["securityContext"]["runAsGroup"] == 10001
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not {"hostNetwork", "hostPID", "hostIPC"} & pod.keys()
+    assert all(set(v) <= {"name", "emptyDir", "configMap", "secret", "projected"} for v in pod.get("volumes", []))
+    container = operator_container(render())
+    security = container["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert "privileged" not in security
+    assert security.get("runAsUser", 10001) != 0
+
+
+def test_liveness_probe_asks_kopf_healthz_on_the_health_port(render: Render) -> None:
+    container = operator_container(render({"liveness": {"port": 8181}}))
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert {"name": "health", "containerPort": 8181, "protocol": "TCP"} in container["ports"]
+
+
+def test_image_tag_defaults_to_app_version_and_follows_values(render: Render) -> None:
+    image = {"repository": "registry.example.com/ml/inference-operator", "tag": "0.2.0", "pullPolicy": "Always"}
+    container = operator_container(render({"image": image}))
+    assert container["image"] == "registry.example.com/ml/inference-operator:0.2.0"
+    assert container["imagePullPolicy"] == "Always"
+
+
+def test_metrics_port_and_service_exist_only_when_metrics_are_enabled(render: Render) -> None:
+    objects = render()
+    service = only(objects, "Service")
+    assert service["metadata"]["name"] == f"{FULLNAME}-metrics"
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}]
+    pod_labels = only(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+
+    disabled = render({"metrics": {"enabled": False}})
+    assert not [o for o in disabled if o["kind"] == "Service"]
+    assert [p["name"] for p in operator_container(disabled)["ports"]] == ["health"]
+    assert env_of(disabled)["INFERENCE_OPERATOR_METRICS_ADDRESS"] == ""
+
+
+def test_resources_scheduling_and_pod_annotations_follow_the_values(render: Render) -> None:
+    values = {
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}},
+        "podAnnotations": {"prometheus.io/scrape": "true"},
+    }
+    objects = render(values)
+    template = only(objects, "Deployment")["spec"]["template"]
+    assert operator_container(objects)["resources"] == values["resources"]
+    assert template["spec"]["nodeSelector"] == values["nodeSelector"]
+    assert template["spec"]["tolerations"] == values["tolerations"]
+    assert template["spec"]["affinity"] == values["affinity"]
+    assert template["metadata"]["annotations"] == values["podAnnotations"]
+
+
+# labels -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [{}, {"watchNamespaces": ["team-a", "team-b"]}], ids=["cluster", "namespaced"])
+def test_every_object_carries_the_standard_labels(render: Render, values: Obj) -> None:
+    objects = render(values)
+    labelled = [o["metadata"] for o in objects]
+    labelled.append(only(objects, "Deployment")["spec"]["template"]["metadata"])
+    for metadata in labelled:
+        labels = metadata.get("labels") or {}
+        missing = [key for key in STANDARD_LABELS if key not in labels]
+        assert not missing, f"{metadata.get('name')} lacks {missing}"
+        assert labels["app.kubernetes.io/name"] == "inference-operator"
+        assert labels["app.kubernetes.io/instance"] == RELEASE
+        assert labels["app.kubernetes.io/version"] == "0.1.0"
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert labels["app.kubernetes.io/part-of"] == "inference-operator"
+        assert labels["helm.sh/chart"] == "inference-operator-0.1.0"
+
+
+# bad values ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "field", "why"),
+    [
+        ({"workers": 0}, "/workers", "minimum"),
+        ({"loadBalancer": {"provider": "nope"}}, "/loadBalancer/provider", "'memory', 'http'"),
+        ({"loadBalancer": {"provider": "http"}}, "/loadBalancer/url", "https?://"),
+        ({"loadBalancer": {"provider": "http", "url": "lb:9090"}}, "/loadBalancer/url", "https?://"),
+        ({"logFormat": "xml"}, "/logFormat", "'plain', 'full', 'json'"),
+        ({"replicas": 2}, "/replicas", "maximum"),
+        ({"watchNamespaces": ["Team_A"]}, "/watchNamespaces/0", "pattern"),
+        ({"resyncSeconds": "often"}, "/resyncSeconds", "number"),
+        ({"metrics": {"port": 70000}}, "/metrics/port", "maximum"),
+        ({"worker": 2}, "'worker'", "not allowed"),
+        ({"metrics": {"port": 8080}, "liveness": {"port": 8080}}, "metrics.port and liveness.port", "8080"),
+    ],
+    ids=[
+        "workers-0",
+        "provider-nope",
+        "http-without-url",
+        "http-url-without-scheme",
+        "log-format-xml",
+        "two-replicas",
+        "bad-namespace-name",
+        "resync-not-a-number",
+        "metrics-port-too-big",
+        "unknown-key",
+        "clashing-ports",
+    ],
+)
+def test_bad_values_fail_with_a_message_naming_the_field(
+    template: Callable[..., subprocess.CompletedProcess[str]], values: Obj, field: str, why: str
+) -> None:
+    result = template(values)
+    assert result.returncode != 0, f"helm template accepted {values}"
+    assert field in result.stderr and why in result.stderr, result.stderr
+
+
+def test_provider_http_with_a_url_is_accepted(render: Render) -> None:
+    env = env_of(render({"loadBalancer": {"provider": "http", "url": "https://lb.example.com"}}))
+    assert env["INFERENCE_OPERATOR_LB_PROVIDER"] == "http"
+    assert env["INFERENCE_OPERATOR_LB_URL"] == "https://lb.example.com"
