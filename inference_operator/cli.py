@@ -15,7 +15,7 @@ import yaml
 
 from .api import SpecError, parse_spec
 from .constants import API_VERSION, KIND
-from .runtime import tune_gc
+from .runtime import limit_malloc_arenas, tune_gc
 
 
 class UsageError(Exception):
@@ -111,6 +111,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from . import operator  # noqa: F401 - registers the handlers
 
+    limit_malloc_arenas()
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[config.log_format.upper()], log_prefix=True)
     kopf.run(
         clusterwide=not config.namespaces,

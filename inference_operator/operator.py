@@ -21,6 +21,7 @@ from .config import OperatorConfig
 from .constants import DEPLOYMENT, GROUP, KIND, OWNER_LABEL, PLURAL, SERVICE, VERSION
 from .kube.client import KubeClient
 from .kube.runtime import OperatorRuntime
+from .runtime import limit_malloc_arenas
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.operator")
@@ -63,11 +64,16 @@ def namespaces_from_argv(argv: list[str]) -> tuple[str, ...]:
 @kopf.on.startup()
 def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     global _runtime
+    limit_malloc_arenas()  # also when started as `kopf run -m inference_operator.operator`
     config = OperatorConfig.from_env()
     if not config.namespaces:  # `kopf run -m inference_operator.operator -n NS` sets no env var
         config = dataclasses.replace(config, namespaces=namespaces_from_argv(sys.argv))
     settings.posting.enabled = False  # we post the Events we mean, not log lines
     settings.persistence.diffbase_storage = NoDiffBase()
+    # Each per-object worker of Kopf keeps its last event (the whole object) while it idles;
+    # in an event storm over thousands of objects that is most of the operator's memory.
+    # Our handlers only enqueue keys, so a short idle time costs nothing.
+    settings.queueing.idle_timeout = 0.5
     settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
     settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
     settings.peering.standalone = True  # one replica, Recreate strategy: see the chart
