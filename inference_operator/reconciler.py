@@ -84,15 +84,17 @@ class Reconciler:
             isvc = InferenceService.from_object(obj)
         except SpecError as err:
             return self._report_invalid_spec(obj, err.message)
-        obj = self._ensure_finalizer(obj)
+        # The Deployment first: its pods take longest. The children need no finalizer (the
+        # garbage collector takes them); the load balancer does, so it comes before that.
         try:
-            service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), obj)
             deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), obj)
+            service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), obj)
         except ChildConflict as err:
             self._report_blocked(obj, isvc.generation, str(err))
             raise
+        obj = self._ensure_finalizer(obj)
         lb, lb_note = self._ensure_load_balancer(isvc, obj, service)
-        self._announce_actions(obj, isvc.name, {SERVICE: service_action, DEPLOYMENT: deployment_action}, lb_note)
+        self._announce_actions(obj, isvc.name, {DEPLOYMENT: deployment_action, SERVICE: service_action}, lb_note)
         problem = self._pod_problem(isvc, deployment)
         previous = obj.get("status") or {}
         status = compute_status(isvc, previous, deployment, service, lb, now=self._now(), problem=problem)
@@ -182,8 +184,8 @@ class Reconciler:
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, str], lb_note: str) -> None:
         """One Normal Event per pass that changed something, saying everything it did.
 
-        Events are writes too: a new InferenceService gets one ("Created Service x and
-        Deployment x; registered … with the load balancer"), not three.
+        Events are writes too: a new InferenceService gets one ("Created Deployment x and
+        Service x; registered … with the load balancer"), not three.
         """
         by_verb: dict[str, list[str]] = {}
         for kind, action in children.items():

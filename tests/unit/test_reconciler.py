@@ -72,7 +72,7 @@ def test_a_new_object_converges_in_five_writes() -> None:
     assert sim.lb.register_calls == [KEY]
     created, ready = sim.events
     assert (created.reason, ready.reason) == (EventReason.CREATED, EventReason.READY)
-    assert created.message.startswith("Created Service llama and Deployment llama; registered llama.default.svc")
+    assert created.message.startswith("Created Deployment llama and Service llama; registered llama.default.svc")
 
 
 def test_a_converged_object_costs_zero_writes_per_pass() -> None:
