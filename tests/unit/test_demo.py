@@ -8,6 +8,7 @@ invalid manifest each give one line on stderr and exit code 2; ``crd`` prints th
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import yaml
 
 from inference_operator.cli import main
 from inference_operator.crd import crd
+from inference_operator.demo import SCENARIOS, Report, Scenario, run_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "deploy" / "samples").glob("*.yaml"))
@@ -42,6 +44,15 @@ def test_scale_upgrade_prints_exactly_the_seed_timeline(capsys: pytest.CaptureFi
         "[   5.0s] status gen=2 ready=2/4 observedGen=2",
         "[  10.0s] status gen=2 ready=4/4 observedGen=2",
     ]
+
+
+def test_a_scenario_whose_checks_fail_is_counted_and_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(report: Report) -> None:
+        report.check(False, "the impossible happened")
+
+    failed = run_scenarios(None, sys.stdout, scenarios=(*SCENARIOS[:1], Scenario("broken", "broken", broken)))
+    out = capsys.readouterr().out
+    assert failed == 1 and "FAIL the impossible happened" in out and "ok   Ready=True" in out
 
 
 def test_one_scenario_can_be_chosen(capsys: pytest.CaptureFixture[str]) -> None:
