@@ -20,7 +20,7 @@ import kopf
 from .config import OperatorConfig
 from .constants import DEPLOYMENT, GROUP, KIND, OWNER_LABEL, PLURAL, SERVICE, VERSION
 from .kube.client import KubeClient
-from .kube.runtime import OperatorRuntime
+from .kube.runtime import LIST_PAGE_SIZE, OperatorRuntime
 from .runtime import limit_malloc_arenas
 
 Obj = dict[str, Any]
@@ -74,6 +74,9 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     # in an event storm over thousands of objects that is most of the operator's memory.
     # Our handlers only enqueue keys, so a short idle time costs nothing.
     settings.queueing.idle_timeout = 0.5
+    # List pre-existing objects in pages, not all at once: a restart with thousands of objects
+    # would otherwise hold every one of them twice over while parsing.
+    settings.watching.chunk_size = LIST_PAGE_SIZE
     settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
     settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
     settings.peering.standalone = True  # one replica, Recreate strategy: see the chart

@@ -10,6 +10,7 @@ exceptions of ``inference_operator.errors``, the same ones the FakeApiServer rai
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -155,16 +156,49 @@ class KubeClient:
         return self.list_with_version(kind, namespace, label_selector=label_selector, from_cache=from_cache)[0]
 
     def list_with_version(
-        self, kind: str, namespace: str, *, label_selector: str | None = None, from_cache: bool = False
+        self,
+        kind: str,
+        namespace: str,
+        *,
+        label_selector: str | None = None,
+        from_cache: bool = False,
+        page_size: int | None = None,
     ) -> tuple[list[Obj], str]:
-        """Like ``list_objects``, plus the collection's resourceVersion."""
-        query = {"labelSelector": label_selector} if label_selector else {}
+        """Like ``list_objects``, plus the collection's resourceVersion. With ``page_size``, the
+        list is fetched in pages (``limit``/``continue``)."""
+        items: list[Obj] = []
+        version = "0"
+        for page, page_version in self.iter_pages(
+            kind, namespace, label_selector=label_selector, from_cache=from_cache, page_size=page_size
+        ):
+            items.extend(page)
+            version = page_version
+        return items, version
+
+    def iter_pages(
+        self,
+        kind: str,
+        namespace: str,
+        *,
+        label_selector: str | None = None,
+        from_cache: bool = False,
+        page_size: int | None = None,
+    ) -> Iterator[tuple[list[Obj], str]]:
+        """Pages of a LIST, each with the collection's resourceVersion."""
+        query: dict[str, str] = {"labelSelector": label_selector} if label_selector else {}
         if from_cache:
             query["resourceVersion"] = "0"
-        answer = self.request("list", kind, namespace, query=query or None)
-        api_version = str(answer.get("apiVersion") or "")
-        items: list[Obj] = answer.get("items") or []
-        for item in items:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-        return items, str((answer.get("metadata") or {}).get("resourceVersion") or "0")
+        if page_size:
+            query["limit"] = str(page_size)
+        while True:
+            answer = self.request("list", kind, namespace, query=query or None)
+            api_version = str(answer.get("apiVersion") or "")
+            items: list[Obj] = answer.get("items") or []
+            for item in items:
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+            meta = answer.get("metadata") or {}
+            yield items, str(meta.get("resourceVersion") or "0")
+            if not meta.get("continue"):
+                return
+            query["continue"] = str(meta["continue"])

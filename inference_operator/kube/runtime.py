@@ -32,6 +32,7 @@ from .metrics import MetricsServer
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.runtime")
 CHILD_KINDS = (DEPLOYMENT, SERVICE)
+LIST_PAGE_SIZE = 250
 
 
 def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
@@ -92,9 +93,17 @@ class OperatorRuntime:
         for namespace in self.config.namespaces or ("",):
             for kind in (KIND, *CHILD_KINDS):
                 selector = None if kind == KIND else OWNER_LABEL
-                items, version = self.client.list_with_version(kind, namespace, label_selector=selector)
-                self.cache.replace_kind(kind, namespace, items, version)
-                loaded += len(items)
+                # Pages are slimmed into the cache as they come: the whole list is never held
+                # twice (raw and cached) at once.
+                listed: list[Obj] = []
+                version = "0"
+                for page, page_version in self.client.iter_pages(
+                    kind, namespace, label_selector=selector, page_size=LIST_PAGE_SIZE
+                ):
+                    listed.extend(slim(obj) for obj in page)
+                    version = page_version
+                self.cache.replace_kind(kind, namespace, listed, version)
+                loaded += len(listed)
         return loaded
 
     def enqueue_all(self) -> int:

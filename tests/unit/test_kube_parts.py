@@ -176,3 +176,47 @@ def test_a_child_event_enqueues_its_owner() -> None:
     rt.on_event("Deployment", "MODIFIED", child)
     assert rt.queue.try_get() == "ns/a"
     assert rt.cache.get("Deployment", "ns", "a") is not None
+
+
+class PagedApi:
+    """Stands in for kubernetes.client.ApiClient: answers LISTs in pages of two."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.queries: list[dict[str, str]] = []
+
+    def param_serialize(self, method: str, path: str, *, query_params: Any = None, **_: Any) -> tuple[Any, ...]:
+        return method, path, {}, dict(query_params or []), None  # the query rides in the body slot
+
+    def call_api(self, method: str, url: str, *, body: dict[str, str], **_: Any) -> Any:
+        import json
+
+        query = body
+        self.queries.append(query)
+        start = int(query.get("continue", "0"))
+        limit = int(query.get("limit", "1000"))
+        page = self.names[start : start + limit]
+        more = start + limit < len(self.names)
+        payload = {
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": str(100 + start), **({"continue": str(start + limit)} if more else {})},
+            "items": [{"metadata": {"name": n}} for n in page],
+        }
+
+        class Response:
+            status = 200
+
+            def read(self) -> bytes:
+                return json.dumps(payload).encode()
+
+        return Response()
+
+
+def test_lists_are_fetched_in_pages_and_reassembled() -> None:
+    from inference_operator.kube.client import KubeClient
+
+    api = PagedApi(["a", "b", "c", "d", "e"])
+    items, version = KubeClient(api).list_with_version("Service", "ns", page_size=2)
+    assert [i["metadata"]["name"] for i in items] == ["a", "b", "c", "d", "e"]
+    assert all(i["kind"] == "Service" and i["apiVersion"] == "v1" for i in items)
+    assert [q.get("continue") for q in api.queries] == [None, "2", "4"] and version == "104"
