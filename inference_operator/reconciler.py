@@ -45,6 +45,7 @@ log = logging.getLogger("inference_operator.reconciler")
 
 DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
 STUCK_AFTER = datetime.timedelta(seconds=10)
+DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
 
 
 class ChildConflict(Exception):
@@ -70,6 +71,7 @@ class Reconciler:
         # Registrations not yet recorded in status (their pass deferred its status write),
         # by InferenceService uid. The status is the durable record; this only saves calls.
         self._registered: dict[str, Registration] = {}
+        self._deferred_since: dict[str, float] = {}  # uid -> when its status write was first held
         self._lock = threading.Lock()
 
     # -- entry point -------------------------------------------------------------------------
@@ -98,26 +100,35 @@ class Reconciler:
         problem = self._pod_problem(isvc, deployment)
         previous = obj.get("status") or {}
         status = compute_status(isvc, previous, deployment, service, lb, now=self._now(), problem=problem)
-        if self._defer_status(previous, deployment, lb):
+        if self._defer_status(isvc.uid, previous, deployment, lb):
             return Result(requeue_after=self.requeue_while_progressing)
         self._write_status(obj, status)
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
         return self._next(status)
 
-    @staticmethod
-    def _defer_status(previous: Obj, deployment: Obj, lb: LoadBalancerState) -> bool:
+    def _defer_status(self, uid: str, previous: Obj, deployment: Obj, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
         Deployment's current spec, as long as the current status claims nothing untrue.
 
         The Deployment controller always writes status after a spec change, and that event
         wakes us again within milliseconds; writing "not observed yet" first would cost one
         more write per object and say nothing a person can act on. Never deferred: a status
-        that still says Ready=True (it would be stale), or a load balancer failure.
+        that still says Ready=True (it would be stale), a load balancer failure, or a wait
+        longer than ``DEFER_LIMIT`` (the controller-manager may be down: then say so).
         """
         if DeploymentView.of(deployment).observed or lb.state == "failed":
+            self._deferred_since.pop(uid, None)
             return False
-        return not is_true(previous.get("conditions") or [], CT.READY)
+        if is_true(previous.get("conditions") or [], CT.READY):
+            return False
+        now = self.clock.now()
+        with self._lock:
+            since = self._deferred_since.setdefault(uid, now)
+        if now - since < DEFER_LIMIT:
+            return True
+        self._deferred_since.pop(uid, None)
+        return False
 
     # -- steps ------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ class Simulation:
         ready_after: float = 5.0,
         gpus_per_node: int = 8,
         nodes: int = 2,
+        deployment_controller: bool = True,
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
     ) -> None:
         self.clock = FakeClock()
@@ -67,6 +68,8 @@ class Simulation:
             nodes=nodes,
         )
         self.backend.pods_source = self.platform.pods
+        # False simulates a kube-controller-manager that is down: Deployments never get status.
+        self.deployment_controller = deployment_controller
         self.platform_controller = Controller(
             "deployment-controller",
             self.platform.reconcile,
@@ -140,7 +143,7 @@ class Simulation:
         """Run until no work is left (advancing the fake clock over waits); returns reconciles run."""
         before = self.controller.reconcile_total
         run_until_quiescent(
-            [self.platform_controller, self.controller],
+            [self.platform_controller, self.controller] if self.deployment_controller else [self.controller],
             clock=self.clock,
             pump=self.pump,
             max_steps=max_steps,

@@ -75,6 +75,17 @@ def test_a_new_object_converges_in_five_writes() -> None:
     assert created.message.startswith("Created Deployment llama and Service llama; registered llama.default.svc")
 
 
+def test_status_says_so_when_the_deployment_controller_never_answers() -> None:
+    sim = Simulation(deployment_controller=False)
+    sim.apply(llama())
+    sim.run_until_quiescent(until=20.0)
+    assert "status" not in isvc(sim) or not isvc(sim)["status"], "held while the controller may still answer"
+    sim.run_until_quiescent(until=40.0)
+    ready = cond(sim, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", Reason.DEPLOYMENT_NOT_OBSERVED)
+    assert isvc(sim)["status"]["phase"] == Phase.PENDING
+
+
 def test_a_converged_object_costs_zero_writes_per_pass() -> None:
     sim = converged()
     writes = sim.api.writes
