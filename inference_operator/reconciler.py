@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-import threading
+from dataclasses import dataclass
 from typing import Any
 
 from .api import InferenceService, SpecError
@@ -48,6 +48,17 @@ STUCK_AFTER = datetime.timedelta(seconds=10)
 DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
 
 
+@dataclass(frozen=True)
+class Done:
+    """What a pass did to a child, for the Event: a verb, and the fields it patched."""
+
+    verb: str
+    fields: str = ""
+
+
+Action = Done | None
+
+
 class ChildConflict(Exception):
     """A child with the InferenceService's name exists but is controlled by something else."""
 
@@ -68,11 +79,12 @@ class Reconciler:
         self.lb = load_balancer
         self.clock = clock
         self.requeue_while_progressing = requeue_while_progressing
-        # Registrations not yet recorded in status (their pass deferred its status write),
-        # by InferenceService uid. The status is the durable record; this only saves calls.
+        # Per-uid memory between passes. No lock: the workqueue never hands one key to two
+        # workers, so an entry is only touched by one thread at a time, and single dict
+        # operations are atomic. Registrations not yet recorded in status (their pass
+        # deferred its status write); the status is the durable record, this only saves calls.
         self._registered: dict[str, Registration] = {}
-        self._deferred_since: dict[str, float] = {}  # uid -> when its status write was first held
-        self._lock = threading.Lock()
+        self._deferred_since: dict[str, float] = {}  # when the status write was first held
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -97,17 +109,18 @@ class Reconciler:
         obj = self._ensure_finalizer(obj)
         lb, lb_note = self._ensure_load_balancer(isvc, obj, service)
         self._announce_actions(obj, isvc.name, {DEPLOYMENT: deployment_action, SERVICE: service_action}, lb_note)
-        problem = self._pod_problem(isvc, deployment)
+        view = DeploymentView.of(deployment)
         previous = obj.get("status") or {}
-        status = compute_status(isvc, previous, deployment, service, lb, now=self._now(), problem=problem)
-        if self._defer_status(isvc.uid, previous, deployment, lb):
+        if self._defer_status(isvc.uid, previous, view, lb):
             return Result(requeue_after=self.requeue_while_progressing)
+        problem = self._pod_problem(isvc, view)
+        status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem)
         self._write_status(obj, status)
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
         return self._next(status)
 
-    def _defer_status(self, uid: str, previous: Obj, deployment: Obj, lb: LoadBalancerState) -> bool:
+    def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
         Deployment's current spec, as long as the current status claims nothing untrue.
 
@@ -117,26 +130,21 @@ class Reconciler:
         that still says Ready=True (it would be stale), a load balancer failure, or a wait
         longer than ``DEFER_LIMIT`` (the controller-manager may be down: then say so).
         """
-        if DeploymentView.of(deployment).observed or lb.state == "failed":
+        if view.observed or lb.state == "failed" or is_true(previous.get("conditions") or [], CT.READY):
             self._deferred_since.pop(uid, None)
             return False
-        if is_true(previous.get("conditions") or [], CT.READY):
-            return False
         now = self.clock.now()
-        with self._lock:
-            since = self._deferred_since.setdefault(uid, now)
-        if now - since < DEFER_LIMIT:
+        if now - self._deferred_since.setdefault(uid, now) < DEFER_LIMIT:
             return True
-        self._deferred_since.pop(uid, None)
+        del self._deferred_since[uid]
         return False
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _pod_problem(self, isvc: InferenceService, deployment: Obj) -> PodProblem | None:
+    def _pod_problem(self, isvc: InferenceService, view: DeploymentView) -> PodProblem | None:
         """Ask the pods why replicas are missing, once the rollout has made no progress for
-        ``STUCK_AFTER_SECONDS`` (a LIST per pass of every young rollout would load the API
-        server for nothing: most pods are simply starting)."""
-        view = DeploymentView.of(deployment)
+        ``STUCK_AFTER`` (a LIST per pass of every young rollout would load the API server for
+        nothing: most pods are simply starting)."""
         if not view.observed or view.ready >= isvc.spec.replicas:
             return None
         young = view.last_progress and self.clock.wall() - parse_timestamp(view.last_progress) < STUCK_AFTER
@@ -147,30 +155,29 @@ class Reconciler:
     def _ensure_finalizer(self, obj: Obj) -> Obj:
         if has_finalizer(obj):
             return obj
+        patched = self._patch_finalizers(obj, [*(obj["metadata"].get("finalizers") or []), FINALIZER])
+        log.info("Added finalizer name=%s namespace=%s", obj["metadata"]["name"], obj["metadata"]["namespace"])
+        return patched
+
+    def _patch_finalizers(self, obj: Obj, finalizers: list[str]) -> Obj:
+        """Replace the finalizer list, on the condition that nobody changed the object since."""
         meta = obj["metadata"]
-        patched = self.backend.patch(
+        return self.backend.patch(
             KIND,
             meta["namespace"],
             meta["name"],
-            {
-                "metadata": {
-                    "finalizers": [*(meta.get("finalizers") or []), FINALIZER],
-                    "resourceVersion": meta["resourceVersion"],
-                }
-            },
+            {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}},
         )
-        log.info("Added finalizer name=%s namespace=%s finalizer=%s", meta["name"], meta["namespace"], FINALIZER)
-        return patched
 
-    def _ensure_child(self, isvc: InferenceService, kind: str, desired: Obj, owner: Obj) -> tuple[Obj, str]:
-        """Create or patch one child; returns it and what was done ("" when nothing)."""
+    def _ensure_child(self, isvc: InferenceService, kind: str, desired: Obj, owner: Obj) -> tuple[Obj, Action]:
+        """Create or patch one child; returns it and what was done (None when nothing)."""
         live = self.backend.get(kind, isvc.namespace, isvc.name)
         if live is None:
             created = self.backend.create(desired)
             recreated = _condition_true(owner, CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY)
             verb = EventReason.RECREATED if recreated else EventReason.CREATED
             log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
-            return created, verb
+            return created, Done(verb)
         if controller_owner_uid(live) != isvc.uid:
             raise ChildConflict(
                 f"{kind} {isvc.namespace}/{isvc.name} exists but is not controlled by this InferenceService "
@@ -179,7 +186,7 @@ class Reconciler:
             )
         changed = differences(live, desired)
         if not changed:
-            return live, ""
+            return live, None
         patch = {
             "metadata": {
                 "labels": desired["metadata"]["labels"],
@@ -190,9 +197,9 @@ class Reconciler:
         patched = self.backend.patch(kind, isvc.namespace, isvc.name, patch)
         fields = ", ".join(changed)
         log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, fields)
-        return patched, f"{EventReason.PATCHED}: {fields}"
+        return patched, Done(EventReason.PATCHED, fields)
 
-    def _announce_actions(self, owner: Obj, name: str, children: dict[str, str], lb_note: str) -> None:
+    def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
         """One Normal Event per pass that changed something, saying everything it did.
 
         Events are writes too: a new InferenceService gets one ("Created Deployment x and
@@ -200,9 +207,9 @@ class Reconciler:
         """
         by_verb: dict[str, list[str]] = {}
         for kind, action in children.items():
-            verb, _, fields = action.partition(": ")
-            if verb:
-                by_verb.setdefault(verb, []).append(f"{kind} {name}" + (f" ({fields})" if fields else ""))
+            if action is not None:
+                detail = f" ({action.fields})" if action.fields else ""
+                by_verb.setdefault(action.verb, []).append(f"{kind} {name}{detail}")
         parts = [f"{verb} {' and '.join(kinds)}" for verb, kinds in by_verb.items()]
         if lb_note:
             parts.append(lb_note if not parts else lb_note[0].lower() + lb_note[1:])
@@ -223,16 +230,14 @@ class Reconciler:
         if service is None:
             return LoadBalancerState("waiting"), ""
         target = f"{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
-        with self._lock:
-            recent = self._registered.pop(isvc.uid, None)
         if previous.get("id") and previous.get("target") == target:
+            self._registered.pop(isvc.uid, None)
             return LoadBalancerState(
                 "registered", Registration(previous["id"], previous.get("address", ""), target)
             ), ""
+        recent = self._registered.get(isvc.uid)
         if recent is not None and recent.target == target:
             # Registered by an earlier pass whose status write was deferred: don't call again.
-            with self._lock:
-                self._registered[isvc.uid] = recent
             return LoadBalancerState("registered", recent), ""
         try:
             registration = self.lb.register(key, target=target)
@@ -250,8 +255,7 @@ class Reconciler:
             registration.id,
             registration.address,
         )
-        with self._lock:
-            self._registered[isvc.uid] = registration
+        self._registered[isvc.uid] = registration
         note = f"Registered {target} with the load balancer as {registration.id} at {registration.address}"
         return LoadBalancerState("registered", registration), note
 
@@ -268,8 +272,8 @@ class Reconciler:
             return Result()
         meta = obj["metadata"]
         key = key_of(meta["namespace"], meta["name"])
-        with self._lock:
-            self._registered.pop(meta.get("uid", ""), None)
+        self._registered.pop(meta.get("uid", ""), None)
+        self._deferred_since.pop(meta.get("uid", ""), None)
         try:
             self._release(obj, key)
         except LoadBalancerError as err:
@@ -281,17 +285,7 @@ class Reconciler:
             self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
             self._write_terminating_status(obj, message)
             raise
-        self.backend.patch(
-            KIND,
-            meta["namespace"],
-            meta["name"],
-            {
-                "metadata": {
-                    "finalizers": [f for f in meta.get("finalizers") or [] if f != FINALIZER],
-                    "resourceVersion": meta["resourceVersion"],
-                }
-            },
-        )
+        self._patch_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != FINALIZER])
         log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
         return Result()
 

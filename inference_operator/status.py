@@ -229,15 +229,14 @@ def phase_of(conds: dict[str, Cond], *, ready_replicas: int) -> str:
 def compute_status(
     isvc: InferenceService,
     previous: Obj,
-    deployment: Obj | None,
+    dep: DeploymentView,
     service: Obj | None,
     lb: LoadBalancerState,
     *,
     now: str,
     problem: PodProblem | None = None,
 ) -> Obj:
-    """The full status for this observation."""
-    dep = DeploymentView.of(deployment)
+    """The full status for this observation (``dep``: ``DeploymentView.of(deployment)``)."""
     dep_cond = deployment_condition(isvc, dep, problem)
     svc_cond = service_condition(isvc, service)
     lb_cond = load_balancer_condition(lb)

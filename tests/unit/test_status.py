@@ -14,7 +14,13 @@ from inference_operator.api import InferenceService
 from inference_operator.backend import Registration
 from inference_operator.constants import Phase, Reason
 from inference_operator.model import make_inference_service
-from inference_operator.status import LoadBalancerState, compute_status, invalid_spec_status, pod_problem
+from inference_operator.status import (
+    DeploymentView,
+    LoadBalancerState,
+    compute_status,
+    invalid_spec_status,
+    pod_problem,
+)
 
 REG = LoadBalancerState("registered", Registration("lb-1", "http://lb/llama", "llama.default.svc.cluster.local:8000"))
 SVC = {"metadata": {"name": "llama"}}
@@ -65,7 +71,7 @@ def compute(
     lb: LoadBalancerState = REG,
     now: str = "2026-01-01T00:00:00Z",
 ) -> dict[str, Any]:
-    return compute_status(obj, previous or {}, deployment, service, lb, now=now)
+    return compute_status(obj, previous or {}, DeploymentView.of(deployment), service, lb, now=now)
 
 
 def test_ready_when_rolled_out_all_ready_service_exists_and_registered() -> None:
@@ -215,6 +221,8 @@ def test_a_pod_problem_explains_a_deployment_that_is_not_ready() -> None:
     problem = pod_problem([pod(containerStatuses=[{"state": {"waiting": {"reason": "ErrImagePull", "message": "x"}}}])])
     st = compute(isvc(), dep(ready=0))
     assert cond(st, "Ready")["reason"] == Reason.REPLICAS_UNAVAILABLE
-    st = compute_status(isvc(), {}, dep(ready=0), SVC, REG, now="2026-01-01T00:00:00Z", problem=problem)
+    st = compute_status(
+        isvc(), {}, DeploymentView.of(dep(ready=0)), SVC, REG, now="2026-01-01T00:00:00Z", problem=problem
+    )
     assert cond(st, "Ready")["reason"] == Reason.IMAGE_PULL_FAILED
     assert cond(st, "Ready")["message"].startswith("0 of 2 replicas ready; 1 pod(s) cannot pull the image")
