@@ -153,27 +153,8 @@ class KubeClient:
     ) -> list[Obj]:
         """Objects of a kind in a namespace ("" for all), with apiVersion and kind filled in.
         ``from_cache`` lets the API server answer from its watch cache (cheaper, may lag)."""
-        return self.list_with_version(kind, namespace, label_selector=label_selector, from_cache=from_cache)[0]
-
-    def list_with_version(
-        self,
-        kind: str,
-        namespace: str,
-        *,
-        label_selector: str | None = None,
-        from_cache: bool = False,
-        page_size: int | None = None,
-    ) -> tuple[list[Obj], str]:
-        """Like ``list_objects``, plus the collection's resourceVersion. With ``page_size``, the
-        list is fetched in pages (``limit``/``continue``)."""
-        items: list[Obj] = []
-        version = "0"
-        for page, page_version in self.iter_pages(
-            kind, namespace, label_selector=label_selector, from_cache=from_cache, page_size=page_size
-        ):
-            items.extend(page)
-            version = page_version
-        return items, version
+        pages = self.iter_pages(kind, namespace, label_selector=label_selector, from_cache=from_cache)
+        return [item for page, _ in pages for item in page]
 
     def iter_pages(
         self,

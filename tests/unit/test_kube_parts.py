@@ -216,7 +216,8 @@ def test_lists_are_fetched_in_pages_and_reassembled() -> None:
     from inference_operator.kube.client import KubeClient
 
     api = PagedApi(["a", "b", "c", "d", "e"])
-    items, version = KubeClient(api).list_with_version("Service", "ns", page_size=2)
+    pages = list(KubeClient(api).iter_pages("Service", "ns", page_size=2))
+    items, version = [i for page, _ in pages for i in page], pages[-1][1]
     assert [i["metadata"]["name"] for i in items] == ["a", "b", "c", "d", "e"]
     assert all(i["kind"] == "Service" and i["apiVersion"] == "v1" for i in items)
     assert [q.get("continue") for q in api.queries] == [None, "2", "4"] and version == "104"
