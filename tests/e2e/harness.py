@@ -57,24 +57,48 @@ def free_port() -> int:
         return port
 
 
+def run_tool(
+    binary: str,
+    kubeconfig: Path,
+    args: tuple[str, ...],
+    *,
+    env: dict[str, str],
+    timeout: float,
+    stdin: str | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run kubectl or helm against the cluster; with ``check``, a failure names the command."""
+    result = subprocess.run(
+        [binary, "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+    if check and result.returncode != 0:
+        name = Path(binary).name
+        raise AssertionError(f"{name} {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+    return result
+
+
 @dataclass
 class Kubectl:
     kubeconfig: Path
     env: dict[str, str]
 
     def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=60,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
-        return result
+        return run_tool("kubectl", self.kubeconfig, args, env=self.env, timeout=60, stdin=stdin, check=check)
+
+    def wait_for(
+        self, kind: str, name: str, namespace: str, holds: Callable[[Obj], bool], *, what: str, timeout: float = 90
+    ) -> Obj:
+        """Poll the object until ``holds(obj)``; returns it."""
+        return wait_until(lambda: (o := self.get(kind, name, namespace)) and holds(o) and o, timeout=timeout, what=what)
+
+    def wait_gone(self, kind: str, name: str, namespace: str, *, what: str, timeout: float = 90) -> None:
+        wait_until(lambda: self.get(kind, name, namespace) is None, timeout=timeout, what=what)
 
     def json(self, *args: str) -> Obj:
         data: Obj = json.loads(self.run(*args, "-o", "json").stdout)

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from .conftest import Cluster
-from .harness import ROOT, WaitTimeout, condition, wait_until
+from .harness import ROOT, WaitTimeout, condition, run_tool, wait_until
 
 CHART = ROOT / "charts" / "inference-operator"
 CRD_NAME = "inferenceservices.serving.inference-operator.dev"
@@ -51,17 +51,7 @@ class Helm:
     env: dict[str, str]
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [self.binary, "--kubeconfig", str(self.kubeconfig), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=120,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"helm {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
-        return result
+        return run_tool(self.binary, self.kubeconfig, args, env=self.env, timeout=120, check=check)
 
 
 @pytest.fixture()

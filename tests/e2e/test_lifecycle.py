@@ -34,10 +34,8 @@ def llama(name: str, *, replicas: int = 2, image: str = "vllm/vllm-openai:v0.6.3
 
 
 def wait_ready(cluster: Cluster, name: str, ns: str) -> dict[str, Any]:
-    return wait_until(
-        lambda: (o := cluster.kubectl.get("infsvc", name, ns)) and is_ready(o) and o,
-        timeout=TIMEOUT,
-        what=f"InferenceService {ns}/{name} to be Ready",
+    return cluster.kubectl.wait_for(
+        "infsvc", name, ns, is_ready, what=f"InferenceService {ns}/{name} to be Ready", timeout=TIMEOUT
     )
 
 
@@ -75,13 +73,11 @@ def test_scale_and_upgrade_patch_the_deployment_and_become_ready_again(cluster: 
     cluster.kubectl.apply(llama("llama"), namespace)
     wait_ready(cluster, "llama", namespace)
     cluster.kubectl.apply(llama("llama", replicas=4, image="vllm/vllm-openai:v0.7.0"), namespace)
-    obj = wait_until(
-        lambda: (
-            (o := cluster.kubectl.get("infsvc", "llama", namespace))
-            and o["status"].get("observedGeneration") == 2
-            and is_ready(o)
-            and o
-        ),
+    obj = cluster.kubectl.wait_for(
+        "infsvc",
+        "llama",
+        namespace,
+        lambda o: o["status"].get("observedGeneration") == 2 and is_ready(o),
         timeout=TIMEOUT,
         what="generation 2 to be Ready",
     )
@@ -95,10 +91,13 @@ def test_scale_subresource_drives_replicas(cluster: Cluster, namespace: str) -> 
     cluster.kubectl.apply(llama("llama", replicas=1), namespace)
     wait_ready(cluster, "llama", namespace)
     cluster.kubectl.run("scale", "infsvc", "llama", "-n", namespace, "--replicas=3")
-    wait_until(
-        lambda: (d := cluster.kubectl.get("deployment", "llama", namespace)) and d["spec"]["replicas"] == 3,
-        timeout=TIMEOUT,
+    cluster.kubectl.wait_for(
+        "deployment",
+        "llama",
+        namespace,
+        lambda d: d["spec"]["replicas"] == 3,
         what="the Deployment to follow kubectl scale",
+        timeout=TIMEOUT,
     )
     obj = wait_ready(cluster, "llama", namespace)
     assert obj["status"]["selector"] == "serving.inference-operator.dev/inferenceservice=llama"
@@ -111,11 +110,7 @@ def test_delete_releases_the_load_balancer_once_and_children_are_collected(
     wait_ready(cluster, "llama", namespace)
     key = f"{namespace}/llama"
     cluster.kubectl.run("delete", "infsvc", "llama", "-n", namespace, "--wait=false")
-    wait_until(
-        lambda: cluster.kubectl.get("infsvc", "llama", namespace) is None,
-        timeout=TIMEOUT,
-        what="the InferenceService to be gone",
-    )
+    cluster.kubectl.wait_gone("infsvc", "llama", namespace, timeout=TIMEOUT, what="the InferenceService to be gone")
     wait_until(
         lambda: (
             cluster.kubectl.get("deployment", "llama", namespace) is None
@@ -132,15 +127,21 @@ def test_drift_is_corrected_and_a_deleted_service_recreated(cluster: Cluster, na
     cluster.kubectl.apply(llama("llama", replicas=3), namespace)
     wait_ready(cluster, "llama", namespace)
     cluster.kubectl.run("scale", "deployment", "llama", "-n", namespace, "--replicas=99")
-    wait_until(
-        lambda: (d := cluster.kubectl.get("deployment", "llama", namespace)) and d["spec"]["replicas"] == 3,
-        timeout=TIMEOUT,
+    cluster.kubectl.wait_for(
+        "deployment",
+        "llama",
+        namespace,
+        lambda d: d["spec"]["replicas"] == 3,
         what="replicas to be corrected back to 3",
+        timeout=TIMEOUT,
     )
     old_uid = (cluster.kubectl.get("service", "llama", namespace) or {})["metadata"]["uid"]
     cluster.kubectl.run("delete", "service", "llama", "-n", namespace)
-    svc = wait_until(
-        lambda: (s := cluster.kubectl.get("service", "llama", namespace)) and s["metadata"]["uid"] != old_uid and s,
+    svc = cluster.kubectl.wait_for(
+        "service",
+        "llama",
+        namespace,
+        lambda s: bool(s["metadata"]["uid"] != old_uid),
         timeout=TIMEOUT,
         what="the Service to be recreated",
     )

@@ -15,7 +15,7 @@ import yaml
 from inference_operator.lb.registry import RegistryServer
 
 from .conftest import RBAC_DIR, Cluster, token_kubeconfig
-from .harness import OperatorProcess, operator_env, wait_until
+from .harness import OperatorProcess, operator_env
 from .test_lifecycle import TIMEOUT, llama, wait_ready
 
 SA = "inference-operator-ns"
@@ -69,10 +69,8 @@ def test_namespaced_mode_serves_only_its_namespace_with_a_role(
         assert outside is not None and not outside["metadata"].get("finalizers") and not outside.get("status")
         assert cluster.kubectl.get("deployment", "outside", other_namespace) is None
         cluster.kubectl.run("delete", "infsvc", "inside", "-n", namespace, "--wait=false")
-        wait_until(
-            lambda: cluster.kubectl.get("infsvc", "inside", namespace) is None,
-            timeout=TIMEOUT,
-            what="the namespaced operator to finish the deletion",
+        cluster.kubectl.wait_gone(
+            "infsvc", "inside", namespace, timeout=TIMEOUT, what="the namespaced operator to finish the deletion"
         )
         assert registry.stats()["release_calls"].get(f"{namespace}/inside") == 1
         assert "Forbidden" not in scoped.log_tail(200), scoped.log_tail(200)
@@ -80,8 +78,10 @@ def test_namespaced_mode_serves_only_its_namespace_with_a_role(
         scoped.stop()
     operator.start()
     cluster.kubectl.run("delete", "infsvc", "outside", "-n", other_namespace, "--wait=false")
-    wait_until(
-        lambda: cluster.kubectl.get("infsvc", "outside", other_namespace) is None,
+    cluster.kubectl.wait_gone(
+        "infsvc",
+        "outside",
+        other_namespace,
         timeout=TIMEOUT,
         what="the cluster-wide operator to delete the other namespace's object",
     )

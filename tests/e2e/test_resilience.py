@@ -25,10 +25,11 @@ def test_deletion_waits_for_a_stopped_operator_then_completes(
     wait_ready(cluster, "llama", namespace)
     operator.stop()
     cluster.kubectl.run("delete", "infsvc", "llama", "-n", namespace, "--wait=false")
-    obj = wait_until(
-        lambda: (
-            (o := cluster.kubectl.get("infsvc", "llama", namespace)) and o["metadata"].get("deletionTimestamp") and o
-        ),
+    obj = cluster.kubectl.wait_for(
+        "infsvc",
+        "llama",
+        namespace,
+        lambda o: bool(o["metadata"].get("deletionTimestamp")),
         timeout=30,
         what="the InferenceService to be marked for deletion",
     )
@@ -36,10 +37,8 @@ def test_deletion_waits_for_a_stopped_operator_then_completes(
     assert cluster.kubectl.get("deployment", "llama", namespace) is not None
     assert f"{namespace}/llama" in registry.registrations()
     operator.start()
-    wait_until(
-        lambda: cluster.kubectl.get("infsvc", "llama", namespace) is None,
-        timeout=TIMEOUT,
-        what="the InferenceService to be gone once the operator is back",
+    cluster.kubectl.wait_gone(
+        "infsvc", "llama", namespace, timeout=TIMEOUT, what="the InferenceService to be gone once the operator is back"
     )
     assert registry.stats()["release_calls"].get(f"{namespace}/llama") == 1
     assert f"{namespace}/llama" not in registry.registrations()
@@ -74,10 +73,8 @@ def test_a_failing_registry_holds_the_finalizer_until_it_recovers(
         assert "finalizer stays" in condition(lb, "LoadBalancerReady")["message"]
     finally:
         registry.set_faults()
-    wait_until(
-        lambda: cluster.kubectl.get("infsvc", "llama", namespace) is None,
-        timeout=TIMEOUT,
-        what="the deletion to complete after the registry recovered",
+    cluster.kubectl.wait_gone(
+        "infsvc", "llama", namespace, timeout=TIMEOUT, what="the deletion to complete after the registry recovered"
     )
     assert key not in registry.registrations()
 
@@ -85,20 +82,22 @@ def test_a_failing_registry_holds_the_finalizer_until_it_recovers(
 def test_unschedulable_pods_are_explained_and_fail_past_the_deadline(cluster: Cluster, namespace: str) -> None:
     too_big = cluster.gpus_per_node * 2
     cluster.kubectl.apply(llama("huge", replicas=1, gpu=too_big, progressDeadlineSeconds=10), namespace)
-    obj = wait_until(
-        lambda: (
-            (o := cluster.kubectl.get("infsvc", "huge", namespace))
-            and condition(o, "Ready").get("reason") in ("PodsUnschedulable", "ProgressDeadlineExceeded")
-            and o
-        ),
+    obj = cluster.kubectl.wait_for(
+        "infsvc",
+        "huge",
+        namespace,
+        lambda o: condition(o, "Ready").get("reason") in ("PodsUnschedulable", "ProgressDeadlineExceeded"),
         timeout=TIMEOUT,
         what="status to say the pods cannot be scheduled",
     )
     ready = condition(obj, "Ready")
     assert ready["status"] == "False"
     assert "cannot be scheduled" in ready["message"] and "Insufficient nvidia.com/gpu" in ready["message"]
-    failed = wait_until(
-        lambda: (o := cluster.kubectl.get("infsvc", "huge", namespace)) and o["status"].get("phase") == "Failed" and o,
+    failed = cluster.kubectl.wait_for(
+        "infsvc",
+        "huge",
+        namespace,
+        lambda o: o["status"].get("phase") == "Failed",
         timeout=TIMEOUT,
         what="phase Failed after the progress deadline",
     )
