@@ -9,7 +9,12 @@ Reports, in one run:
   user agent, Events excluded), mutating requests per object over two resync periods, and
   the operator's peak RSS.
 
-Usage: python bench/cluster.py [--count 200] [--workers 4]
+The cluster gets what an install gives it (deploy/crds and the finalizer admission policy of
+deploy/admission; `--no-admission-policy` leaves the policy out). Both phases saturate the two
+cores of a small machine, so a single ratio is noisy: `--repeat 5` runs on fresh control planes
+and prints the median.
+
+Usage: python bench/cluster.py [--count 200] [--workers 4] [--repeat 5] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import contextlib
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,6 +52,7 @@ from tests.e2e.harness import (  # noqa: E402
     Kubectl,
     OperatorProcess,
     free_port,
+    install_admission_policy,
     is_ready,
     operator_env,
     wait_until,
@@ -53,6 +60,7 @@ from tests.e2e.harness import (  # noqa: E402
 
 RESYNC = 10.0
 POLL = 0.1  # seconds between checks of the watch-fed counters
+PROFILE_SECONDS = 30  # covers either phase at N=200
 
 
 def manifests(n: int, namespace: str) -> list[dict[str, Any]]:
@@ -123,6 +131,50 @@ def raw_floor(client: KubeClient, n: int, workers: int, namespace: str) -> float
     return elapsed
 
 
+class Profiles:
+    """CPU profiles of one phase, recorded in the background for ``PROFILE_SECONDS``: the API
+    server's (its /debug/pprof endpoint; read with ``go tool pprof -top kube-apiserver FILE``)
+    and, when ``py-spy`` is installed, the operator's Python threads holding the GIL
+    (collapsed stacks, one per line)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self.threads: list[threading.Thread] = []
+        self.spies: list[subprocess.Popen[bytes]] = []
+
+    def start(self, phase: str, client: KubeClient, operator_pid: int | None = None) -> None:
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        dest = self.folder / f"{phase}.apiserver.pprof"
+
+        def fetch() -> None:
+            api = client.api_client
+            method, url, headers, _, _ = api.param_serialize(
+                "GET",
+                "/debug/pprof/profile",
+                query_params=[("seconds", str(PROFILE_SECONDS))],
+                auth_settings=["BearerToken"],
+            )
+            response = api.call_api(method, url, header_params=headers, _request_timeout=PROFILE_SECONDS + 30)
+            dest.write_bytes(response.read())
+
+        self.threads.append(threading.Thread(target=fetch, daemon=True))
+        self.threads[-1].start()
+        py_spy = shutil.which("py-spy")
+        if operator_pid is not None and py_spy:
+            command = [py_spy, "record", "--pid", str(operator_pid), "--duration", str(PROFILE_SECONDS)]
+            command += ["--gil", "--format", "raw", "--output", str(self.folder / f"{phase}.operator.txt")]
+            self.spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def wait(self) -> None:
+        for thread in self.threads:
+            thread.join(PROFILE_SECONDS + 60)
+        for spy in self.spies:
+            spy.wait(PROFILE_SECONDS + 60)
+        self.threads, self.spies = [], []
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
@@ -150,6 +202,17 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=1, help="fresh control plane per run; prints the median")
     parser.add_argument("--trace", action="store_true", help="print progress samples")
+    parser.add_argument(
+        "--no-admission-policy",
+        action="store_true",
+        help="leave out deploy/admission (the operator then adds its finalizer with a PATCH)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help=f"save CPU profiles of both phases ({PROFILE_SECONDS} s each, which the phases then wait out) in DIR",
+    )
     args = parser.parse_args()
     ratios = []
     for i in range(args.repeat):
@@ -202,18 +265,23 @@ def run_once(args: argparse.Namespace) -> float:
         )
         for ns in ("floor", "bench"):
             kubectl.run("create", "namespace", ns)
+        if not args.no_admission_policy:
+            install_admission_policy(kubectl, "bench")
         client = KubeClient(kube_config.new_client_from_config(str(plane.kubeconfig)))
         print(
             f"control plane: {plane.startup_seconds:.1f}s to ready, {nodes} nodes; N={n}, concurrency={args.workers}",
             flush=True,
         )
 
+        profiles = Profiles(args.profile)
+        profiles.start("floor", client)
         cpu0 = plane_cpu(plane)
         floor = raw_floor(client, n, args.workers, "floor")
         cpu1 = plane_cpu(plane)
         if args.trace:
             print("control plane CPU during the floor: " + ", ".join(f"{k} {cpu1[k] - cpu0[k]:.1f}s" for k in cpu1))
         print(f"raw floor: {2 * n} creates + pods ready in {floor:.1f}s", flush=True)
+        profiles.wait()
         # Clean up before measuring the operator, so the two runs do not overlap.
         kubectl.run("delete", "namespace", "floor", "--timeout=300s")
         cpu1 = plane_cpu(plane)
@@ -226,6 +294,7 @@ def run_once(args: argparse.Namespace) -> float:
         operator.start()
         mark = audit.mark()
         watch = ReadyWatch(client, KIND, "bench", is_ready)
+        profiles.start("operator", client, operator.process.pid if operator.process else None)
         start = time.monotonic()
         run_concurrently(client.create, manifests(n, "bench"), args.workers)
 
@@ -258,6 +327,7 @@ def run_once(args: argparse.Namespace) -> float:
         wait_until(all_ready, timeout=1800, what=f"{n} InferenceServices to be Ready", interval=POLL)
         converge = time.monotonic() - start
         watch.close()
+        profiles.wait()
         cpu2 = plane_cpu(plane)
         if args.trace:
             print("control plane CPU during convergence: " + ", ".join(f"{k} {cpu2[k] - cpu1[k]:.1f}s" for k in cpu2))

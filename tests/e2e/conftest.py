@@ -1,5 +1,5 @@
-"""Session fixtures of the e2e suite: a real control plane, the CRD, a load balancer registry,
-and the operator running as a user would run it.
+"""Session fixtures of the e2e suite: a real control plane, the CRD and the finalizer admission
+policy, a load balancer registry, and the operator running as a user would run it.
 
 Which cluster:
 - by default, the project's local control plane (hack/cluster.py: etcd, kube-apiserver,
@@ -26,7 +26,7 @@ import yaml
 
 from inference_operator.lb.registry import RegistryServer
 
-from .harness import ROOT, AuditLog, Kubectl, OperatorProcess, operator_env, wait_until
+from .harness import ROOT, AuditLog, Kubectl, OperatorProcess, install_admission_policy, operator_env, wait_until
 
 sys.path.insert(0, str(ROOT / "hack"))
 
@@ -83,10 +83,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="session")
 def crd(cluster: Cluster) -> None:
+    """What every install path puts in the cluster before the operator: the CRD and the
+    finalizer admission policy (deploy/admission)."""
     cluster.kubectl.run("apply", "-f", str(CRD_DIR))
     cluster.kubectl.run(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/inferenceservices.serving.inference-operator.dev"
     )
+    install_admission_policy(cluster.kubectl, "default")
 
 
 @pytest.fixture(scope="session")

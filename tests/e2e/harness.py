@@ -100,8 +100,8 @@ class Kubectl:
     def wait_gone(self, kind: str, name: str, namespace: str, *, what: str, timeout: float = 90) -> None:
         wait_until(lambda: self.get(kind, name, namespace) is None, timeout=timeout, what=what)
 
-    def json(self, *args: str) -> Obj:
-        data: Obj = json.loads(self.run(*args, "-o", "json").stdout)
+    def json(self, *args: str, stdin: str | None = None) -> Obj:
+        data: Obj = json.loads(self.run(*args, "-o", "json", stdin=stdin).stdout)
         return data
 
     def get(self, kind: str, name: str, namespace: str) -> Obj | None:
@@ -116,6 +116,37 @@ class Kubectl:
         text = manifest if isinstance(manifest, str) else yaml.safe_dump(manifest)
         args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
         return self.run(*args, stdin=text, check=check)
+
+
+ADMISSION_POLICY_DIR = ROOT / "deploy" / "admission"
+FINALIZER = "serving.inference-operator.dev/loadbalancer-cleanup"
+
+
+def probe_object(namespace: str) -> Obj:
+    return {
+        "apiVersion": "serving.inference-operator.dev/v1",
+        "kind": "InferenceService",
+        "metadata": {"name": "admission-probe", "namespace": namespace},
+        "spec": {"image": "vllm/vllm-openai:v0.7.0", "model": "m"},
+    }
+
+
+def finalizers_on_create(kubectl: Kubectl, obj: Obj) -> list[str]:
+    """The finalizers the API server gives ``obj`` on create, asked with a server-side dry run
+    (admission runs, nothing is stored, no operator sees it)."""
+    created = kubectl.json("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj))
+    return list(created["metadata"].get("finalizers") or [])
+
+
+def install_admission_policy(kubectl: Kubectl, namespace: str, *, timeout: float = 30) -> None:
+    """Apply deploy/admission and wait until the API server enforces it (policies take effect
+    when the API server's informer has seen them, a moment after the apply returns)."""
+    kubectl.run("apply", "-f", str(ADMISSION_POLICY_DIR))
+    wait_until(
+        lambda: FINALIZER in finalizers_on_create(kubectl, probe_object(namespace)),
+        timeout=timeout,
+        what="the finalizer admission policy to take effect",
+    )
 
 
 def condition(obj: Obj | None, type_: str) -> Obj:
