@@ -34,15 +34,14 @@ def test_a_new_object_converges_without_a_patch_of_the_inference_service(
     cluster: Cluster, namespace: str, operator: OperatorProcess
 ) -> None:
     mark = cluster.audit.mark() if cluster.audit else 0
-    writes = operator.stats()["api_writes_total"]
     cluster.kubectl.apply(llama("guarded", replicas=1), namespace)
     wait_ready(cluster, "guarded", namespace)
     operator.wait_idle(reconciles_at_least=operator.stats()["reconcile_total"])
-    # One Deployment, one Service, and one or two status writes (Progressing, then Ready,
-    # when the operator is quicker than the pods).
-    assert 3 <= operator.stats()["api_writes_total"] - writes <= 4
+    assert f"Added finalizer name=guarded namespace={namespace}" not in operator.log_tail(500)
     if cluster.audit:
-        done = sorted(w.split()[0] + " " + w.split()[1] for w in cluster.audit.operator_writes_since(mark))
+        # One Deployment, one Service, then status writes only (one per change the
+        # Deployment controller reports while the pods start).
+        done = [" ".join(w.split()[:2]) for w in cluster.audit.operator_writes_since(mark)]
         assert done[:2] == ["create deployments/", "create services/"], done
         assert set(done[2:]) == {"update inferenceservices/status"}, done
 

@@ -2,14 +2,16 @@
 
 Covers: `helm install` of charts/inference-operator into a fresh namespace that enforces the
 "restricted" Pod Security Standard (so the API server itself checks the pod) — the CRD is
-Established (Helm skips it: the `crd` fixture already applied it), the cluster-wide RBAC
-exists, the operator Deployment becomes Available; `helm upgrade --set workers=2` rolls the
-Deployment (new template env, a new ReplicaSet, the old one scaled to zero); `helm uninstall`
-leaves nothing of the release behind, in the namespace or cluster-scoped, except the CRD, which
-Helm keeps by design and the rest of the suite needs. Namespaced mode: Role + RoleBinding in each
-watched namespace, no cluster-scoped RBAC, all gone after uninstall. `kubectl apply -k deploy/`:
-namespace, CRD, RBAC and Deployment, which becomes Available; then everything it created but the
-CRD is deleted (`kubectl delete -k` would delete the CRD too).
+Established (Helm skips it: the `crd` fixture already applied it), the cluster-wide RBAC and the
+finalizer admission policy exist, the operator Deployment becomes Available; `helm upgrade --set
+workers=2` rolls the Deployment (new template env, a new ReplicaSet, the old one scaled to zero);
+`helm uninstall` leaves nothing of the release behind, in the namespace or cluster-scoped, except
+the CRD, which Helm keeps by design and the rest of the suite needs. Namespaced mode: Role +
+RoleBinding in each watched namespace, no cluster-scoped RBAC, a policy binding limited to the
+watched namespaces, all gone after uninstall. `kubectl apply -k deploy/`: namespace, CRD,
+admission policy, RBAC and Deployment, which becomes Available; then everything it created but
+the CRD and the policy is deleted (`kubectl delete -k` would delete those too, and the rest of the
+suite needs them).
 
 The operator pods created here never run: on the local control plane kwok marks every pod bound
 to its fake nodes Running and Ready without pulling the image (which does not exist). So these
@@ -39,7 +41,12 @@ KUSTOMIZE_NAMESPACE = "inference-operator"
 TIMEOUT = 90
 # What a release could leave behind in its namespace (helm's own release records are Secrets).
 NAMESPACED_KINDS = "deployments,replicasets,pods,services,serviceaccounts,roles,rolebindings,configmaps,secrets"
-CLUSTER_KINDS = "clusterroles,clusterrolebindings"
+CLUSTER_RBAC_KINDS = "clusterroles,clusterrolebindings"
+ADMISSION_KINDS = "mutatingadmissionpolicies,mutatingadmissionpolicybindings"
+CLUSTER_KINDS = f"{CLUSTER_RBAC_KINDS},{ADMISSION_KINDS}"
+# What `kubectl apply -k deploy/` shares with the rest of the suite (the `crd` fixture applied
+# the same objects): the test leaves them in place.
+SUITE_KINDS = ("CustomResourceDefinition", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 
 Obj = dict[str, Any]
 
@@ -178,6 +185,10 @@ def test_helm_install_upgrade_and_uninstall_in_cluster_mode(
         f"clusterrole.rbac.authorization.k8s.io/{fullname}",
         f"clusterrolebinding.rbac.authorization.k8s.io/{fullname}",
     ]
+    assert names(cluster, ADMISSION_KINDS, selector=f"app.kubernetes.io/instance={release}") == [
+        f"mutatingadmissionpolicy.admissionregistration.k8s.io/{fullname}-finalizer",
+        f"mutatingadmissionpolicybinding.admissionregistration.k8s.io/{fullname}-finalizer",
+    ]
     [pod] = release_pods(cluster, release, namespace)
     assert pod["spec"]["nodeName"].startswith("kwok-node-"), "kwok only marks pods on its fake nodes Ready"
     assert condition(pod, "Ready").get("status") == "True"
@@ -223,8 +234,11 @@ def test_helm_namespaced_mode_grants_roles_in_the_watched_namespaces_only(
             f"role.rbac.authorization.k8s.io/{fullname}",
             f"rolebinding.rbac.authorization.k8s.io/{fullname}",
         ]
-    assert not names(cluster, CLUSTER_KINDS, selector=f"app.kubernetes.io/instance={release}")
+    assert not names(cluster, CLUSTER_RBAC_KINDS, selector=f"app.kubernetes.io/instance={release}")
     assert not names(cluster, "roles,rolebindings", namespace=namespace)
+    binding = cluster.kubectl.json("get", "mutatingadmissionpolicybinding", f"{fullname}-finalizer")
+    [selector] = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert selector == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": watched}
 
     helm.run("uninstall", release, "--namespace", namespace)
     wait_release_gone(cluster, release, [namespace, *watched])
@@ -243,9 +257,18 @@ def test_kubectl_apply_k_deploy_installs_the_operator(cluster: Cluster, crd: Non
     rendered = [doc for doc in yaml.safe_load_all(cluster.kubectl.run("kustomize", str(ROOT / "deploy")).stdout) if doc]
     kinds = sorted(doc["kind"] for doc in rendered)
     assert kinds == sorted(
-        ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"]
+        [
+            "Namespace",
+            "CustomResourceDefinition",
+            "MutatingAdmissionPolicy",
+            "MutatingAdmissionPolicyBinding",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+        ]
     )
-    created = [doc for doc in rendered if doc["kind"] != "CustomResourceDefinition"]  # the suite needs the CRD
+    created = [doc for doc in rendered if doc["kind"] not in SUITE_KINDS]
     try:
         cluster.kubectl.run("apply", "-k", str(ROOT / "deploy"))
         assert crd_established(cluster)
@@ -273,7 +296,7 @@ def test_kubectl_apply_k_deploy_installs_the_operator(cluster: Cluster, crd: Non
             )
         ),
         timeout=TIMEOUT,
-        what=f"everything `kubectl apply -k deploy/` created but the CRD to be deleted ({KUSTOMIZE_NAMESPACE} too)",
+        what=f"what `kubectl apply -k deploy/` made but the CRD and policy to be deleted ({KUSTOMIZE_NAMESPACE} too)",
     )
     assert crd_established(cluster), "the CRD stays: the rest of the suite uses it"
 

@@ -1,7 +1,9 @@
 """The Helm chart (charts/inference-operator), statically: `helm lint` and `helm template`, no cluster.
 
 Covers: `helm lint --strict` passes in both RBAC modes; Chart.yaml metadata; the chart's crds/ is
-an exact copy of deploy/crds; cluster mode (no watchNamespaces) renders a ClusterRole whose rules
+an exact copy of deploy/crds; the finalizer MutatingAdmissionPolicy equals deploy/admission's,
+its binding covers the watched namespaces only in namespaced mode, and neither is rendered when
+disabled or before Kubernetes 1.36; cluster mode (no watchNamespaces) renders a ClusterRole whose rules
 equal deploy/rbac/cluster_role.yaml's, bound to the operator's ServiceAccount; namespaced mode
 renders one Role + RoleBinding per watched namespace with the rules of
 deploy/rbac/namespaced/role.yaml and no cluster-scoped RBAC at all; the Deployment runs
@@ -100,7 +102,7 @@ def template(
 ) -> Callable[..., subprocess.CompletedProcess[str]]:
     """`helm template` of the chart with these values (a dict written to a values file)."""
 
-    def run(values: Obj | None = None) -> subprocess.CompletedProcess[str]:
+    def run(values: Obj | None = None, kube_version: str = KUBE_VERSION) -> subprocess.CompletedProcess[str]:
         values_file = tmp_path / "values.yaml"
         values_file.write_text(yaml.safe_dump(values or {}))
         return helm(
@@ -110,7 +112,7 @@ def template(
             "--namespace",
             RELEASE_NAMESPACE,
             "--kube-version",
-            KUBE_VERSION,
+            kube_version,
             "--values",
             str(values_file),
         )
@@ -122,8 +124,8 @@ def template(
 def render(template: Callable[..., subprocess.CompletedProcess[str]]) -> Render:
     """The rendered objects for these values; rendering must succeed."""
 
-    def run(values: Obj | None = None) -> list[Obj]:
-        result = template(values)
+    def run(values: Obj | None = None, kube_version: str = KUBE_VERSION) -> list[Obj]:
+        result = template(values, kube_version)
         assert result.returncode == 0, f"helm template failed: {result.stderr}"
         return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -181,6 +183,45 @@ def test_chart_crds_are_an_exact_copy_of_deploy_crds() -> None:
         assert (CHART / "crds" / name).read_bytes() == (DEPLOY / "crds" / name).read_bytes(), (
             f"charts/inference-operator/crds/{name} is stale: copy deploy/crds/{name} over it"
         )
+
+
+# admission policy ---------------------------------------------------------------------------
+
+
+def test_cluster_mode_renders_the_admission_policy_of_deploy_admission(render: Render) -> None:
+    shipped = {
+        doc["kind"]: doc for doc in yaml.safe_load_all((DEPLOY / "admission" / "finalizer-policy.yaml").read_text())
+    }
+    objects = render()
+    policy = only(objects, "MutatingAdmissionPolicy")
+    binding = only(objects, "MutatingAdmissionPolicyBinding")
+    assert policy["metadata"]["name"] == binding["metadata"]["name"] == f"{FULLNAME}-finalizer"
+    assert policy["spec"] == shipped["MutatingAdmissionPolicy"]["spec"]
+    assert binding["spec"] == {"policyName": f"{FULLNAME}-finalizer"}
+
+
+def test_namespaced_mode_binds_the_admission_policy_to_the_watched_namespaces_only(render: Render) -> None:
+    binding = only(render({"watchNamespaces": ["team-a", "team-b"]}), "MutatingAdmissionPolicyBinding")
+    assert binding["spec"]["matchResources"] == {
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}
+            ]
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "kube_version"),
+    [({"admissionPolicy": {"enabled": False}}, KUBE_VERSION), ({}, "1.35.3")],
+    ids=["disabled", "kubernetes-1.35"],
+)
+def test_no_admission_policy_when_disabled_or_before_kubernetes_1_36(
+    render: Render, values: Obj, kube_version: str
+) -> None:
+    kinds = {o["kind"] for o in render(values, kube_version)}
+    assert not kinds & {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
+    assert "Deployment" in kinds
 
 
 # RBAC ---------------------------------------------------------------------------------------
