@@ -180,12 +180,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
 
 
-def plane_cpu(plane: local.LocalControlPlane) -> dict[str, float]:
-    out = {}
-    for name, component in plane._components.items():
-        if component.process is not None:
-            out[name] = cpu_seconds(component.process.pid)
+def process_cpu(plane: local.LocalControlPlane, **others: int) -> dict[str, float]:
+    """CPU seconds used so far by each control-plane process, and by ``others`` (name=pid)."""
+    pids = {name: c.process.pid for name, c in plane._components.items() if c.process is not None}
+    pids.update(others)
+    out = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    out["benchmark"] = time.process_time()
     return out
+
+
+def cpu_line(before: dict[str, float], after: dict[str, float]) -> str:
+    used = {k: after[k] - before.get(k, 0.0) for k in after}
+    return f"{sum(used.values()):.1f}s: " + ", ".join(f"{k} {v:.1f}s" for k, v in used.items())
 
 
 def rss_mib(pid: int, field: str = "VmHWM") -> float:
@@ -279,16 +285,13 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
 
         profiles = Profiles(args.profile)
         profiles.start("floor", client)
-        cpu0 = plane_cpu(plane)
+        cpu0 = process_cpu(plane)
         floor = raw_floor(client, n, args.workers, "floor")
-        cpu1 = plane_cpu(plane)
-        if args.trace:
-            print("control plane CPU during the floor: " + ", ".join(f"{k} {cpu1[k] - cpu0[k]:.1f}s" for k in cpu1))
+        print(f"CPU during the floor {cpu_line(cpu0, process_cpu(plane))}")
         print(f"raw floor: {2 * n} creates + pods ready in {floor:.1f}s", flush=True)
         profiles.wait()
         # Clean up before measuring the operator, so the two runs do not overlap.
         kubectl.run("delete", "namespace", "floor", "--timeout=300s")
-        cpu1 = plane_cpu(plane)
 
         audit = AuditLog(plane.audit_log)
         flags = ["--lb-provider", "http", "--lb-url", f"http://127.0.0.1:{lb_port}", "--workers", str(args.workers)]
@@ -298,7 +301,9 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
         operator.start()
         mark = audit.mark()
         watch = ReadyWatch(client, KIND, "bench", is_ready)
-        profiles.start("operator", client, operator.process.pid if operator.process else None)
+        others = {"registry": registry.pid, "operator": operator.process.pid if operator.process else 0}
+        profiles.start("operator", client, others["operator"])
+        cpu1 = process_cpu(plane, **others)
         start = time.monotonic()
         run_concurrently(client.create, manifests(n, "bench"), args.workers)
 
@@ -332,9 +337,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
         converge = time.monotonic() - start
         watch.close()
         profiles.wait()
-        cpu2 = plane_cpu(plane)
-        if args.trace:
-            print("control plane CPU during convergence: " + ", ".join(f"{k} {cpu2[k] - cpu1[k]:.1f}s" for k in cpu2))
+        print(f"CPU during convergence {cpu_line(cpu1, process_cpu(plane, **others))}")
         if args.trace:
             print("t, isvcs, finalized, deployments, deployments ready, isvcs ready")
             for row in trace[::5]:

@@ -14,7 +14,7 @@ load it a second time:
 - ``registry_cli``: the ``serve`` and ``list`` commands;
 - ``registry_server``: ``RegistryServer``, the records, counters and faults under one lock;
 - ``registry_http``: routing, validation, auth and JSON framing of requests;
-- ``registry_state``: the JSON state file, loaded at start and saved atomically on each change.
+- ``registry_state``: the state file, a journal of JSON lines: one appended per change.
 
 Run it with ``python -m inference_operator.lb.registry serve --port 9090``.
 """

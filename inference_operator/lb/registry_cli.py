@@ -30,7 +30,7 @@ def configure_parser(
     serve = sub.add_parser("serve", help="run the registry until SIGINT or SIGTERM")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=9090, help="port to bind, 0 for any free one (default 9090)")
-    serve.add_argument("--state", type=Path, metavar="FILE", help="JSON file that keeps registrations across restarts")
+    serve.add_argument("--state", type=Path, metavar="FILE", help="file keeping registrations across restarts")
     serve.add_argument("--fail-registers", type=_count, default=0, metavar="N", help="answer the next N PUTs with 503")
     serve.add_argument(
         "--fail-releases", type=_count, default=0, metavar="N", help="answer the next N DELETEs with 503"

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..backend import Registration
 from .registry_http import LOGGER_NAME, HttpError, RegistryHttpServer
-from .registry_state import load_state, save_state
+from .registry_state import StateFile
 
 log = logging.getLogger(LOGGER_NAME)
 
@@ -27,9 +27,10 @@ POLL_INTERVAL = 0.05  # seconds; how long stop() may wait for the accept loop to
 class RegistryServer:
     """Serves the registry on ``host:port`` (port 0 picks a free one; ``url`` tells which).
 
-    Registrations are loaded from ``state_file`` here and saved to it atomically after every
-    change. ``token``, when set, must be sent as ``Authorization: Bearer <token>`` (except to
-    ``/healthz``). Call counters and faults live in memory only.
+    Registrations are loaded from ``state_file`` here and every change is appended to it (and
+    on disk) before it is answered. ``token``, when set, must be sent as
+    ``Authorization: Bearer <token>`` (except to ``/healthz``). Call counters and faults live
+    in memory only.
     """
 
     def __init__(
@@ -49,7 +50,8 @@ class RegistryServer:
         self.state_file = state_file
         self.address_template = address_template
         self.token = token
-        self._registrations, self._next_id = load_state(state_file) if state_file else ({}, 0)
+        self._state = StateFile(state_file) if state_file else None
+        self._registrations, self._next_id = self._state.load() if self._state else ({}, 0)
         self._faults = {"fail_registers": fail_registers, "fail_releases": fail_releases}
         self._register_calls: collections.Counter[str] = collections.Counter()
         self._release_calls: collections.Counter[str] = collections.Counter()
@@ -128,7 +130,7 @@ class RegistryServer:
                 registration = Registration(id=f"lb-{next_id}", address=address, target=target)
             else:
                 registration = dataclasses.replace(existing, target=target)
-            self._commit({**self._registrations, key: registration}, next_id)
+            self._commit({**self._registrations, key: registration}, next_id, key, registration)
         if existing is None:
             log.info("Registered key=%s id=%s target=%s address=%s", key, registration.id, target, registration.address)
             return 201, registration
@@ -144,7 +146,7 @@ class RegistryServer:
             self._take_fault("fail_releases", "DELETE", key)
             existing = self._registrations.get(key)
             if existing is not None:
-                self._commit({k: v for k, v in self._registrations.items() if k != key}, self._next_id)
+                self._commit({k: v for k, v in self._registrations.items() if k != key}, self._next_id, key, None)
         if existing is None:
             log.info("Released nothing key=%s reason=NotFound", key)
         else:
@@ -177,11 +179,17 @@ class RegistryServer:
             log.warning("Injected failure method=%s key=%s remaining=%d", method, key, self._faults[field])
             raise HttpError(503, f"injected failure ({field}): the registry is unavailable, retry later")
 
-    def _commit(self, registrations: dict[str, Registration], next_id: int) -> None:
-        """Save first, then change memory: a record is never acknowledged without being saved."""
-        if self.state_file is not None:
+    def _commit(
+        self, registrations: dict[str, Registration], next_id: int, key: str, registration: Registration | None
+    ) -> None:
+        """Save first, then change memory: a record is never acknowledged without being saved.
+        ``registration`` is the new record of ``key``, None when it was released."""
+        if self._state is not None:
             try:
-                save_state(self.state_file, registrations, next_id)
+                if registration is None:
+                    self._state.delete(key, registrations, next_id)
+                else:
+                    self._state.put(key, registration, registrations, next_id)
             except OSError as err:
                 log.error("Failed to save state file=%s error=%s", self.state_file, err)
                 raise HttpError(500, f"could not save the registry state to {self.state_file}: {err}") from None

@@ -11,9 +11,10 @@ Covers:
   and not-found ones too, malformed ones not); ``POST /v1/faults`` makes the next calls answer
   503 with a message, ``DELETE /v1/faults`` clears them, bad fault bodies are 400; faults can be
   set when the server is created.
-- Persistence: registrations and the id counter survive a restart, the state file is JSON
-  written without leftovers, a save that fails answers 500 and records nothing, an unreadable
-  or foreign state file stops the server from starting.
+- Persistence: registrations and the id counter survive a restart (released ids are never
+  reused), the state file is a journal of JSON lines (one per change) written without
+  leftovers, a save that fails answers 500 and records nothing, an unreadable or foreign state
+  file stops the server from starting, naming the line.
 - Bearer token: required everywhere but ``/healthz`` when configured.
 - Operations: one log line per request in Kubernetes style and nothing on stderr; port 0 gives
   a real port in ``url``; ``stop`` is idempotent and the port is free again; ``serve_forever``
@@ -280,28 +281,39 @@ def test_registrations_and_the_id_counter_survive_a_restart(tmp_path: Path) -> N
         assert put(second, "default/c", "c:1")[1]["id"] == "lb-3"
 
 
-def test_the_state_file_is_json_and_no_temporary_file_is_left(tmp_path: Path) -> None:
+def test_the_state_file_is_a_journal_of_json_lines_and_no_temporary_file_is_left(tmp_path: Path) -> None:
     state = tmp_path / "registry.json"
     with RegistryServer(state_file=state) as server:
         put(server, "default/llama", "t:1")
-    assert json.loads(state.read_text()) == {
-        "version": 1,
-        "next_id": 1,
-        "registrations": {
-            "default/llama": {"id": "lb-1", "address": "http://llama.default.lb.local", "target": "t:1"},
-        },
-    }
+        put(server, "default/llama", "t:2")
+        call(server, "DELETE", "/v1/registrations/default/llama")
+    assert journal(state) == [
+        {"version": 2, "next_id": 1},
+        {"put": "default/llama", "id": "lb-1", "address": "http://llama.default.lb.local", "target": "t:1"},
+        {"put": "default/llama", "id": "lb-1", "address": "http://llama.default.lb.local", "target": "t:2"},
+        {"delete": "default/llama"},
+    ]
     assert [p.name for p in tmp_path.iterdir()] == ["registry.json"]
 
 
-def test_a_failed_save_answers_500_and_records_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def journal(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-write", "append"])
+def test_a_failed_save_answers_500_and_records_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, first: bool
+) -> None:
     state = tmp_path / "registry.json"
     with RegistryServer(state_file=state) as server:
-        state.mkdir()  # os.replace cannot put a file over a directory
+        if not first:
+            assert put(server, "default/other", "t:1")[0] == 201
+            state.unlink()
+        state.mkdir()  # neither os.replace nor an append can write a file over a directory
         status, answer = put(server, "default/llama", "t:1")
         assert status == 500
         assert f"could not save the registry state to {state}" in answer["message"]
-        assert server.registrations() == {}
+        assert "default/llama" not in server.registrations()
     assert "Failed to save state" in caplog.text
     assert [p.name for p in tmp_path.iterdir()] == ["registry.json"]
 
@@ -310,7 +322,9 @@ def test_a_failed_save_answers_500_and_records_nothing(tmp_path: Path, caplog: p
     ("content", "fragment"),
     [
         ("{broken", "not valid JSON"),
-        ('{"version": 2, "next_id": 0, "registrations": {}}', "state version 2"),
+        ('{"version": 3, "next_id": 0}', "state version 3"),
+        ('{"version": 2, "next_id": 0}\n{"put": "a/b", "id": "lb-1"}\n', "line 2 is not a registry change"),
+        ('{"version": 2, "next_id": 0}\n{broken\n{"delete": "a/b"}\n', "line 2 is not valid JSON"),
         ('{"version": 1, "registrations": {}}', "not a registry state file"),
         ('{"version": 1, "next_id": 0, "registrations": {"a/b": {"id": "lb-1"}}}', "not a registry state file"),
         ('{"version": 1, "next_id": 0, "registrations": {"a/b": {"id": 1, "address": "x", "target": "y"}}}', "id"),
@@ -445,7 +459,7 @@ def test_serve_runs_as_a_module_and_stops_gracefully_on_sigterm(tmp_path: Path) 
             process.kill()
             process.wait(BOUND)
         process.stderr.close()
-    assert "default/llama" in json.loads(state.read_text())["registrations"]
+    assert journal(state)[-1]["put"] == "default/llama"
 
 
 def _wait_for_url(stream: Any) -> str:
