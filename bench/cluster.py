@@ -370,7 +370,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
 
         print(
             f"operator: all {n} Ready in {converge:.1f}s = {converge / floor:.2f}x the raw floor "
-            f"(operator CPU {cpu:.1f}s)"
+            f"(operator CPU {cpu:.1f}s, {before / n:.1f} reconciles per object)"
         )
         print(
             f"mutating requests per object to converge: {len(writes) / n:.2f} "
