@@ -91,8 +91,10 @@ class StateFile:
 
     def _append(self, record: dict[str, str], live: dict[str, Registration], next_id: int) -> None:
         """Append one change; ``live`` and ``next_id`` are the state after it (for compaction)."""
-        if self._lines == 0 or self._lines > max(COMPACT_MIN_LINES, 2 * len(live) + 1):
-            self.compact(live, next_id)  # a new file, or dead lines outnumber live ones
+        if self._lines == 0 or self._lines > max(COMPACT_MIN_LINES, 2 * len(live) + 1) or not self.path.exists():
+            # A first write, dead lines outnumbering live ones, or a file someone deleted
+            # (appending would leave a journal without its header): write it whole.
+            self.compact(live, next_id)
             return
         with self.path.open("a") as file:
             file.write(_line(record))

@@ -3,7 +3,8 @@
 Covers: a change is one appended line, earlier bytes untouched; replaying the journal gives the
 records back, and the id counter never goes back to an id that was released; dead lines are
 compacted away once they outnumber live ones, so the file stays proportional to the records,
-not to the history; a last line torn by a crash (never acknowledged) is dropped and the file
+not to the history; a file deleted under a running registry is written whole on the next
+change; a last line torn by a crash (never acknowledged) is dropped and the file
 rewritten; a version 1 file (one JSON document) is read and rewritten as version 2; a bad line
 stops the load naming its number.
 """
@@ -65,6 +66,16 @@ def test_dead_lines_are_compacted_so_the_file_follows_the_records_not_the_histor
     assert len(lines) <= COMPACT_MIN_LINES + 2
     last = 1 + 3 * COMPACT_MIN_LINES
     assert StateFile(state.path).load() == ({"ns/keep": record(1)}, last)
+
+
+def test_a_state_file_deleted_under_the_registry_is_written_whole_on_the_next_change(tmp_path: Path) -> None:
+    state = StateFile(tmp_path / "state.json")
+    live = {"ns/a": record(1)}
+    state.put("ns/a", record(1), live, 1)
+    state.path.unlink()
+    live["ns/b"] = record(2)
+    state.put("ns/b", record(2), live, 2)
+    assert StateFile(state.path).load() == (live, 2)
 
 
 def test_a_torn_last_line_is_dropped_and_the_file_rewritten(tmp_path: Path) -> None:
