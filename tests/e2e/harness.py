@@ -119,7 +119,7 @@ class Kubectl:
 
 
 ADMISSION_POLICY_DIR = ROOT / "deploy" / "admission"
-FINALIZER = "serving.inference-operator.dev/loadbalancer-cleanup"
+FINALIZER = "serving.inference-operator.dev/loadbalancer-cleanup"  # spelled out: a fixed, public name
 
 
 def probe_object(namespace: str) -> Obj:

@@ -18,7 +18,7 @@ import yaml
 from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster
-from .harness import ROOT, condition, is_ready, wait_until
+from .harness import FINALIZER, ROOT, condition, is_ready, wait_until
 
 SAMPLES = sorted((ROOT / "deploy" / "samples").glob("*.yaml"))
 TIMEOUT = 90
@@ -54,7 +54,7 @@ def test_create_becomes_ready_with_children_and_a_registration(
     cluster.kubectl.apply(llama("llama"), namespace)
     obj = wait_ready(cluster, "llama", namespace)
     assert obj["status"]["readyReplicas"] == 2 and obj["status"]["phase"] == "Ready"
-    assert obj["metadata"]["finalizers"] == ["serving.inference-operator.dev/loadbalancer-cleanup"]
+    assert obj["metadata"]["finalizers"] == [FINALIZER]
     dep = cluster.kubectl.get("deployment", "llama", namespace)
     svc = cluster.kubectl.get("service", "llama", namespace)
     assert dep is not None and svc is not None

@@ -12,10 +12,8 @@ from __future__ import annotations
 from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster
-from .harness import OperatorProcess, condition, wait_until
+from .harness import FINALIZER, OperatorProcess, condition, wait_until
 from .test_lifecycle import TIMEOUT, llama, wait_ready
-
-FINALIZER = "serving.inference-operator.dev/loadbalancer-cleanup"
 
 
 def test_deletion_waits_for_a_stopped_operator_then_completes(
