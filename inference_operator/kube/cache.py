@@ -43,26 +43,26 @@ class ObjectCache:
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._lock = threading.Lock()
 
-    def apply_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
+    def apply_event(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj]:
         """Store the object from an ADDED/MODIFIED/initial-list event, drop it on DELETED.
 
         An event older than what is cached (lower resourceVersion, as after a watch restart
-        replaying history) is ignored, so the cache never moves backwards.
+        replaying history) is ignored, so the cache never moves backwards. Returns what was
+        cached before and the event's object as the cache keeps it (slimmed), so a caller can
+        tell what changed without a second lookup.
         """
         obj = slim(obj)
         meta = obj.get("metadata") or {}
         key = (kind, meta.get("namespace") or "", meta.get("name") or "")
         with self._lock:
-            if event_type == "DELETED":
-                current = self._objects.get(key)
-                if current is None or (current.get("metadata") or {}).get("uid") == meta.get("uid"):
-                    self._objects.pop(key, None)
-                return
             current = self._objects.get(key)
             same_object = current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid")
-            if same_object and current is not None and _rv(current) > _rv(obj):
-                return
-            self._objects[key] = obj
+            if event_type == "DELETED":
+                if current is None or same_object:
+                    self._objects.pop(key, None)
+            elif not (same_object and current is not None and _rv(current) > _rv(obj)):
+                self._objects[key] = obj
+        return current, obj
 
     def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> None:
         """Load a fresh LIST: add or refresh its items, and drop cached objects of that kind

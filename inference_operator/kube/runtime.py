@@ -69,9 +69,7 @@ class OperatorRuntime:
 
     def on_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
         """A watch event from Kopf: update the cache, enqueue the InferenceService concerned."""
-        obj = slim(obj)
-        previous = self.cache.get(kind, *self._ns_name(obj))
-        self.cache.apply_event(kind, event_type, obj)
+        previous, obj = self.cache.apply_event(kind, event_type, obj)
         if kind == KIND:
             if previous is None or event_type == "DELETED" or changed_beyond_status(previous, obj):
                 self.queue.add(obj_key(obj))
@@ -79,11 +77,6 @@ class OperatorRuntime:
         key = owner_key(obj)
         if key is not None:
             self.queue.add(key)
-
-    @staticmethod
-    def _ns_name(obj: Obj) -> tuple[str, str]:
-        meta = obj.get("metadata") or {}
-        return meta.get("namespace") or "", meta.get("name") or ""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
