@@ -159,5 +159,10 @@ def desired_service(isvc: InferenceService) -> dict[str, Any]:
     }
 
 
+def service_address(isvc: InferenceService) -> str:
+    """``host:port`` of the Service inside the cluster: what the load balancer forwards to."""
+    return f"{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
+
+
 def service_url(isvc: InferenceService) -> str:
-    return f"http://{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
+    return f"http://{service_address(isvc)}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from .api import InferenceService, SpecError
 from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
-from .builders import desired_deployment, desired_service, selector_string
+from .builders import desired_deployment, desired_service, selector_string, service_address
 from .clock import Clock, format_timestamp, parse_timestamp
 from .compare import differences
 from .conditions import Cond, is_true
@@ -229,7 +229,7 @@ class Reconciler:
             return LoadBalancerState("disabled"), ""
         if service is None:
             return LoadBalancerState("waiting"), ""
-        target = f"{isvc.name}.{isvc.namespace}.svc.cluster.local:{isvc.spec.port}"
+        target = service_address(isvc)
         if previous.get("id") and previous.get("target") == target:
             self._registered.pop(isvc.uid, None)
             return LoadBalancerState(
