@@ -130,7 +130,7 @@ class RegistryServer:
                 registration = Registration(id=f"lb-{next_id}", address=address, target=target)
             else:
                 registration = dataclasses.replace(existing, target=target)
-            self._commit({**self._registrations, key: registration}, next_id, key, registration)
+            self._commit(key, registration, next_id)
         if existing is None:
             log.info("Registered key=%s id=%s target=%s address=%s", key, registration.id, target, registration.address)
             return 201, registration
@@ -146,7 +146,7 @@ class RegistryServer:
             self._take_fault("fail_releases", "DELETE", key)
             existing = self._registrations.get(key)
             if existing is not None:
-                self._commit({k: v for k, v in self._registrations.items() if k != key}, self._next_id, key, None)
+                self._commit(key, None, self._next_id)
         if existing is None:
             log.info("Released nothing key=%s reason=NotFound", key)
         else:
@@ -179,11 +179,12 @@ class RegistryServer:
             log.warning("Injected failure method=%s key=%s remaining=%d", method, key, self._faults[field])
             raise HttpError(503, f"injected failure ({field}): the registry is unavailable, retry later")
 
-    def _commit(
-        self, registrations: dict[str, Registration], next_id: int, key: str, registration: Registration | None
-    ) -> None:
+    def _commit(self, key: str, registration: Registration | None, next_id: int) -> None:
         """Save first, then change memory: a record is never acknowledged without being saved.
         ``registration`` is the new record of ``key``, None when it was released."""
+        registrations = {k: v for k, v in self._registrations.items() if k != key}
+        if registration is not None:
+            registrations[key] = registration
         if self._state is not None:
             try:
                 if registration is None:
