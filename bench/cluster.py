@@ -182,8 +182,7 @@ def cpu_seconds(pid: int) -> float:
 
 def process_cpu(plane: local.LocalControlPlane, **others: int) -> dict[str, float]:
     """CPU seconds used so far by each control-plane process, and by ``others`` (name=pid)."""
-    pids = {name: c.process.pid for name, c in plane._components.items() if c.process is not None}
-    pids.update(others)
+    pids = {**plane.pids(), **others}
     out = {name: cpu_seconds(pid) for name, pid in pids.items()}
     out["benchmark"] = time.process_time()
     return out

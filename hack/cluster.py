@@ -152,6 +152,10 @@ class LocalControlPlane:
     def node_names(self) -> list[str]:
         return [f"kwok-node-{i}" for i in range(self.nodes)]
 
+    def pids(self) -> dict[str, int]:
+        """The process id of each running component, by name."""
+        return {c.name: c.process.pid for c in self._components.values() if c.process is not None}
+
     def client(self) -> ApiClient:
         """An admin HTTPS client for the API server."""
         return ApiClient(self.server, self.files.pki)
@@ -346,7 +350,7 @@ class LocalControlPlane:
 
     def _write_state(self) -> None:
         state = {
-            "pids": {c.name: c.process.pid for c in self._components.values() if c.process is not None},
+            "pids": self.pids(),
             "executables": {c.name: c.argv[0] for c in self._components.values()},
             "ports": self.ports,
             "server": self.server,
