@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from inference_operator.model import make_inference_service
+
 T = TypeVar("T")
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,12 +125,7 @@ FINALIZER = "serving.inference-operator.dev/loadbalancer-cleanup"  # spelled out
 
 
 def probe_object(namespace: str) -> Obj:
-    return {
-        "apiVersion": "serving.inference-operator.dev/v1",
-        "kind": "InferenceService",
-        "metadata": {"name": "admission-probe", "namespace": namespace},
-        "spec": {"image": "vllm/vllm-openai:v0.7.0", "model": "m"},
-    }
+    return make_inference_service("admission-probe", image="vllm/vllm-openai:v0.7.0", model="m", namespace=namespace)
 
 
 def finalizers_on_create(kubectl: Kubectl, obj: Obj) -> list[str]:
