@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import yaml
 
 from .api import SpecError, parse_spec
+from .config import LB_PROVIDERS, LOG_FORMATS
 from .constants import API_VERSION, KIND
 from .runtime import limit_malloc_arenas, tune_gc
 
@@ -146,10 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--requeue-period", type=float, help="seconds between checks while a rollout progresses (default 5)"
     )
-    run.add_argument("--lb-provider", choices=("memory", "http"), help="load balancer provider (default memory)")
+    run.add_argument("--lb-provider", choices=LB_PROVIDERS, help="load balancer provider (default memory)")
     run.add_argument("--lb-url", help="base URL of the HTTP load balancer registry (with --lb-provider http)")
     run.add_argument("--lb-timeout", type=float, help="seconds per load balancer request (default 5)")
-    run.add_argument("--log-format", choices=("plain", "full", "json"), help="log format (default plain)")
+    run.add_argument("--log-format", choices=LOG_FORMATS, help="log format (default plain)")
     run.add_argument("--metrics-address", help="serve Prometheus /metrics here, e.g. 0.0.0.0:9090 (default off)")
     run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
