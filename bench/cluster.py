@@ -72,6 +72,11 @@ def manifests(n: int, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def deployment_ready(dep: dict[str, Any]) -> bool:
+    """Every bench Deployment has one replica."""
+    return bool((dep.get("status") or {}).get("readyReplicas") == 1)
+
+
 def run_concurrently(fn: Callable[[Any], Any], items: list[Any], workers: int) -> None:
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(fn, items))
@@ -122,7 +127,7 @@ def raw_floor(client: KubeClient, n: int, workers: int, namespace: str) -> float
         for child in (desired_deployment(isvc), desired_service(isvc)):
             del child["metadata"]["ownerReferences"]
             children.append(child)
-    watch = ReadyWatch(client, DEPLOYMENT, namespace, lambda d: (d.get("status") or {}).get("readyReplicas") == 1)
+    watch = ReadyWatch(client, DEPLOYMENT, namespace, deployment_ready)
     start = time.monotonic()
     run_concurrently(client.create, children, workers)
     wait_until(lambda: watch.count() == n, timeout=600, what="raw Deployments to be ready", interval=POLL)
@@ -322,28 +327,29 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
                     len(objs),
                     sum(bool(o["metadata"].get("finalizers")) for o in objs),
                     len(deps),
-                    sum((d.get("status") or {}).get("readyReplicas") == 1 for d in deps),
+                    sum(deployment_ready(d) for d in deps),
                     sum(is_ready(o) for o in objs),
                 )
             )
             if len(deps) == n:
                 milestones.setdefault("all Deployments created", now)
-                if all((d.get("status") or {}).get("readyReplicas") == 1 for d in deps):
+                if all(deployment_ready(d) for d in deps):
                     milestones.setdefault("all Deployments ready", now)
             return len(objs) == n and all(is_ready(o) for o in objs)
 
         wait_until(all_ready, timeout=1800, what=f"{n} InferenceServices to be Ready", interval=POLL)
         converge = time.monotonic() - start
+        cpu2 = process_cpu(plane, **others)  # before waiting out a profile: convergence only
+        cpu = cpu_seconds(operator.process.pid) if operator.process else float("nan")
         watch.close()
         profiles.wait()
-        print(f"CPU during convergence {cpu_line(cpu1, process_cpu(plane, **others))}")
+        print(f"CPU during convergence {cpu_line(cpu1, cpu2)}")
         if args.trace:
             print("t, isvcs, finalized, deployments, deployments ready, isvcs ready")
             for row in trace[::5]:
                 print(row)
         if milestones:
             print("milestones: " + ", ".join(f"{k} at {v:.1f}s" for k, v in milestones.items()))
-        cpu = cpu_seconds(operator.process.pid) if operator.process else float("nan")
         before = operator.stats()["reconcile_total"]
         operator.wait_idle(reconciles_at_least=before)
         writes = audit.operator_writes_since(mark)
