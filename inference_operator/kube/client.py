@@ -131,9 +131,20 @@ class KubeClient:
         )
         data: bytes = response.read() or b""
         if response.status >= 400:
-            raise error_for(response.status, data, kind=kind, namespace=namespace, name=name or "", verb=verb)
+            # A create names its object in the body, not the path: errors must still name it.
+            subject = name or str(((body or {}).get("metadata") or {}).get("name") or "")
+            raise error_for(response.status, data, kind=kind, namespace=namespace, name=subject, verb=verb)
         result: Obj = json.loads(data) if data else {}
         return result
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """One object read from the API server itself (not a cache), or None if it is absent."""
+        try:
+            found = self.request("get", kind, namespace, name)
+        except NotFound:
+            return None
+        found.setdefault("kind", kind)
+        return found
 
     def create(self, obj: Obj) -> Obj:
         meta = obj["metadata"]

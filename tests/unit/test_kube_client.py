@@ -1,0 +1,58 @@
+"""The raw-JSON client's requests, through a stand-in for the official client's transport.
+
+Covers: an error answering a create names the object from its body (a create's path has no
+name); ``get`` reads one object and answers None for a 404.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from inference_operator.errors import AlreadyExists
+from inference_operator.kube.client import KubeClient
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes
+
+    def read(self) -> bytes:
+        return self.body
+
+
+@dataclass
+class Transport:
+    """Answers every request with the next (status, payload) pair and records the paths."""
+
+    answers: list[tuple[int, dict[str, Any]]]
+    paths: list[str] = field(default_factory=list)
+
+    def param_serialize(self, method: str, path: str, **_: Any) -> tuple[str, str, dict[str, str], Any, None]:
+        self.paths.append(f"{method} {path}")
+        return method, path, {}, None, None
+
+    def call_api(self, method: str, url: str, **_: Any) -> Response:
+        status, payload = self.answers.pop(0)
+        return Response(status, json.dumps(payload).encode())
+
+
+def test_an_error_answering_a_create_names_the_object_from_its_body() -> None:
+    transport = Transport([(409, {"reason": "AlreadyExists", "message": 'services "p1" already exists'})])
+    client = KubeClient(transport)
+    with pytest.raises(AlreadyExists) as caught:
+        client.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p1", "namespace": "team"}})
+    assert str(caught.value).startswith("create Service team/p1: HTTP 409: ")
+    assert caught.value.name == "p1"
+
+
+def test_get_reads_one_object_and_answers_none_when_it_is_absent() -> None:
+    transport = Transport([(200, {"metadata": {"name": "a"}}), (404, {"reason": "NotFound", "message": "nope"})])
+    client = KubeClient(transport)
+    assert client.get("Service", "ns", "a") == {"kind": "Service", "metadata": {"name": "a"}}
+    assert client.get("Service", "ns", "b") is None
+    assert transport.paths == ["GET /api/v1/namespaces/ns/services/a", "GET /api/v1/namespaces/ns/services/b"]
