@@ -4,7 +4,7 @@ PIP := $(PYTHON) -m pip
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane \
+.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane explore \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: ## Run the four scenarios on the bundled simulator
@@ -36,6 +36,14 @@ e2e: deps controlplane ## The e2e suite on the local control plane (or E2E_KUBEC
 
 test: deps lint typecheck controlplane ## Everything: lint, types, unit, integration and e2e tests
 	$(PYTHON) -m pytest -q tests
+
+SEED ?= 0
+EXAMPLES ?= 150
+STEPS ?= 50
+INVARIANT ?=
+explore: deps ## Long fault-injecting exploration on the simulator: make explore SEED=1 EXAMPLES=500 STEPS=80 [INVARIANT=name]
+	$(PYTHON) -m inference_operator.sim.explore --seed $(SEED) --examples $(EXAMPLES) --steps $(STEPS) \
+	  $(foreach name,$(INVARIANT),--invariant $(name))
 
 crd: ## Regenerate deploy/crds (and the chart's copy) from the API models
 	$(PYTHON) -m inference_operator crd -o deploy/crds/serving.inference-operator.dev_inferenceservices.yaml

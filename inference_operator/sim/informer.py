@@ -6,6 +6,10 @@ step, so no change falls between the two; :meth:`SharedInformer.pump` then appli
 watch buffered and fires the handlers. Nothing runs in the background: the simulation decides
 when events are delivered, which keeps every run deterministic.
 
+For fault injection (the explorer) it can also be paused (informer lag: events wait in the
+watch), have its buffered events dropped or reordered, and re-list: the cache is replaced by a
+fresh LIST in one step and a new watch opened, as client-go does after a watch expired.
+
 The informer is generic: mapping a Deployment event to its owning InferenceService key is the
 controller's business (it registers a handler that does it).
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +67,7 @@ class SharedInformer:
         self._backlog: deque[WatchEvent] = deque()  # drained but not yet handled
         self._lock = threading.RLock()
         self._synced = False
+        self._paused = False
 
     @property
     def has_synced(self) -> bool:
@@ -110,7 +115,7 @@ class SharedInformer:
         exception propagates: nothing is lost or applied twice.
         """
         with self._lock:
-            if self._watch is None:
+            if self._watch is None or self._paused:
                 return 0
             self._backlog.extend(self._watch.drain())
             handled = 0
@@ -119,6 +124,67 @@ class SharedInformer:
                 handled += 1
                 self._handle(event)
             return handled
+
+    # -- perturbations (fault injection) ------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def pause(self) -> None:
+        """Stop delivering events (informer lag): they wait in the watch until :meth:`resume`."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    def pending(self) -> int:
+        """Events received but not yet applied to the cache."""
+        with self._lock:
+            return len(self._backlog) + (self._watch.pending() if self._watch is not None else 0)
+
+    def perturb(self, change: Callable[[Sequence[WatchEvent]], Sequence[WatchEvent]]) -> int:
+        """Replace the events not yet applied by ``change(events)`` (drop some, reorder them …);
+        returns how many were pending. Only a :meth:`relist` makes the cache right again."""
+        with self._lock:
+            if self._watch is not None:
+                self._backlog.extend(self._watch.drain())
+            events = list(self._backlog)
+            self._backlog = deque(change(events))
+            return len(events)
+
+    def relist(self) -> int:
+        """Replace the cache with a fresh LIST and watch anew, atomically; returns the objects listed.
+
+        Buffered events are discarded (the list is newer). Handlers see the difference, as with
+        client-go's Replace: ``on_delete`` for cached objects that are gone, ``on_add`` for new ones,
+        ``on_update(old, new)`` for every other one (even unchanged, like a resync).
+        """
+        with self._lock:
+            if self._watch is not None:
+                self._watch.stop()
+            self._backlog.clear()
+            items, self._watch = self.api.list_and_watch(self.kind, self.namespace)
+            old_cache = self._cache
+            fresh = {_key(obj): obj for obj in items}
+            # Keep the first-seen order for objects that stay; new ones go at the end.
+            self._cache = {key: fresh[key] for key in old_cache if key in fresh}
+            self._cache.update((key, obj) for key, obj in fresh.items() if key not in self._cache)
+            self._synced = True
+            for key, old in old_cache.items():
+                if key not in fresh:
+                    for handlers in list(self._handlers):
+                        if handlers.on_delete is not None:
+                            handlers.on_delete(old)
+            for key, obj in fresh.items():
+                previous = old_cache.get(key)
+                for handlers in list(self._handlers):
+                    if previous is None:
+                        if handlers.on_add is not None:
+                            handlers.on_add(obj)
+                    elif handlers.on_update is not None:
+                        handlers.on_update(previous, obj)
+            return len(items)
 
     def resync(self) -> int:
         """Call ``on_update(obj, obj)`` for every cached object, like a client-go resync."""

@@ -12,15 +12,17 @@ operator's controller and the simulated Deployment controller each drain their o
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, cast
 
+from ..backend import LoadBalancerProvider, Result
 from ..clock import FakeClock
 from ..constants import DEPLOYMENT, KIND, SERVICE
-from ..controller import Controller, run_until_quiescent
+from ..controller import Controller, ReconcileFunc, run_until_quiescent
 from ..errors import NotFound
 from ..jsoncopy import deep_copy
 from ..lb.memory import InMemoryLoadBalancer
-from ..model import changed_beyond_status, obj_key, owner_key
+from ..model import changed_beyond_status, key_of, obj_key, owner_key
 from ..reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
 from ..workqueue import RateLimitingQueue
 from .apiserver import FakeApiServer
@@ -48,17 +50,17 @@ class Simulation:
         self.api = FakeApiServer(self.clock)
         self.lb = InMemoryLoadBalancer()
         self._timeline = Timeline(self.clock)
-        self.informers = {kind: SharedInformer(self.api, kind) for kind in KINDS}
-        self.backend = FakeBackend(self.api, self.informers, self.clock, self._timeline)
-        self.reconciler = Reconciler(
-            self.backend,
-            RecordingLoadBalancer(self.lb, self._timeline),
-            self.clock,
-            requeue_while_progressing=requeue_while_progressing,
-        )
-        self.controller = Controller(
-            "inferenceservice", self.reconciler.reconcile, RateLimitingQueue(self.clock, name="inferenceservice")
-        )
+        self._requeue_while_progressing = requeue_while_progressing
+        # What the operator writes through and registers with: the API server and the balancer
+        # themselves, unless wrappers were put in between (``interpose``, for fault injection).
+        self._operator_api: Any = self.api
+        self._operator_lb: LoadBalancerProvider = self.lb
+        self.restarts = 0
+        self.reconciles_by_key: Counter[str] = Counter()
+        """Reconcile passes per key, over every operator incarnation."""
+        self.last_outcome: dict[str, Result | Exception] = {}
+        """The result of each key's latest pass, or the exception it raised."""
+        self._build_operator()
         self.platform = SimulatedDeploymentController(
             self.api,
             self.informers[DEPLOYMENT],
@@ -78,6 +80,40 @@ class Simulation:
         self._wire()
         for informer in self.informers.values():
             informer.start()
+
+    def _build_operator(self, events: list[Event] | None = None) -> None:
+        """A fresh operator process: informers, backend, reconciler, controller and its queue."""
+        self.informers = {kind: SharedInformer(self.api, kind) for kind in KINDS}
+        self.backend = FakeBackend(cast(FakeApiServer, self._operator_api), self.informers, self.clock, self._timeline)
+        if events is not None:
+            self.backend.events = events  # Events are API objects: they outlive the process
+        self.reconciler = Reconciler(
+            self.backend,
+            RecordingLoadBalancer(self._operator_lb, self._timeline),
+            self.clock,
+            requeue_while_progressing=self._requeue_while_progressing,
+        )
+        self.controller = Controller(
+            "inferenceservice",
+            self._recorded(self.reconciler.reconcile),
+            RateLimitingQueue(self.clock, name="inferenceservice"),
+        )
+
+    def _recorded(self, reconcile: ReconcileFunc) -> ReconcileFunc:
+        """``reconcile``, counting passes per key and keeping each key's latest outcome."""
+
+        def run(namespace: str, name: str) -> Result:
+            key = key_of(namespace, name)
+            self.reconciles_by_key[key] += 1
+            try:
+                result = reconcile(namespace, name)
+            except Exception as err:
+                self.last_outcome[key] = err
+                raise
+            self.last_outcome[key] = result
+            return result
+
+        return run
 
     def _wire(self) -> None:
         def own(obj: Obj) -> None:
@@ -134,7 +170,62 @@ class Simulation:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         self.api.delete(kind, namespace, name)
 
+    # -- faults and crashes ---------------------------------------------------------------------
+
+    def interpose(self, *, api: Any = None, load_balancer: LoadBalancerProvider | None = None) -> None:
+        """Put wrappers between the operator and the world (see :mod:`.faults`).
+
+        ``api`` receives the operator's writes instead of the FakeApiServer (it must delegate to
+        it; reads still come from the informers), ``load_balancer`` its load balancer calls
+        instead of ``self.lb``. Nothing else goes through them: users, the Deployment controller
+        and the garbage collector talk to the server directly. They stay across
+        :meth:`restart_operator`.
+        """
+        if api is not None:
+            self._operator_api = api
+            self.backend.api = api
+        if load_balancer is not None:
+            self._operator_lb = load_balancer
+            self.reconciler.lb = RecordingLoadBalancer(load_balancer, self._timeline)
+
+    def restart_operator(self) -> None:
+        """The operator process dies and starts again: all its in-memory state is lost.
+
+        A new reconciler, controller, workqueue and informers (which list everything again)
+        over the same API server and load balancer. The simulated cluster keeps running.
+        """
+        for informer in self.informers.values():
+            informer.stop()
+        self.restarts += 1
+        self._timeline.add("(operator restarted)")
+        self._build_operator(events=self.backend.events)
+        self.platform.deployments = self.informers[DEPLOYMENT]
+        self.backend.pods_source = self.platform.pods
+        self._wire()
+        for informer in self.informers.values():
+            informer.start()
+
     # -- time -----------------------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Deliver pending watch events, then process one ready key (the cluster's first);
+        False when no key is ready. Time does not move."""
+        self.pump()
+        controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
+        return any(c.step() for c in controllers)
+
+    def next_due(self) -> float | None:
+        """When the earliest delayed key becomes ready (None: no delayed work)."""
+        controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
+        dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
+        return min(dues) if dues else None
+
+    def idle(self) -> bool:
+        """No key is queued, delayed or being processed, and no watch event is pending."""
+        queues = [self.controller.queue, self.platform_controller.queue]
+        return all(len(q) == 0 and q.waiting_len() == 0 and q.processing_len() == 0 for q in queues) and not any(
+            informer.pending() for informer in self.informers.values()
+        )
 
     def pump(self) -> int:
         return sum(informer.pump() for informer in self.informers.values())

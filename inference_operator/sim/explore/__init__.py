@@ -1,0 +1,29 @@
+"""The fault-injecting explorer: find the operator's next bugs before users do.
+
+Research tools that perturb what a controller sees (Sieve, Acto) find most operator bugs on the
+unhappy path. The simulator is deterministic and in-process, so this package does the same,
+cheaply and reproducibly: hypothesis generates sequences of actions (users, other actors, a
+failing load balancer, API errors, crashes, informer lag), the simulated cluster settles, and
+the invariants of issue 8 are checked; a failure is shrunk and printed as ready-to-paste code.
+
+- :mod:`.world`: the simulation with the fault wrappers wired in, and every action on it;
+- :mod:`.invariants`: what must hold at rest, and which invariants still wait for a fix;
+- :mod:`.machine`: the hypothesis state machine (``Explorer``, ``CIExplorer``);
+- :mod:`.runner`: seeded runs and the ``make explore`` command line.
+
+Needs hypothesis (a development dependency); nothing in the operator imports this package.
+"""
+
+from .invariants import ENFORCED_INVARIANTS, INVARIANTS, PENDING_INVARIANTS
+from .machine import CIExplorer, Explorer, InvariantViolation
+from .world import World
+
+__all__ = [
+    "ENFORCED_INVARIANTS",
+    "INVARIANTS",
+    "PENDING_INVARIANTS",
+    "CIExplorer",
+    "Explorer",
+    "InvariantViolation",
+    "World",
+]

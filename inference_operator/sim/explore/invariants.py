@@ -1,0 +1,515 @@
+"""What must hold once the simulated cluster has settled, whatever happened before.
+
+The explorer (see :mod:`.machine`) throws actions and faults at the operator, lets everything
+quiesce, then asks the questions of issue 8 here. Each invariant is a pure function of an
+:class:`Observation` (the API server's and the balancer's state, plus what was counted while
+settling) and returns one line per violation, naming the object and saying what is wrong.
+
+Invariants that the operator does not satisfy yet are listed in :data:`PENDING_INVARIANTS`, with
+the issue item each waits for. The bounded run in ``make test`` enforces only the others; ``make
+explore`` checks and reports all of them. Move a name out of the pending list when its fix lands.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ...api import InferenceService, SpecError
+from ...builders import desired_deployment, desired_service, service_address, service_url
+from ...conditions import find
+from ...constants import DEPLOYMENT, KIND, SERVICE
+from ...errors import ApiError
+from ...jsoncopy import deep_copy
+from ...model import controller_owner_uid, key_of
+from ..apiserver import FakeApiServer
+from ..faults import LB_WRITES, LbCall, WriteCall
+from ..simulation import Simulation
+from ..validation import validate_name
+
+__all__ = [
+    "CHECKS",
+    "ENFORCED_INVARIANTS",
+    "EVENTS_PER_REASON_BOUND",
+    "INVARIANTS",
+    "PENDING_INVARIANTS",
+    "RECONCILES_PER_SETTLE_BOUND",
+    "ForeignMark",
+    "Observation",
+    "check",
+    "owned_differences",
+]
+
+Obj = dict[str, Any]
+
+RECONCILES_PER_SETTLE_BOUND: Final = 40
+"""Reconcile passes one object may take while the cluster settles (from one action to quiet).
+Exponential backoff over the settle horizon needs about 20; polling every 5 s needs hundreds."""
+
+EVENTS_PER_REASON_BOUND: Final = 2
+"""Warning Events with one reason one object may get while the cluster settles."""
+
+INVARIANTS: Final[dict[str, str]] = {
+    "children_match_spec": "each child equals the desired state of the current spec on every operator-owned "
+    "field, removed fields absent (API-server defaults and other actors' fields aside)",
+    "one_child_each": "exactly one Deployment and one Service per live valid InferenceService; none whose "
+    "InferenceService is gone",
+    "lb_record_iff_service": "the balancer holds a record iff the object exists, is not being deleted, has "
+    "loadBalancer.enabled and has its Service, pointing at builders.service_address",
+    "no_leaked_records": "no balancer record outlives its InferenceService",
+    "finalizer_after_release": "the finalizer leaves only after a confirmed release (the balancer holds nothing)",
+    "observed_generation_current": "status.observedGeneration == metadata.generation",
+    "ready_only_when_true": "Ready=True only with the current generation observed, the Deployment rolled out "
+    "to the desired template with every replica ready, the Service in place and the balancer record "
+    "status names actually there",
+    "stall_explained": "an object that is not Ready says why: Ready=False, a reason and a message; one that "
+    "keeps failing names itself in that message",
+    "no_hot_loop": f"at most {RECONCILES_PER_SETTLE_BOUND} reconciles per object while settling, and settling ends",
+    "zero_writes_when_converged": "one more pass over the settled system writes nothing (API or balancer)",
+    "foreign_fields_kept": "fields other actors set (labels, annotations, injected containers, extra "
+    "ownerReferences, same-named foreign objects) are left alone",
+    "events_aggregated": f"at most {EVENTS_PER_REASON_BOUND} Warning Events per object and reason while settling",
+}
+
+PENDING_INVARIANTS: Final[dict[str, str]] = {
+    # Filled from the explorer's findings on today's code; each waits for the issue 8 item named.
+}
+"""Invariants today's operator breaks, each with the issue item whose fix it waits for.
+``make test`` does not enforce these; ``make explore`` still checks and reports them."""
+
+ENFORCED_INVARIANTS: Final = frozenset(INVARIANTS) - frozenset(PENDING_INVARIANTS)
+
+
+@dataclass(frozen=True)
+class ForeignMark:
+    """Something another actor put on an object, which the operator must leave alone.
+
+    ``what``: ``label`` / ``annotation`` (key and value), ``container`` (its name),
+    ``owner_reference`` (the uid), ``spec`` (a foreign object's whole spec).
+    """
+
+    kind: str
+    name: str
+    uid: str
+    what: str
+    key: str
+    value: Any = None
+
+    def present_on(self, obj: Obj) -> bool:
+        meta = obj.get("metadata") or {}
+        if self.what == "label":
+            return bool((meta.get("labels") or {}).get(self.key) == self.value)
+        if self.what == "annotation":
+            return bool((meta.get("annotations") or {}).get(self.key) == self.value)
+        if self.what == "owner_reference":
+            return any(ref.get("uid") == self.key for ref in meta.get("ownerReferences") or [])
+        if self.what == "container":
+            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            return any(c.get("name") == self.key for c in pod.get("containers") or [])
+        if self.what == "spec":
+            return bool(obj.get("spec") == self.value)
+        return True
+
+
+@dataclass
+class Observation:
+    """The settled cluster, and what was counted on the way there."""
+
+    sim: Simulation
+    reconciles: Counter[str]
+    """Reconcile passes per key while settling (and in the extra pass)."""
+    warnings: Counter[tuple[str, str]]
+    """Warning Events per (key, reason) while settling."""
+    pass_calls: list[WriteCall]
+    """The operator's API writes during one more pass over the settled system."""
+    pass_lb: list[LbCall]
+    """The operator's balancer calls during that pass."""
+    failing: dict[str, str]
+    """Keys whose latest pass raised (still retrying with backoff), with the error."""
+    finalizer_violations: list[str] = field(default_factory=list)
+    marks: list[ForeignMark] = field(default_factory=list)
+    ran_out: bool = False
+    """Settling hit its step budget."""
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Isvc:
+    key: str
+    obj: Obj
+    parsed: InferenceService | None
+    deleting: bool
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def uid(self) -> str:
+        return str(self.obj["metadata"].get("uid", ""))
+
+    @property
+    def live(self) -> bool:
+        """Exists, not being deleted, spec valid."""
+        return self.parsed is not None and not self.deleting
+
+
+def _isvcs(sim: Simulation) -> Iterator[_Isvc]:
+    for obj in sim.api.list(KIND):
+        meta = obj["metadata"]
+        try:
+            parsed: InferenceService | None = InferenceService.from_object(obj)
+        except SpecError:
+            parsed = None
+        yield _Isvc(key_of(meta["namespace"], meta["name"]), obj, parsed, bool(meta.get("deletionTimestamp")))
+
+
+def _get(sim: Simulation, kind: str, namespace: str, name: str) -> Obj | None:
+    return sim.get(kind, namespace, name)
+
+
+def _ours(child: Obj | None, isvc: _Isvc) -> bool:
+    return child is not None and controller_owner_uid(child) == isvc.uid
+
+
+def service_name_valid(name: str) -> bool:
+    try:
+        validate_name(SERVICE, name)
+    except ApiError:
+        return False
+    return True
+
+
+def _ready(obj: Obj) -> dict[str, Any] | None:
+    return find((obj.get("status") or {}).get("conditions") or [], "Ready")
+
+
+_scratch = FakeApiServer()
+_stored_cache: dict[str, Obj | None] = {}
+
+
+def stored_form(desired: Obj) -> Obj | None:
+    """``desired`` as the API server would store it (defaults filled in), or None if it would
+    refuse it. Computed on a scratch server, so it follows the fake's defaulting exactly."""
+    text = json.dumps(desired, sort_keys=True)
+    if text in _stored_cache:
+        cached = _stored_cache[text]
+        return deep_copy(cached) if cached is not None else None
+    body = deep_copy(desired)
+    refs = body["metadata"].pop("ownerReferences", None)  # the scratch server would collect an orphan
+    try:
+        stored: Obj | None = _scratch.create(body)
+        meta = body["metadata"]
+        _scratch.delete(body["kind"], meta.get("namespace", "default"), meta["name"])
+    except ApiError:
+        stored = None
+    if stored is not None and refs is not None:
+        stored["metadata"]["ownerReferences"] = refs
+    if len(_stored_cache) > 2000:
+        _stored_cache.clear()
+    _stored_cache[text] = stored
+    return deep_copy(stored) if stored is not None else None
+
+
+def _owned_view(obj: Obj, desired: Obj) -> Obj:
+    """The fields of ``obj`` the operator owns: its labels, its controller reference, the spec
+    without what the server allocates or other actors add (template annotations, sidecars)."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    spec = deep_copy(obj.get("spec") or {})
+    if obj.get("kind") == SERVICE:
+        spec.pop("clusterIP", None)
+        spec.pop("clusterIPs", None)
+    if obj.get("kind") == DEPLOYMENT:
+        template = spec.get("template") or {}
+        (template.get("metadata") or {}).pop("annotations", None)
+        pod = template.get("spec") or {}
+        wanted = {c["name"] for c in desired["spec"]["template"]["spec"]["containers"]}
+        pod["containers"] = [c for c in pod.get("containers") or [] if c.get("name") in wanted]
+    return {
+        "metadata": {
+            "labels": {k: labels.get(k) for k in desired["metadata"].get("labels") or {}},
+            "controller": [r for r in meta.get("ownerReferences") or [] if r.get("controller")],
+        },
+        "spec": spec,
+    }
+
+
+def _diff(live: Any, want: Any, path: str, out: list[str]) -> None:
+    if isinstance(live, dict) and isinstance(want, dict):
+        for k in sorted(set(live) | set(want), key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in want:
+                out.append(f"{sub}: present ({json.dumps(live[k])}) but not desired")
+            elif k not in live:
+                out.append(f"{sub}: missing (desired {json.dumps(want[k])})")
+            else:
+                _diff(live[k], want[k], sub, out)
+        return
+    if isinstance(live, list) and isinstance(want, list) and len(live) == len(want):
+        for i, (a, b) in enumerate(zip(live, want, strict=True)):
+            _diff(a, b, f"{path}[{i}]", out)
+        return
+    if live != want:
+        out.append(f"{path}: {json.dumps(live)} (desired {json.dumps(want)})")
+
+
+def owned_differences(live: Obj, desired: Obj) -> list[str]:
+    """Where ``live`` differs from ``desired`` on the fields the operator owns (empty: equal)."""
+    stored = stored_form(desired)
+    if stored is None:
+        return ["the desired object would be refused by the API server"]
+    out: list[str] = []
+    _diff(_owned_view(live, desired), _owned_view(stored, desired), "", out)
+    return out
+
+
+def _desired(isvc: _Isvc, kind: str) -> Obj:
+    assert isvc.parsed is not None
+    return desired_deployment(isvc.parsed) if kind == DEPLOYMENT else desired_service(isvc.parsed)
+
+
+# -- the invariants ------------------------------------------------------------------------------
+
+
+def children_match_spec(o: Observation) -> list[str]:
+    out = []
+    for isvc in _isvcs(o.sim):
+        if not isvc.live or isvc.key in o.failing:
+            continue
+        for kind in (DEPLOYMENT, SERVICE):
+            child = _get(o.sim, kind, "default", isvc.name)
+            if child is None or not _ours(child, isvc):
+                continue
+            diffs = owned_differences(child, _desired(isvc, kind))
+            if diffs:
+                out.append(f"{kind} {isvc.key} differs from the desired state: " + "; ".join(diffs[:4]))
+    return out
+
+
+def one_child_each(o: Observation) -> list[str]:
+    out = []
+    live = {}
+    for isvc in _isvcs(o.sim):
+        live[isvc.name] = isvc
+        if not isvc.live or isvc.key in o.failing or not service_name_valid(isvc.name):
+            continue
+        for kind in (DEPLOYMENT, SERVICE):
+            child = _get(o.sim, kind, "default", isvc.name)
+            if child is None:
+                out.append(f"{kind} {isvc.key} is missing")
+    for kind in (DEPLOYMENT, SERVICE):
+        for child in o.sim.api.list(kind):
+            refs = [
+                r for r in child["metadata"].get("ownerReferences") or [] if r.get("controller") and r["kind"] == KIND
+            ]
+            for ref in refs:
+                owner = live.get(ref["name"])
+                if owner is None or owner.uid != ref["uid"]:
+                    out.append(
+                        f"{kind} default/{child['metadata']['name']} belongs to InferenceService "
+                        f"{ref['name']} (uid {ref['uid']}), which is gone"
+                    )
+    return out
+
+
+def lb_record_iff_service(o: Observation) -> list[str]:
+    out = []
+    records = o.sim.lb.registrations
+    seen = set()
+    for isvc in _isvcs(o.sim):
+        seen.add(isvc.key)
+        if isvc.parsed is None:
+            continue  # an invalid spec: the operator cannot know what is wanted
+        record = records.get(isvc.key)
+        service = _get(o.sim, SERVICE, "default", isvc.name)
+        enabled = isvc.parsed.spec.loadBalancer.enabled
+        wanted = not isvc.deleting and enabled and _ours(service, isvc)
+        if wanted and record is None and isvc.key not in o.failing:
+            out.append(f"{isvc.key} is enabled and has its Service, but the balancer holds no record")
+        elif record is not None and not wanted:
+            why = "being deleted" if isvc.deleting else ("disabled" if not enabled else "without its Service")
+            out.append(f"{isvc.key} is {why}, but the balancer still holds {record.id} -> {record.target}")
+        elif record is not None and record.target != service_address(isvc.parsed):
+            out.append(
+                f"the balancer's record for {isvc.key} targets {record.target}, not {service_address(isvc.parsed)}"
+            )
+    for key, record in records.items():
+        if key not in seen:
+            out.append(f"the balancer holds {record.id} for {key}, which does not exist")
+    return out
+
+
+def no_leaked_records(o: Observation) -> list[str]:
+    existing = {isvc.key for isvc in _isvcs(o.sim)}
+    return [
+        f"the balancer holds {record.id} -> {record.target} for {key}, whose InferenceService is gone"
+        for key, record in o.sim.lb.registrations.items()
+        if key not in existing
+    ]
+
+
+def finalizer_after_release(o: Observation) -> list[str]:
+    return list(o.finalizer_violations)
+
+
+def observed_generation_current(o: Observation) -> list[str]:
+    out = []
+    for isvc in _isvcs(o.sim):
+        if isvc.deleting:
+            continue
+        generation = isvc.obj["metadata"].get("generation")
+        observed = (isvc.obj.get("status") or {}).get("observedGeneration")
+        if observed != generation:
+            out.append(f"{isvc.key}: observedGeneration {observed} but generation {generation}")
+    return out
+
+
+def ready_only_when_true(o: Observation) -> list[str]:
+    out = []
+    for isvc in _isvcs(o.sim):
+        ready = _ready(isvc.obj)
+        if isvc.deleting or ready is None or ready.get("status") != "True":
+            continue
+        problems = _ready_problems(o, isvc, ready)
+        if problems:
+            out.append(f"{isvc.key} says Ready=True, but " + "; ".join(problems))
+    return out
+
+
+def _ready_problems(o: Observation, isvc: _Isvc, ready: Obj) -> list[str]:
+    meta, status = isvc.obj["metadata"], isvc.obj.get("status") or {}
+    generation = meta.get("generation")
+    if isvc.parsed is None:
+        return ["its spec is invalid"]
+    problems = []
+    if status.get("observedGeneration") != generation or ready.get("observedGeneration") != generation:
+        problems.append(f"generation {generation} is not the one observed")
+    spec = isvc.parsed.spec
+    deployment = _get(o.sim, DEPLOYMENT, "default", isvc.name)
+    if not _ours(deployment, isvc) or deployment is None:
+        problems.append("it has no Deployment of its own")
+    else:
+        dst = deployment.get("status") or {}
+        if int(dst.get("observedGeneration") or 0) < int(deployment["metadata"].get("generation") or 1):
+            problems.append("the Deployment controller has not observed the Deployment's spec")
+        counts = {k: int(dst.get(k) or 0) for k in ("replicas", "updatedReplicas", "readyReplicas")}
+        if any(v != spec.replicas for v in counts.values()):
+            problems.append(f"the Deployment has {counts} for {spec.replicas} desired")
+        if diffs := owned_differences(deployment, _desired(isvc, DEPLOYMENT)):
+            problems.append("the Deployment differs from the spec (" + "; ".join(diffs[:2]) + ")")
+    service = _get(o.sim, SERVICE, "default", isvc.name)
+    if not _ours(service, isvc):
+        problems.append("it has no Service of its own")
+    record = o.sim.lb.registrations.get(isvc.key)
+    if spec.loadBalancer.enabled:
+        lb = status.get("loadBalancer") or {}
+        if record is None:
+            problems.append(f"the balancer holds no record (status says {lb.get('id')} at {status.get('url')})")
+        elif record.target != service_address(isvc.parsed):
+            problems.append(f"the balancer's record targets {record.target}")
+        elif (lb.get("id"), lb.get("address"), status.get("url")) != (record.id, record.address, record.address):
+            problems.append(
+                f"status names {lb.get('id')} at {status.get('url')}, the balancer has {record.id} at {record.address}"
+            )
+    elif status.get("url") != service_url(isvc.parsed):
+        problems.append(f"url {status.get('url')} is not the Service's")
+    return problems
+
+
+def stall_explained(o: Observation) -> list[str]:
+    out = []
+    for isvc in _isvcs(o.sim):
+        if isvc.deleting:
+            continue
+        ready = _ready(isvc.obj)
+        failing = o.failing.get(isvc.key)
+        if ready is not None and ready.get("status") == "True" and failing is None:
+            continue
+        what = f"keeps failing ({failing})" if failing else "is not Ready"
+        if ready is None:
+            out.append(f"{isvc.key} {what}, and its status has no Ready condition")
+        elif ready.get("status") != "False" or not ready.get("reason") or not ready.get("message"):
+            out.append(
+                f"{isvc.key} {what}, but Ready is {ready.get('status')} "
+                f"(reason {ready.get('reason')!r}, message {ready.get('message')!r})"
+            )
+        elif failing and isvc.name not in str(ready["message"]):
+            out.append(f"{isvc.key} {what}, but the Ready message does not name it: {ready['message']!r}")
+    return out
+
+
+def no_hot_loop(o: Observation) -> list[str]:
+    out = [
+        f"{key} was reconciled {n} times while settling"
+        for key, n in sorted(o.reconciles.items())
+        if n > RECONCILES_PER_SETTLE_BOUND
+    ]
+    if o.ran_out:
+        out.append("settling did not end within its step budget")
+    return out
+
+
+def zero_writes_when_converged(o: Observation) -> list[str]:
+    out = []
+    for call in o.pass_calls:
+        key = key_of(call.namespace, call.name)
+        if call.changed or key not in o.failing:
+            out.append(f"{call.verb} {call.kind} {key}" + (" (changed it)" if call.changed else " (changed nothing)"))
+    for lb_call in o.pass_lb:
+        if lb_call.call in LB_WRITES and lb_call.key not in o.failing:
+            out.append(f"load balancer {lb_call.call} {lb_call.key}")
+    return [f"one more pass over the settled system wrote: {', '.join(out)}"] if out else []
+
+
+def foreign_fields_kept(o: Observation) -> list[str]:
+    out = []
+    for mark in o.marks:
+        obj = _get(o.sim, mark.kind, "default", mark.name)
+        if obj is None or obj["metadata"].get("uid") != mark.uid:
+            continue  # deleted (by the garbage collector or a person): nothing left to keep
+        if not mark.present_on(obj):
+            detail = f"{mark.key}={mark.value}" if mark.what in ("label", "annotation") else mark.key
+            out.append(f"{mark.kind} default/{mark.name} lost the {mark.what} another actor set ({detail})")
+    return out
+
+
+def events_aggregated(o: Observation) -> list[str]:
+    return [
+        f"{key} got {n} Warning Events with reason {reason} while settling"
+        for (key, reason), n in sorted(o.warnings.items())
+        if n > EVENTS_PER_REASON_BOUND
+    ]
+
+
+CHECKS: Final[dict[str, Callable[[Observation], list[str]]]] = {
+    "children_match_spec": children_match_spec,
+    "one_child_each": one_child_each,
+    "lb_record_iff_service": lb_record_iff_service,
+    "no_leaked_records": no_leaked_records,
+    "finalizer_after_release": finalizer_after_release,
+    "observed_generation_current": observed_generation_current,
+    "ready_only_when_true": ready_only_when_true,
+    "stall_explained": stall_explained,
+    "no_hot_loop": no_hot_loop,
+    "zero_writes_when_converged": zero_writes_when_converged,
+    "foreign_fields_kept": foreign_fields_kept,
+    "events_aggregated": events_aggregated,
+}
+
+
+def check(o: Observation, names: frozenset[str] | None = None) -> dict[str, list[str]]:
+    """Run the invariants (all, or ``names``); returns the broken ones with their violations."""
+    broken = {}
+    for name, fn in CHECKS.items():
+        if names is not None and name not in names:
+            continue
+        violations = fn(o)
+        if violations:
+            broken[name] = violations
+    return broken

@@ -1,0 +1,293 @@
+"""The explorer as a hypothesis state machine: actions generated, run, shrunk, printed as code.
+
+Each rule is one thing a user, another actor, the load balancer, the API server or the
+operator's own process can do (see :mod:`.world`); ``settle`` lets the cluster quiesce and
+checks the invariants (:mod:`.invariants`), and so does ``teardown`` at the end of every
+sequence. When an enforced invariant breaks, hypothesis shrinks the sequence and prints it as
+``state = Explorer()`` / ``state.apply(name='llama', spec={...})`` / ``state.teardown()`` lines:
+paste them into a test function (``from inference_operator.sim.explore import Explorer``) and
+the bug is a regression test. ``Explorer()`` enforces every invariant; ``CIExplorer`` only those
+not waiting for a fix (:data:`~.invariants.PENDING_INVARIANTS`).
+
+Rule arguments are plain literals (strings, numbers, dicts, None) so the printed steps are
+valid Python as they stand.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, Final, TypeVar, cast
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
+
+from ...constants import DEPLOYMENT, KIND, SERVICE
+from ..faults import API_ERRORS, ApiErrorKind
+from .invariants import ENFORCED_INVARIANTS, INVARIANTS, Observation, check
+from .world import World
+
+__all__ = ["NAMES", "CIExplorer", "Explorer", "InvariantViolation", "violation_type"]
+
+NAMES: Final = ("llama", "mistral", "llama-3.1-8b", "7b")
+"""A small pool, so actions collide; the last two cannot name a Service (dots; a leading digit)."""
+IMAGES: Final = ("vllm/vllm-openai:v0.6.3", "vllm/vllm-openai:v0.7.0")
+MODEL: Final = "meta-llama/Llama-3.1-8B-Instruct"
+CHILD_KINDS: Final = (DEPLOYMENT, SERVICE)
+INFORMER_KINDS: Final = (KIND, DEPLOYMENT, SERVICE)
+
+_OPTIONAL: Final[dict[str, st.SearchStrategy[Any]]] = {
+    "gpu": st.sampled_from([0, 1, 2, 12]),  # 12 fits no simulated node (8 GPUs each)
+    "args": st.sampled_from([["--enforce-eager"], ["--max-model-len", "4096"]]),
+    "env": st.sampled_from(
+        [
+            [{"name": "HF_HOME", "value": "/cache"}],
+            [{"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"}, {"name": "HF_HOME", "value": "/cache"}],
+        ]
+    ),
+    "nodeSelector": st.sampled_from([{"gpu": "a100"}, {"gpu": "h100", "zone": "a"}]),
+    "tolerations": st.sampled_from([[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]]),
+    "resources": st.sampled_from([{"requests": {"cpu": "4", "memory": "16Gi"}}]),
+    "loadBalancer": st.sampled_from([{"enabled": False}, {"enabled": True}]),
+}
+
+SPECS: Final = st.fixed_dictionaries(
+    {
+        "image": st.sampled_from(IMAGES),
+        "model": st.just(MODEL),
+        "replicas": st.integers(0, 3),
+        "progressDeadlineSeconds": st.just(60),
+    },
+    optional=_OPTIONAL,
+)
+"""Valid specs; every optional field may be absent, so a new manifest removes fields."""
+
+CHANGES: Final = st.one_of(
+    st.tuples(st.just("image"), st.sampled_from(IMAGES)),
+    st.tuples(st.just("replicas"), st.integers(-1, 3)),  # -1: an invalid spec written past admission
+    *(st.tuples(st.just(k), st.none() | v) for k, v in _OPTIONAL.items()),
+)
+"""One field changed, or removed (None)."""
+
+FOREIGN_EDITS: Final = ("label", "owned_label", "annotation", "replicas", "container", "owner_reference", "delete")
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+class InvariantViolation(AssertionError):
+    """Invariants broke after settling; the message lists each one with its violations."""
+
+    def __init__(self, broken: dict[str, list[str]], cluster: str) -> None:
+        self.broken = broken
+        lines = ["invariants broken after settling:"]
+        for name, violations in broken.items():
+            lines.append(f"  {name}: {INVARIANTS[name]}")
+            lines.extend(f"    - {v}" for v in violations[:8])
+        lines.append("cluster:")
+        lines.append(cluster)
+        super().__init__("\n".join(lines))
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+_VIOLATION_TYPES: Final[dict[str, type[InvariantViolation]]] = {
+    name: type(f"{_camel(name)}Violation", (InvariantViolation,), {"__module__": __name__}) for name in INVARIANTS
+}
+
+
+def violation_type(invariant: str) -> type[InvariantViolation]:
+    """One exception class per invariant, so hypothesis tells the bugs apart and shrinks each."""
+    return _VIOLATION_TYPES[invariant]
+
+
+def _action(fn: F) -> F:
+    """Mark the machine broken when a step raises, so teardown does not mask the failure."""
+
+    @functools.wraps(fn)
+    def run(self: Explorer, *args: Any, **kwargs: Any) -> None:
+        try:
+            fn(self, *args, **kwargs)
+        except BaseException:
+            self.failed = True
+            raise
+
+    return cast(F, run)
+
+
+class Explorer(RuleBasedStateMachine):
+    """Actions on a simulated cluster running the operator, with invariants checked at rest."""
+
+    enforces: ClassVar[frozenset[str]] = frozenset(INVARIANTS)
+    """The invariants this machine enforces (a failure); the others are only recorded."""
+    observed: ClassVar[dict[str, int]] = {}
+    """How often each invariant broke, enforced or not, across every machine of this class."""
+
+    def __init__(self, invariants: Iterable[str] | None = None) -> None:
+        super().__init__()
+        self.enforced = frozenset(invariants) if invariants is not None else type(self).enforces
+        unknown = self.enforced - frozenset(INVARIANTS)
+        if unknown:
+            raise ValueError(f"unknown invariants: {sorted(unknown)}")
+        self.world = World()
+        self.failed = False
+
+    # -- users -------------------------------------------------------------------------------
+
+    @rule(name=st.sampled_from(NAMES), spec=SPECS)
+    @_action
+    def apply(self, name: str, spec: dict[str, Any]) -> None:
+        self.world.apply(name, spec)
+
+    @rule(name=st.sampled_from(NAMES), change=CHANGES)
+    @_action
+    def edit(self, name: str, change: tuple[str, Any]) -> None:
+        self.world.edit(name, *change)
+
+    @rule(name=st.sampled_from(NAMES), replicas=st.integers(0, 3))
+    @_action
+    def scale(self, name: str, replicas: int) -> None:
+        self.world.scale(name, replicas)
+
+    @rule(name=st.sampled_from(NAMES))
+    @_action
+    def delete(self, name: str) -> None:
+        self.world.delete(name)
+
+    # -- other actors ------------------------------------------------------------------------
+
+    @rule(kind=st.sampled_from(CHILD_KINDS), name=st.sampled_from(NAMES), edit=st.sampled_from(FOREIGN_EDITS))
+    @_action
+    def foreign_edit(self, kind: str, name: str, edit: str) -> None:
+        self.world.foreign_edit(kind, name, edit)
+
+    @rule(kind=st.sampled_from(CHILD_KINDS), name=st.sampled_from(NAMES))
+    @_action
+    def foreign_child(self, kind: str, name: str) -> None:
+        self.world.foreign_child(kind, name)
+
+    # -- the load balancer -------------------------------------------------------------------
+
+    @rule(name=st.sampled_from(NAMES))
+    @_action
+    def lb_lose(self, name: str) -> None:
+        self.world.lb_lose(name)
+
+    @rule()
+    @_action
+    def lb_restart_empty(self) -> None:
+        self.world.lb_restart_empty()
+
+    @rule(n=st.integers(1, 4))
+    @_action
+    def lb_fail(self, n: int) -> None:
+        self.world.lb_fail(n)
+
+    @rule(n=st.integers(1, 3), applied=st.booleans())
+    @_action
+    def lb_hang(self, n: int, applied: bool) -> None:
+        self.world.lb_hang(n, applied)
+
+    # -- the API server ----------------------------------------------------------------------
+
+    @rule(
+        verb=st.sampled_from([None, "create", "patch", "update_status", "apply", "delete"]),
+        kind=st.sampled_from([None, KIND, DEPLOYMENT, SERVICE]),
+        error=st.sampled_from(API_ERRORS),
+        times=st.integers(1, 4),
+        applied=st.booleans(),
+    )
+    @_action
+    def api_fault(self, verb: str | None, kind: str | None, error: ApiErrorKind, times: int, applied: bool) -> None:
+        self.world.api_fault(verb, kind, error, times, applied)
+
+    @rule(
+        verb=st.sampled_from(["create", "patch", "apply"]),
+        kind=st.sampled_from(CHILD_KINDS),
+        error=st.sampled_from(["forbidden", "invalid"]),
+    )
+    @_action
+    def api_fault_persistent(self, verb: str, kind: str, error: ApiErrorKind) -> None:
+        """A write that fails until healed: a missing RBAC rule, an admission policy."""
+        self.world.api_fault(verb, kind, error, None)
+
+    @rule()
+    @_action
+    def heal_api(self) -> None:
+        self.world.heal_api()
+
+    # -- the operator process ----------------------------------------------------------------
+
+    @rule(steps=st.integers(1, 30))
+    @_action
+    def run(self, steps: int) -> None:
+        self.world.run(steps)
+
+    @rule(writes=st.integers(1, 6))
+    @_action
+    def crash_after(self, writes: int) -> None:
+        self.world.crash_after(writes)
+
+    @rule()
+    @_action
+    def restart(self) -> None:
+        self.world.restart()
+
+    @rule(kind=st.sampled_from(INFORMER_KINDS))
+    @_action
+    def pause_informer(self, kind: str) -> None:
+        self.world.pause_informer(kind)
+
+    @rule(kind=st.sampled_from(INFORMER_KINDS))
+    @_action
+    def resume_informer(self, kind: str) -> None:
+        self.world.resume_informer(kind)
+
+    @rule(kind=st.sampled_from(INFORMER_KINDS), which=st.sampled_from(["first", "last", "every_other", "all"]))
+    @_action
+    def drop_events(self, kind: str, which: str) -> None:
+        self.world.drop_events(kind, which)
+
+    @rule(kind=st.sampled_from(INFORMER_KINDS))
+    @_action
+    def reorder_events(self, kind: str) -> None:
+        self.world.reorder_events(kind)
+
+    @rule(kind=st.sampled_from(INFORMER_KINDS))
+    @_action
+    def relist(self, kind: str) -> None:
+        self.world.relist(kind)
+
+    @rule(seconds=st.sampled_from([1, 5, 30, 300, 3600]))
+    @_action
+    def jump_clock(self, seconds: int) -> None:
+        self.world.jump_clock(seconds)
+
+    # -- checking ----------------------------------------------------------------------------
+
+    @rule()
+    @_action
+    def settle(self) -> None:
+        """Let everything quiesce, then check the invariants."""
+        self._check(self.world.settle())
+
+    def teardown(self) -> None:
+        if not self.failed:
+            self._check(self.world.settle())
+
+    def _check(self, observation: Observation) -> None:
+        broken = check(observation)
+        for name in broken:
+            type(self).observed[name] = type(self).observed.get(name, 0) + 1
+        enforced = {name: v for name, v in broken.items() if name in self.enforced}
+        if enforced:
+            self.failed = True
+            raise violation_type(next(iter(enforced)))(enforced, self.world.describe())
+
+
+class CIExplorer(Explorer):
+    """The explorer as ``make test`` runs it: only the invariants that hold today are enforced."""
+
+    enforces: ClassVar[frozenset[str]] = ENFORCED_INVARIANTS
+    observed: ClassVar[dict[str, int]] = {}

@@ -1,0 +1,363 @@
+"""The explorer's world: a Simulation with every fault switch wired in, and the actions on it.
+
+Kept apart from the hypothesis state machine (:mod:`.machine`) so that each action is a plain
+method: a regression test, a notebook or the state machine can drive it alike. Users and other
+actors write to the FakeApiServer directly; only the operator goes through the fault wrappers
+(:mod:`..faults`). :meth:`World.settle` lets the cluster quiesce (bounded: a key that fails
+forever never lets it) and returns the :class:`~.invariants.Observation` the invariants read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from ...constants import DEPLOYMENT, FINALIZER, KIND, SERVICE
+from ...errors import ApiError
+from ...jsoncopy import deep_copy
+from ...model import key_of, make_inference_service, obj_key
+from ..faults import (
+    LB_WRITES,
+    ApiErrorKind,
+    CrashSwitch,
+    FaultyApi,
+    FaultyLoadBalancer,
+    OperatorCrash,
+    WriteCall,
+    WriteFault,
+)
+from ..simulation import Simulation
+from ..watch import WatchEvent
+from .invariants import ForeignMark, Observation
+
+__all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
+
+Obj = dict[str, Any]
+
+NAMESPACE: Final = "default"
+HORIZON: Final = 1200.0
+"""Fake seconds a settle may run: past progress deadlines (60 s here) and enough backoff
+retries (about 20) to tell a key that keeps failing from one that recovers."""
+SETTLE_STEP_BUDGET: Final = 20_000
+PASS_STEP_BUDGET: Final = 1_000
+FOREIGN_OWNER: Final = "team-policy"
+"""A ConfigMap other actors point extra ownerReferences at."""
+SIDECAR: Final = "mesh-proxy"
+FOREIGN_LABEL: Final = ("team", "ml-platform")
+FOREIGN_ANNOTATION: Final = ("example.com/audited", "true")
+
+
+class World:
+    """A simulated cluster running the operator behind fault wrappers."""
+
+    def __init__(self, *, ready_after: float = 5.0) -> None:
+        self.sim = Simulation(ready_after=ready_after)
+        self.crash = CrashSwitch()
+        self.api = FaultyApi(
+            self.sim.api,
+            clock=self.sim.clock,
+            crash=self.crash,
+            observe=self._observe_write,
+            snapshot_kinds=frozenset({KIND}),
+        )
+        self.lb = FaultyLoadBalancer(self.sim.lb, clock=self.sim.clock, crash=self.crash)
+        self.sim.interpose(api=self.api, load_balancer=self.lb)
+        self.marks: list[ForeignMark] = []
+        self.finalizer_violations: list[str] = []
+        self.stale_informers: set[str] = set()
+        self.crashes = 0
+        owner = self.sim.api.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": FOREIGN_OWNER, "namespace": NAMESPACE}}
+        )
+        self._foreign_owner_uid = str(owner["metadata"]["uid"])
+        self._window_start()
+
+    # -- users -------------------------------------------------------------------------------
+
+    def isvc(self, name: str) -> Obj | None:
+        return self.sim.get(KIND, NAMESPACE, name)
+
+    def apply(self, name: str, spec: Obj) -> None:
+        """``kubectl apply`` of a whole manifest: create, or replace the spec (removed fields go)."""
+        manifest = make_inference_service(name, image=spec["image"], model=spec["model"], namespace=NAMESPACE)
+        manifest["spec"] = deep_copy(spec)
+        self._user(lambda: self.sim.apply(manifest))
+
+    def edit(self, name: str, field: str, value: Any) -> None:
+        """``kubectl edit`` of one spec field; ``None`` removes it."""
+        obj = self.isvc(name)
+        if obj is None:
+            return
+        spec = obj["spec"]
+        if value is None:
+            spec.pop(field, None)
+        else:
+            spec[field] = deep_copy(value)
+        self._user(lambda: self.sim.api.update(obj))
+
+    def scale(self, name: str, replicas: int) -> None:
+        """``kubectl scale`` through the scale subresource: spec.replicas only."""
+        self._user(lambda: self.sim.api.patch(KIND, NAMESPACE, name, {"spec": {"replicas": replicas}}))
+
+    def delete(self, name: str) -> None:
+        self._user(lambda: self.sim.api.delete(KIND, NAMESPACE, name))
+
+    def _user(self, write: Callable[[], object]) -> None:
+        # Refused (admission, NotFound …): the user sees the error, nothing changed.
+        with contextlib.suppress(ApiError):
+            write()
+
+    # -- other actors ------------------------------------------------------------------------
+
+    def foreign_edit(self, kind: str, name: str, edit: str) -> None:
+        """Another actor touches a child: ``label``, ``owned_label``, ``annotation``, ``replicas``,
+        ``container``, ``owner_reference`` or ``delete``."""
+        obj = self.sim.get(kind, NAMESPACE, name)
+        if obj is None:
+            return
+        uid = str(obj["metadata"]["uid"])
+        meta = obj["metadata"]
+        if edit == "delete":
+            self._user(lambda: self.sim.api.delete(kind, NAMESPACE, name))
+            return
+        mark: ForeignMark | None = None
+        if edit == "label":
+            meta.setdefault("labels", {})[FOREIGN_LABEL[0]] = FOREIGN_LABEL[1]
+            mark = ForeignMark(kind, name, uid, "label", *FOREIGN_LABEL)
+        elif edit == "owned_label":
+            meta.setdefault("labels", {})["app.kubernetes.io/name"] = "someone-else"
+        elif edit == "annotation":
+            meta.setdefault("annotations", {})[FOREIGN_ANNOTATION[0]] = FOREIGN_ANNOTATION[1]
+            mark = ForeignMark(kind, name, uid, "annotation", *FOREIGN_ANNOTATION)
+        elif edit == "owner_reference":
+            ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": FOREIGN_OWNER, "uid": self._foreign_owner_uid}
+            meta.setdefault("ownerReferences", []).append(ref)
+            mark = ForeignMark(kind, name, uid, "owner_reference", self._foreign_owner_uid)
+        elif edit == "replicas" and kind == DEPLOYMENT:
+            obj["spec"]["replicas"] = int(obj["spec"].get("replicas", 1)) + 1
+        elif edit == "container" and kind == DEPLOYMENT:
+            containers = obj["spec"]["template"]["spec"]["containers"]
+            if any(c.get("name") == SIDECAR for c in containers):
+                return
+            containers.append({"name": SIDECAR, "image": "mesh/proxy:1.24"})
+            mark = ForeignMark(kind, name, uid, "container", SIDECAR)
+        else:
+            return
+        meta.pop("resourceVersion", None)
+        try:
+            self.sim.api.update(obj)
+        except ApiError:
+            return
+        if mark is not None:
+            self.marks.append(mark)
+
+    def foreign_child(self, kind: str, name: str) -> None:
+        """Someone else's Deployment or Service with this name, made before the InferenceService."""
+        if self.isvc(name) is not None or self.sim.get(kind, NAMESPACE, name) is not None:
+            return
+        labels = {"app": name}
+        if kind == DEPLOYMENT:
+            spec: Obj = {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+                },
+            }
+            api_version = "apps/v1"
+        else:
+            spec = {"selector": labels, "ports": [{"port": 80}]}
+            api_version = "v1"
+        manifest = {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "spec": spec,
+        }
+        try:
+            created = self.sim.api.create(manifest)
+        except ApiError:
+            return
+        uid = str(created["metadata"]["uid"])
+        self.marks.append(ForeignMark(kind, name, uid, "spec", "spec", created["spec"]))
+
+    # -- the load balancer -------------------------------------------------------------------
+
+    def lb_lose(self, name: str) -> None:
+        self.lb.lose(key_of(NAMESPACE, name))
+
+    def lb_restart_empty(self) -> None:
+        self.lb.restart_empty()
+
+    def lb_fail(self, n: int) -> None:
+        self.lb.fail_next(n)
+
+    def lb_hang(self, n: int, applied: bool) -> None:
+        self.lb.hang_next(n, applied=applied)
+
+    # -- the API server, as the operator sees it ---------------------------------------------
+
+    def api_fault(
+        self, verb: str | None, kind: str | None, error: ApiErrorKind, times: int | None, applied: bool = False
+    ) -> None:
+        self.api.arm(WriteFault(error, verb=verb, kind=kind, times=times, applied=applied))
+
+    def heal_api(self) -> None:
+        self.api.clear()
+
+    # -- the operator process ----------------------------------------------------------------
+
+    def crash_after(self, writes: int) -> None:
+        """Kill the operator right after its ``writes``-th next write (API or balancer)."""
+        self.crash.arm(writes)
+
+    def restart(self) -> None:
+        self.crashes += 1
+        self.stale_informers.clear()  # the new process lists everything afresh
+        self.sim.restart_operator()
+
+    def pause_informer(self, kind: str) -> None:
+        self.sim.informers[kind].pause()
+
+    def resume_informer(self, kind: str) -> None:
+        self.sim.informers[kind].resume()
+
+    def drop_events(self, kind: str, which: str) -> None:
+        """Lose buffered watch events (``first``, ``last``, ``every_other``, ``all``); the cache
+        stays wrong until a re-list."""
+
+        def drop(events: Sequence[WatchEvent]) -> Sequence[WatchEvent]:
+            if which == "first":
+                return events[1:]
+            if which == "last":
+                return events[:-1]
+            if which == "every_other":
+                return events[1::2]
+            return []
+
+        if self.sim.informers[kind].perturb(drop):
+            self.stale_informers.add(kind)
+
+    def reorder_events(self, kind: str) -> None:
+        if self.sim.informers[kind].perturb(lambda events: list(reversed(events))) > 1:
+            self.stale_informers.add(kind)
+
+    def relist(self, kind: str) -> None:
+        self.sim.informers[kind].relist()
+        self.stale_informers.discard(kind)
+
+    def jump_clock(self, seconds: float) -> None:
+        self.sim.clock.advance(seconds)
+
+    def run(self, steps: int, *, within: float = 60.0) -> int:
+        """Let the cluster and the operator take up to ``steps`` steps (time moves over waits,
+        at most ``within`` fake seconds); returns the steps taken."""
+        return self._run(max_steps=steps, until=self.sim.now + within)
+
+    def _run(self, *, max_steps: int, until: float) -> int:
+        steps = 0
+        while steps < max_steps:
+            try:
+                if self.sim.step():
+                    steps += 1
+                    continue
+            except OperatorCrash:
+                self.restart()
+                continue
+            due = self.sim.next_due()
+            if due is None or due > until:
+                break
+            self.sim.clock.set(max(due, self.sim.now))
+        return steps
+
+    # -- settling ----------------------------------------------------------------------------
+
+    def _window_start(self) -> None:
+        self._reconciles_at = Counter(self.sim.reconciles_by_key)
+        self._events_at = len(self.sim.events)
+        self._finalizer_violations_at = len(self.finalizer_violations)
+
+    def settle(self) -> Observation:
+        """Lag ends and stale caches re-list; run until quiet (or ``HORIZON`` fake seconds);
+        then one more pass over every InferenceService, counting its writes."""
+        for kind, informer in self.sim.informers.items():
+            informer.resume()
+            if kind in self.stale_informers:
+                self.relist(kind)
+        steps = self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
+        ran_out = steps >= SETTLE_STEP_BUDGET
+        failing = {
+            key: f"{type(outcome).__name__}: {outcome}"
+            for key, outcome in self.sim.last_outcome.items()
+            if isinstance(outcome, Exception)
+        }
+        # One more pass: every InferenceService once more, at this instant, with no fault left
+        # to crash the operator. A converged system must not write.
+        self.crash.disarm()
+        calls_at, lb_at = len(self.api.calls), len(self.lb.calls)
+        for obj in self.sim.api.list(KIND):
+            self.sim.controller.enqueue(obj_key(obj))
+        self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
+        reconciles = Counter(self.sim.reconciles_by_key)
+        reconciles.subtract(self._reconciles_at)
+        warnings: Counter[tuple[str, str]] = Counter(
+            (key_of(e.namespace, e.name), e.reason) for e in self.sim.events[self._events_at :] if e.type == "Warning"
+        )
+        observation = Observation(
+            sim=self.sim,
+            reconciles=+reconciles,
+            warnings=warnings,
+            pass_calls=self.api.calls[calls_at:],
+            pass_lb=self.lb.calls[lb_at:],
+            failing=failing,
+            finalizer_violations=self.finalizer_violations[self._finalizer_violations_at :],
+            marks=list(self.marks),
+            ran_out=ran_out,
+        )
+        self._window_start()
+        return observation
+
+    # -- monitors ----------------------------------------------------------------------------
+
+    def _observe_write(self, call: WriteCall) -> None:
+        """At the moment the operator removes its finalizer from a deleted object, the balancer
+        must hold nothing for it, and no registration may have been confirmed since the last
+        confirmed release."""
+        if call.kind != KIND or call.error or call.before is None:
+            return
+        before_meta = call.before["metadata"]
+        if FINALIZER not in (before_meta.get("finalizers") or []) or not before_meta.get("deletionTimestamp"):
+            return
+        if call.after is not None and FINALIZER in (call.after["metadata"].get("finalizers") or []):
+            return
+        key = key_of(call.namespace, call.name)
+        record = self.sim.lb.registrations.get(key)
+        if record is not None:
+            self.finalizer_violations.append(
+                f"the finalizer left {key} while the balancer still held {record.id} -> {record.target}"
+            )
+            return
+        confirmed = [c.call for c in self.lb.calls if c.key == key and c.outcome == "ok" and c.call in LB_WRITES]
+        if confirmed and confirmed[-1] == "register":
+            self.finalizer_violations.append(f"the finalizer left {key} without a confirmed release")
+
+    def describe(self) -> str:
+        """The cluster in a few lines, for a failure report."""
+        lines = [f"t={self.sim.now:.1f}s restarts={self.sim.restarts}"]
+        for obj in self.sim.api.list(KIND):
+            status = obj.get("status") or {}
+            ready: Obj = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+            meta = obj["metadata"]
+            lines.append(
+                f"  {KIND} {meta['name']} gen={meta.get('generation')} observed={status.get('observedGeneration')} "
+                f"deleting={bool(meta.get('deletionTimestamp'))} "
+                f"Ready={ready.get('status')}/{ready.get('reason')}: {ready.get('message')!r}"
+            )
+        for kind in (DEPLOYMENT, SERVICE):
+            names = [o["metadata"]["name"] for o in self.sim.api.list(kind)]
+            lines.append(f"  {kind}s: {names}")
+        lines.append(f"  balancer: { {k: (r.id, r.target) for k, r in self.sim.lb.registrations.items()} }")
+        return "\n".join(lines)
