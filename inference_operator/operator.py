@@ -1,10 +1,10 @@
 """Kopf glue: ``kopf run -m inference_operator.operator`` (or ``inference-operator run``).
 
 Kopf supplies what is hard to get right: list+watch with reconnects and 410 handling,
-peering, the liveness endpoint, logging and the CLI. Its ``on.event`` handlers write nothing
-to the objects (no bookkeeping annotations, no Kopf finalizer); here they only feed the
-cache and the workqueue of ``OperatorRuntime``, whose worker threads run the same reconciler
-as the simulator. Deployments and Services are watched with a server-side label selector
+peering, the liveness endpoint (our probe fails it when a worker or the Event poster thread
+died), logging and the CLI. Its ``on.event`` handlers write nothing to the objects (no
+bookkeeping annotations, no Kopf finalizer); here they only feed the cache and the workqueue
+of ``OperatorRuntime``, whose worker threads run the same reconciler as the simulator. Deployments and Services are watched with a server-side label selector
 (the owner label), so the operator never caches the cluster's other workloads.
 """
 
@@ -86,7 +86,10 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    _runtime = OperatorRuntime(config, KubeClient.from_environment())
+    # Kopf retries this handler when it raises (say the first LIST failed): reuse the runtime
+    # unless its failed start closed it; start() binds the metrics port only after the LIST.
+    if _runtime is None or _runtime.closed:
+        _runtime = OperatorRuntime(config, KubeClient.from_environment())
     _runtime.start()
 
 
@@ -96,9 +99,18 @@ def stop(**_: Any) -> None:
         _runtime.stop()
 
 
-@kopf.on.probe(id="operator")
+def liveness(rt: OperatorRuntime) -> dict[str, int]:
+    """The probe's answer: the counters, or a failure naming what died (a worker, the Event
+    poster). Kopf answers a failed probe handler with HTTP 500, so the kubelet restarts us."""
+    problems = rt.health()
+    if problems:
+        raise kopf.PermanentError("Unhealthy: " + "; ".join(problems))
+    return rt.probe()
+
+
+@kopf.on.probe(id="operator", errors=kopf.ErrorsMode.PERMANENT)
 def probe(**_: Any) -> dict[str, int]:
-    return runtime().probe()
+    return liveness(runtime())
 
 
 @kopf.on.event(GROUP, VERSION, PLURAL)

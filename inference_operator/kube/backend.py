@@ -3,7 +3,9 @@
 Writes return the API server's answer, which the reconciler uses for the rest of its pass
 (the cache may lag behind by a watch event). Events are posted as core/v1 Events by a
 background thread, like client-go's event broadcaster: an Event is information for people,
-so a reconcile never waits for one, and failing to post one is logged, never fatal.
+so a reconcile never waits for one, and failing to post one is logged, never fatal. Before
+that, ``EventCorrelator`` (``inference_operator.events``) deduplicates, aggregates and
+rate-limits them per object, as client-go's recorder does.
 """
 
 from __future__ import annotations
@@ -12,28 +14,41 @@ import logging
 import queue
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from ..clock import Clock, format_timestamp
 from ..constants import MANAGED_BY
-from ..errors import ApiError
+from ..errors import NotFound
+from ..events import MESSAGE_LIMIT, Correlated, EventCorrelator
 from .cache import ObjectCache
 from .client import KubeClient
+from .health import logged
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.kube")
+EVENT_POSTER = "event-poster"
 
 
 class KubeBackend:
     """The reconciler's seam to a real kube-apiserver."""
 
-    def __init__(self, client: KubeClient, cache: ObjectCache, clock: Clock) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        cache: ObjectCache,
+        clock: Clock,
+        *,
+        events: EventPoster | None = None,
+        correlator: EventCorrelator | None = None,
+    ) -> None:
         self.client = client
         self.cache = cache
         self.clock = clock
         self._lock = threading.Lock()
         self.writes = 0
-        self.events = EventPoster(client)
+        self.events = events or EventPoster(client)
+        self.correlator = correlator or EventCorrelator(clock)
 
     def _count(self) -> None:
         with self._lock:
@@ -82,58 +97,133 @@ class KubeBackend:
             },
             "type": type,
             "reason": reason,
-            "message": message[:1024],
+            "message": message[:MESSAGE_LIMIT],
             "source": {"component": MANAGED_BY},
             "reportingComponent": MANAGED_BY,
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
         }
-        self.events.post(event)
+        correlated = self.correlator.correlate(event)
+        if correlated is None:
+            log.debug(
+                "Dropped Event, too many about one object reason=%s name=%s namespace=%s",
+                reason,
+                meta["name"],
+                meta["namespace"],
+            )
+            return
+        self.events.post(correlated)
 
 
 class EventPoster:
-    """Posts Events from a bounded queue on one background thread; drops (and logs) when the
-    queue is full rather than slowing reconciles down."""
+    """Posts Events from a bounded queue on one background thread.
 
-    def __init__(self, client: KubeClient, *, capacity: int = 1000) -> None:
+    A reconcile only ever enqueues (and the queue drops, counting, when full): it never waits
+    for the API server on behalf of an Event. The thread outlives any failure to post (an API
+    error, a refused connection, urllib3's ``MaxRetryError``, the client's ``ApiException``
+    with status 0, or a bug): it logs and counts the failure, drops that Event and backs off
+    (0.5 s doubling, at most 30 s, reset by a success) before the next, so an API server
+    outage costs a bounded number of attempts and log lines. A deduplicated Event is a PATCH
+    of the existing one; when that is gone (404) it is created instead, as client-go does.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        capacity: int = 1000,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        wait: Callable[[float], object] | None = None,
+    ) -> None:
         self.client = client
-        self._queue: queue.Queue[Obj | None] = queue.Queue(capacity)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._queue: queue.Queue[Correlated | None] = queue.Queue(capacity)
+        self._stopping = threading.Event()
+        self._wait = wait or self._stopping.wait  # returns at once when stopping
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._consecutive_failures = 0
+        self.posted = 0
+        self.failures = 0
         self.dropped = 0
 
-    def post(self, event: Obj) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="events", daemon=True)
-            self._thread.start()
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._stopping.clear()
+                self._thread = threading.Thread(target=logged(EVENT_POSTER, self._run), name=EVENT_POSTER, daemon=True)
+                self._thread.start()
+
+    def alive(self) -> bool:
+        """False when the thread was started and has ended without being stopped."""
+        thread = self._thread
+        return thread is None or thread.is_alive() or self._stopping.is_set()
+
+    def post(self, item: Correlated) -> None:
+        self.start()
         try:
-            self._queue.put_nowait(event)
+            self._queue.put_nowait(item)
         except queue.Full:
             self.dropped += 1
+            involved = item.event.get("involvedObject") or {}
             log.warning(
-                "Dropped Event, too many queued reason=%s name=%s", event.get("reason"), event["involvedObject"]["name"]
+                "Dropped Event, too many queued reason=%s name=%s namespace=%s dropped=%d",
+                item.event.get("reason"),
+                involved.get("name"),
+                involved.get("namespace"),
+                self.dropped,
             )
 
     def _run(self) -> None:
-        while (event := self._queue.get()) is not None:
+        while (item := self._queue.get()) is not None:
             try:
-                self.client.create(event)
-            except (ApiError, OSError) as err:
-                involved = event["involvedObject"]
-                log.warning(
-                    "Failed to post Event reason=%s name=%s namespace=%s error=%s",
-                    event.get("reason"),
-                    involved["name"],
-                    involved["namespace"],
-                    err,
-                )
+                self._send(item)
+            except Exception as err:  # noqa: BLE001 - any failure: log, count, back off, go on
+                self._failed(item, err)
+            else:
+                self.posted += 1
+                self._consecutive_failures = 0
+
+    def _send(self, item: Correlated) -> None:
+        event = item.event
+        if item.patch is not None:
+            meta = event["metadata"]
+            try:
+                self.client.patch("Event", meta["namespace"], meta["name"], item.patch)
+                return
+            except NotFound:
+                pass  # never created, or expired: create it whole
+        self.client.create(event)
+
+    def _failed(self, item: Correlated, err: Exception) -> None:
+        self.failures += 1
+        self._consecutive_failures += 1
+        delay = min(self.max_backoff, self.backoff * 2 ** min(self._consecutive_failures - 1, 30))
+        involved = item.event.get("involvedObject") or {}
+        log.warning(
+            "Failed to post Event, dropped it and backing off reason=%s name=%s namespace=%s "
+            "failures=%d backoff=%gs error=%s: %s",
+            item.event.get("reason"),
+            involved.get("name"),
+            involved.get("namespace"),
+            self.failures,
+            delay,
+            type(err).__name__,
+            err,
+        )
+        self._wait(delay)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Post what is queued (within ``timeout``), then stop the thread."""
-        if self._thread is None:
+        """Post what is queued (within ``timeout``, without backing off), then stop the thread."""
+        self._stopping.set()
+        thread = self._thread
+        if thread is None:
             return
         try:
             self._queue.put(None, timeout=timeout)
         except queue.Full:
             return
-        self._thread.join(timeout)
+        thread.join(timeout)

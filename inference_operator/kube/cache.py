@@ -2,82 +2,160 @@
 
 The reconciler reads only from here (rule 1 reads the full current state, cheaply); Kopf's
 watch streams keep it current. Objects are stored as received and must never be mutated.
+
+Three sources write here, unordered with respect to each other: watch events, LISTs (the
+startup prime, the consistency check) and the answers of our own writes (write-through).
+Two rules keep them from undoing each other:
+
+- Never backwards: an object older (lower ``resourceVersion``) than the cached one of that
+  name is ignored.
+- Deletions are final: a deleted object's uid is remembered (a tombstone, with the
+  resourceVersion of the deletion), and no version of it that is not newer comes back, be it
+  from a LIST that was answered before the DELETED event arrived or from a write's answer that
+  lost the race with the deletion's watch event. Tombstones are bounded in number and age:
+  the race they guard against lasts as long as one request, not ten minutes.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
+
+from ..clock import Clock, RealClock
+from ..constants import FIELD_MANAGER
 
 Obj = dict[str, Any]
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+TOMBSTONE_LIMIT = 10_000
+TOMBSTONE_SECONDS = 600.0
+
+
+def _own_apply_entries(fields: list[Any]) -> list[Any]:
+    return [
+        e for e in fields if isinstance(e, dict) and e.get("manager") == FIELD_MANAGER and e.get("operation") == "Apply"
+    ]
 
 
 def slim(obj: Obj) -> Obj:
-    """The object without what the operator never reads: ``managedFields`` (often half an
-    object's size) and kubectl's last-applied annotation. Shallow copies only; the input is
-    left alone (like controller-runtime's TransformStripManagedFields)."""
+    """The object without what the operator never reads: other managers' ``managedFields``
+    entries (often half an object's size) and kubectl's last-applied annotation. Our own
+    server-side apply entry (manager ``FIELD_MANAGER``, operation ``Apply``) is kept: it says
+    which fields the operator owns. Shallow copies only; the input is left alone and the
+    kept parts are shared (like controller-runtime's TransformStripManagedFields)."""
     meta = obj.get("metadata")
-    if not meta or ("managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})):
+    if not meta:
+        return obj
+    fields = meta.get("managedFields")
+    kept = _own_apply_entries(fields) if isinstance(fields, list) else []
+    fields_change = "managedFields" in meta and not (isinstance(fields, list) and len(kept) == len(fields))
+    annotations = meta.get("annotations")
+    if not fields_change and not (annotations and LAST_APPLIED in annotations):
         return obj
     meta = {k: v for k, v in meta.items() if k != "managedFields"}
-    annotations = meta.get("annotations")
+    if kept:
+        meta["managedFields"] = kept if fields_change else fields
     if annotations and LAST_APPLIED in annotations:
         meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
     return {**obj, "metadata": meta}
 
 
-def _rv(obj: Obj) -> int:
+def resource_version(obj: Obj) -> int:
+    """The object's resourceVersion as a number (0 when absent or not a number)."""
+    return _version((obj.get("metadata") or {}).get("resourceVersion"))
+
+
+def _version(text: object) -> int:
     try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        return int(str(text or 0))
     except ValueError:
         return 0
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 class ObjectCache:
     """Latest known state per (kind, namespace, name)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        tombstone_limit: int = TOMBSTONE_LIMIT,
+        tombstone_seconds: float = TOMBSTONE_SECONDS,
+    ) -> None:
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._lock = threading.Lock()
+        self._clock = clock or RealClock()
+        self._tombstone_limit = tombstone_limit
+        self._tombstone_seconds = tombstone_seconds
+        self._tombstones: OrderedDict[str, tuple[int, float]] = OrderedDict()  # uid -> (version, when)
 
-    def apply_event(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj]:
+    def apply_event(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj | None]:
         """Store the object from an ADDED/MODIFIED/initial-list event, drop it on DELETED.
 
         An event older than what is cached (lower resourceVersion, as after a watch restart
-        replaying history) is ignored, so the cache never moves backwards. Returns what was
-        cached before and the event's object as the cache keeps it (slimmed), so a caller can
-        tell what changed without a second lookup.
+        replaying history), or about an object already deleted, is ignored, so the cache never
+        moves backwards. Returns what the cache held for that name before and after (slimmed):
+        the same object twice when nothing changed, ``after`` None once deleted.
         """
         obj = slim(obj)
         meta = obj.get("metadata") or {}
         key = (kind, meta.get("namespace") or "", meta.get("name") or "")
+        uid = _uid(obj)
+        version = resource_version(obj)
         with self._lock:
             current = self._objects.get(key)
-            same_object = current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid")
+            same_object = current is not None and _uid(current) == uid
             if event_type == "DELETED":
+                if uid:
+                    self._bury_locked(uid, version)
                 if current is None or same_object:
                     self._objects.pop(key, None)
-            elif not (same_object and current is not None and _rv(current) > _rv(obj)):
-                self._objects[key] = obj
+                    return current, None
+                return current, current
+            if self._buried_locked(uid, version):
+                return current, current
+            if current is not None and resource_version(current) > version:
+                # Older than what we hold: the same object's past, or a same-named predecessor
+                # (names are unique at any one time, so a newer version of the name wins).
+                return current, current
+            self._objects[key] = obj
         return current, obj
 
-    def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> None:
+    def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> list[Obj]:
         """Load a fresh LIST: add or refresh its items, and drop cached objects of that kind
-        (in that namespace, "" for all) that the list no longer has and that are older than it."""
+        (in that namespace, "" for all) that the list no longer has and that are older than it.
+        Returns the dropped objects."""
         for obj in items:
             self.apply_event(kind, None, obj)
-        listed = {
-            ((o.get("metadata") or {}).get("namespace") or "", (o.get("metadata") or {}).get("name") or "")
-            for o in items
-        }
-        floor = _rv({"metadata": {"resourceVersion": list_version}})
+        return self.drop_missing(kind, namespace, (_uid(o) for o in items), list_version)
+
+    def drop_missing(self, kind: str, namespace: str, listed_uids: Iterable[str], list_version: str) -> list[Obj]:
+        """Drop cached objects of ``kind`` (in ``namespace``, "" for all) that a LIST answered at
+        ``list_version`` does not have, unless they are newer than the list. Nothing is added.
+
+        An object older than the list and missing from it was deleted by then, whether or not
+        its DELETED event ever reached us (a watch that was down when it happened and re-listed
+        afterwards never says). Returns the dropped objects."""
+        present = set(listed_uids)
+        floor = _version(list_version)
+        dropped: list[Obj] = []
         with self._lock:
-            for key in [k for k in self._objects if k[0] == kind and (not namespace or k[1] == namespace)]:
-                if (key[1], key[2]) not in listed and _rv(self._objects[key]) < floor:
+            for key, cached in list(self._objects.items()):
+                if key[0] != kind or (namespace and key[1] != namespace):
+                    continue
+                if _uid(cached) not in present and resource_version(cached) < floor:
                     del self._objects[key]
+                    if _uid(cached):
+                        self._bury_locked(_uid(cached), floor)
+                    dropped.append(cached)
+        return dropped
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         with self._lock:
@@ -87,6 +165,40 @@ class ObjectCache:
         with self._lock:
             return [(ns, name) for (k, ns, name) in self._objects if k == kind]
 
+    def tombstones(self) -> int:
+        with self._lock:
+            self._expire_locked(self._clock.now())
+            return len(self._tombstones)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._objects)
+
+    # -- tombstones -------------------------------------------------------------------------------
+
+    def _bury_locked(self, uid: str, version: int) -> None:
+        now = self._clock.now()
+        previous = self._tombstones.pop(uid, None)
+        self._tombstones[uid] = (max(version, previous[0] if previous else 0), now)
+        self._expire_locked(now)
+        while len(self._tombstones) > self._tombstone_limit:
+            self._tombstones.popitem(last=False)
+
+    def _buried_locked(self, uid: str, version: int) -> bool:
+        """True when ``uid`` was deleted and ``version`` is not newer than the deletion."""
+        if not uid:
+            return False
+        tombstone = self._tombstones.get(uid)
+        if tombstone is None:
+            return False
+        if self._clock.now() - tombstone[1] > self._tombstone_seconds:
+            self._expire_locked(self._clock.now())
+            return False
+        return version <= tombstone[0]
+
+    def _expire_locked(self, now: float) -> None:
+        while self._tombstones:
+            uid, (_, when) = next(iter(self._tombstones.items()))
+            if now - when <= self._tombstone_seconds:
+                return
+            del self._tombstones[uid]

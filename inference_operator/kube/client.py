@@ -23,6 +23,7 @@ Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = f"inference-operator/{__version__}"
 JSON = "application/json"
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class KubeClient:
         body: Obj | None = None,
         content_type: str = JSON,
         query: dict[str, str] | None = None,
+        accept: str = JSON,
     ) -> Obj:
         method = {"create": "POST", "get": "GET", "list": "GET", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}[
             verb
@@ -122,7 +124,7 @@ class KubeClient:
             method,
             path_of(kind, namespace, name, subresource),
             query_params=list(params.items()) or None,
-            header_params={"Content-Type": content_type, "Accept": JSON},
+            header_params={"Content-Type": content_type, "Accept": accept},
             body=body,
             auth_settings=["BearerToken"],
         )
@@ -175,15 +177,19 @@ class KubeClient:
         label_selector: str | None = None,
         from_cache: bool = False,
         page_size: int | None = None,
+        metadata_only: bool = False,
     ) -> Iterator[tuple[list[Obj], str]]:
-        """Pages of a LIST, each with the collection's resourceVersion."""
+        """Pages of a LIST, each with the collection's resourceVersion. ``metadata_only`` asks
+        for metadata alone (PartialObjectMetadata items): a fraction of the bytes."""
         query: dict[str, str] = {"labelSelector": label_selector} if label_selector else {}
         if from_cache:
             query["resourceVersion"] = "0"
         if page_size:
             query["limit"] = str(page_size)
         while True:
-            answer = self.request("list", kind, namespace, query=query or None)
+            answer = self.request(
+                "list", kind, namespace, query=query or None, accept=METADATA_ONLY if metadata_only else JSON
+            )
             api_version = str(answer.get("apiVersion") or "")
             items: list[Obj] = answer.get("items") or []
             for item in items:

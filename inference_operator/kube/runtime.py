@@ -4,19 +4,32 @@ Kopf's watch handlers call ``on_event``: the object goes into the cache and the 
 InferenceService key into the workqueue. Worker threads run the same Controller and
 Reconciler as the simulator. Before the workers start, the cache is primed with one LIST per
 kind, so the first passes never mistake "not yet seen" for "missing" (which would send a
-create that fails with AlreadyExists: a wasted mutating request). Every resync period the
-cache is re-listed and every InferenceService enqueued again; on converged objects that costs
-reads only, never writes.
+create that fails with AlreadyExists: a wasted mutating request).
+
+One housekeeping thread does the periodic work, and neither job races the watch:
+
+- resync replays the cache: every resync period each cached InferenceService is enqueued
+  again (no LIST; on converged objects that costs reads only, never writes). A re-LIST here
+  used to run beside the watch and put back objects whose DELETED event had been applied
+  while the LIST was in flight;
+- the consistency check (``consistency``) drops cached objects that vanished while a watch was
+  down (which Kopf's re-list never reports), after each Kopf re-list and every ten minutes,
+  whatever the resync period, including 0.
+
+``start`` is safe to retry (Kopf retries a failed startup handler): the first LIST comes
+before anything that binds a port or starts a thread, the metrics port is bound before any
+thread starts, and a failure after that stops everything (the caller then builds a new
+runtime). ``health`` names the threads that died, for the liveness answers.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from ..backend import LoadBalancerProvider
-from ..clock import RealClock
+from ..clock import Clock, RealClock
 from ..config import OperatorConfig
 from ..constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
 from ..controller import Controller
@@ -24,15 +37,26 @@ from ..lb.memory import InMemoryLoadBalancer
 from ..model import changed_beyond_status, obj_key, owner_key
 from ..reconciler import Reconciler
 from ..workqueue import RateLimitingQueue
-from .backend import KubeBackend
+from .backend import EVENT_POSTER, KubeBackend
 from .cache import ObjectCache, slim
 from .client import KubeClient
+from .consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
+from .health import ThreadGroup
 from .metrics import MetricsServer
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.runtime")
 CHILD_KINDS = (DEPLOYMENT, SERVICE)
+WATCHED_KINDS = (KIND, *CHILD_KINDS)
 LIST_PAGE_SIZE = 250
+HOUSEKEEPING = "housekeeping"
+
+
+class Server(Protocol):
+    """What the runtime needs of the metrics server (a seam for tests: they bind no port)."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
 
 
 def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
@@ -44,16 +68,29 @@ def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
     return InMemoryLoadBalancer()
 
 
+def label_selector(kind: str) -> str | None:
+    """Children are watched and listed by the owner label only."""
+    return None if kind == KIND else OWNER_LABEL
+
+
 class OperatorRuntime:
-    """Cache + queue + workers + resync, wired to one KubeClient."""
+    """Cache + queue + workers + housekeeping, wired to one KubeClient."""
 
     def __init__(
-        self, config: OperatorConfig, client: KubeClient, load_balancer: LoadBalancerProvider | None = None
+        self,
+        config: OperatorConfig,
+        client: KubeClient,
+        load_balancer: LoadBalancerProvider | None = None,
+        *,
+        clock: Clock | None = None,
+        metrics: Server | None = None,
+        threads: ThreadGroup | None = None,
+        consistency_period: float = PERIOD_SECONDS,
     ) -> None:
         self.config = config
         self.client = client
-        self.clock = RealClock()
-        self.cache = ObjectCache()
+        self.clock = clock or RealClock()
+        self.cache = ObjectCache(self.clock)
         self.backend = KubeBackend(client, self.cache, self.clock)
         self.lb = load_balancer or make_load_balancer(config)
         self.reconciler = Reconciler(
@@ -61,22 +98,45 @@ class OperatorRuntime:
         )
         self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
         self.controller = Controller("inferenceservice", self.reconciler.reconcile, self.queue)
+        self.threads = threads if threads is not None else ThreadGroup()
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._resync_thread: threading.Thread | None = None
-        self.metrics = MetricsServer(config.metrics_address, self.probe) if config.metrics_address else None
+        self._wake = threading.Event()
+        self._started = False
+        self.closed = False
+        """True once stopped: a stopped runtime never starts again (its queue is shut down)."""
+        now = self.clock.now()
+        self._next_resync = now + config.resync_seconds
+        self.consistency = ConsistencySchedule(WATCHED_KINDS, now, period=consistency_period)
+        self.consistency_drops = 0
+        if metrics is None and config.metrics_address:
+            metrics = MetricsServer(config.metrics_address, self.probe, self.health)
+        self.metrics = metrics
 
     # -- events ---------------------------------------------------------------------------------
 
     def on_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
-        """A watch event from Kopf: update the cache, enqueue the InferenceService concerned."""
-        previous, obj = self.cache.apply_event(kind, event_type, obj)
+        """A watch event from Kopf: update the cache, enqueue the InferenceService concerned.
+
+        Called on Kopf's event loop: it must stay quick and never block."""
+        if event_type is None and kind in WATCHED_KINDS:
+            self._relisted(kind)
+        before, after = self.cache.apply_event(kind, event_type, obj)
         if kind == KIND:
-            if previous is None or event_type == "DELETED" or changed_beyond_status(previous, obj):
+            if after is before and event_type != "DELETED":
+                return  # stale, or already known
+            if before is None or after is None or changed_beyond_status(before, after):
                 self.queue.add(obj_key(obj))
             return
-        key = owner_key(obj)
+        key = owner_key(after or obj)
         if key is not None:
             self.queue.add(key)
+
+    def _relisted(self, kind: str) -> None:
+        with self._lock:
+            new_burst = self.consistency.relisted(kind, self.clock.now())
+        if new_burst:
+            self._wake.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -84,14 +144,13 @@ class OperatorRuntime:
         """LIST every kind we watch into the cache; returns how many objects were loaded."""
         loaded = 0
         for namespace in self.config.namespaces or ("",):
-            for kind in (KIND, *CHILD_KINDS):
-                selector = None if kind == KIND else OWNER_LABEL
+            for kind in WATCHED_KINDS:
                 # Pages are slimmed into the cache as they come: the whole list is never held
                 # twice (raw and cached) at once.
                 listed: list[Obj] = []
                 version = "0"
                 for page, page_version in self.client.iter_pages(
-                    kind, namespace, label_selector=selector, page_size=LIST_PAGE_SIZE
+                    kind, namespace, label_selector=label_selector(kind), page_size=LIST_PAGE_SIZE
                 ):
                     listed.extend(slim(obj) for obj in page)
                     version = page_version
@@ -106,11 +165,25 @@ class OperatorRuntime:
         return len(keys)
 
     def start(self) -> None:
+        """Prime the cache, then serve metrics and start the threads. Safe to call again
+        after it failed (Kopf retries startup handlers), a no-op once it succeeded."""
+        if self._started:
+            return
+        if self.closed:
+            raise RuntimeError("this operator runtime was stopped; build a new one to start again")
+        loaded = self.prime_cache()  # may fail: nothing is bound or started yet
         if self.metrics is not None:
-            self.metrics.start()
-        loaded = self.prime_cache()
+            self.metrics.start()  # may fail (port taken): still nothing else started
+        try:
+            self.backend.events.start()
+            for i in range(self.config.workers):
+                self.threads.start(f"{self.controller.name}-worker-{i}", self._work)
+            self.threads.start(HOUSEKEEPING, self._housekeeping_loop)
+        except BaseException:
+            self.stop(timeout=5.0)  # undo all of it; the runtime is closed for good
+            raise
         queued = self.enqueue_all()
-        self.controller.start(self.config.workers)
+        self._started = True
         log.info(
             "Started workers workers=%d cached=%d queued=%d resync=%gs lb=%s",
             self.config.workers,
@@ -119,30 +192,87 @@ class OperatorRuntime:
             self.config.resync_seconds,
             self.config.lb_provider,
         )
-        if self.config.resync_seconds > 0:
-            self._resync_thread = threading.Thread(target=self._resync_loop, name="resync", daemon=True)
-            self._resync_thread.start()
 
-    def _resync_loop(self) -> None:
-        while not self._stop.wait(self.config.resync_seconds):
+    def _work(self) -> None:
+        while self.controller.process_next_work_item(timeout=1.0):
+            pass
+
+    def _housekeeping_loop(self) -> None:
+        while not self._stop.is_set():
+            delay = max(0.0, self.housekeeping() - self.clock.now())
+            self._wake.wait(delay)
+            self._wake.clear()
+
+    def housekeeping(self) -> float:
+        """Run what is due now (resync, consistency checks); return when to look again."""
+        now = self.clock.now()
+        resync = self.config.resync_seconds
+        if resync > 0 and now >= self._next_resync:
+            count = self.enqueue_all()
+            self._next_resync = now + resync
+            log.debug("Resynced inferenceservices=%d", count)
+        with self._lock:
+            due = self.consistency.due(now)
+        for kind in due:
+            started = self.clock.now()
             try:
-                self.prime_cache()
-                count = self.enqueue_all()
-                log.debug("Resynced inferenceservices=%d", count)
-            except Exception as err:  # noqa: BLE001 - a failed resync is retried next period
-                log.warning("Resync failed, will retry next period error=%s: %s", type(err).__name__, err)
+                dropped = check_kind(
+                    self.client,
+                    self.cache,
+                    kind,
+                    namespaces=self.config.namespaces or ("",),
+                    label_selector=label_selector(kind),
+                )
+            except Exception as err:  # noqa: BLE001 - a failed check is retried soon
+                with self._lock:
+                    self.consistency.failed(kind, self.clock.now())
+                log.warning(
+                    "Failed to check the cache against the API server, will retry kind=%s error=%s: %s",
+                    kind,
+                    type(err).__name__,
+                    err,
+                )
+                continue
+            with self._lock:
+                self.consistency.checked(kind, started, self.clock.now())
+            self.consistency_drops += len(dropped)
+            for obj in dropped:
+                key = obj_key(obj) if kind == KIND else owner_key(obj)
+                if key is not None:
+                    self.queue.add(key)
+        with self._lock:
+            next_check = self.consistency.next_due()
+        candidates = [t for t in (next_check, self._next_resync if resync > 0 else None) if t is not None]
+        return min(candidates, default=now + PERIOD_SECONDS)
 
     def stop(self, timeout: float = 30.0) -> bool:
-        """Graceful: stop resyncing, let workers finish the item in hand."""
+        """Graceful: stop housekeeping, let workers finish the item in hand."""
+        self.closed = True
+        self.threads.stopping()
         self._stop.set()
-        stopped = self.controller.stop(timeout)
+        self._wake.set()
+        self.queue.shut_down()
+        alive = self.threads.join(timeout)
+        if alive:
+            log.error("Threads did not stop in time threads=%s", alive)
         self.backend.events.stop()
-        log.info("Stopped workers graceful=%s", stopped)
         if self.metrics is not None:
             self.metrics.stop()
-        return stopped
+        log.info("Stopped workers graceful=%s", not alive)
+        return not alive
+
+    # -- health and counters --------------------------------------------------------------------
+
+    def health(self) -> list[str]:
+        """What is wrong with the operator's own threads, one line each; empty when healthy."""
+        problems = [f"thread {name} died" for name in self.threads.dead()]
+        if not self.backend.events.alive():
+            problems.append(f"thread {EVENT_POSTER} died")
+        return problems
 
     def probe(self) -> dict[str, int]:
+        events = self.backend.events
+        correlator = self.backend.correlator
         return {
             "queue_depth": len(self.queue),
             "waiting": self.queue.waiting_len(),
@@ -150,4 +280,12 @@ class OperatorRuntime:
             "reconciles": self.controller.reconcile_total,
             "reconcile_errors": self.controller.reconcile_errors_total,
             "writes": self.backend.writes,
+            "events_posted": events.posted,
+            "event_post_failures": events.failures,
+            "events_dropped": events.dropped,
+            "events_deduplicated": correlator.deduplicated,
+            "events_aggregated": correlator.aggregated,
+            "events_spam_filtered": correlator.spam_dropped,
+            "cache_consistency_drops": self.consistency_drops,
+            "dead_threads": len(self.health()),
         }

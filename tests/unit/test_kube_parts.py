@@ -3,8 +3,12 @@ the Kopf glue's helpers, metrics, and how watch events turn into queued keys.
 
 Covers: HTTP 404/409/422/403/5xx map to NotFound/AlreadyExists/Conflict/Invalid/Forbidden/
 ApiError carrying the API server's message; the cache never moves backwards, forgets deleted
-objects (only the same uid), drops objects a fresh LIST no longer has, and strips
-managedFields; settings come from env vars and bad values name the variable; `kopf run -n`
+objects (only the same uid), drops objects a fresh LIST no longer has; deletions are final
+(a LIST answered before a DELETED, or a write's answer that lost the race with it, does not
+bring the object back; tombstones are bounded in number and age); a consistency drop removes
+only what is missing and older than its list, adding nothing; slim keeps only the operator's
+own server-side apply managedFields entry and kubectl's annotation goes, the input untouched
+and the kept parts shared; settings come from env vars and bad values name the variable; `kopf run -n`
 namespaces are found on the command line; the metrics text format; a status-only update of an
 InferenceService does not enqueue it, a spec change does, and a child's event enqueues its
 owner.
@@ -16,7 +20,9 @@ from typing import Any
 
 import pytest
 
+from inference_operator.clock import FakeClock
 from inference_operator.config import ConfigError, OperatorConfig
+from inference_operator.constants import FIELD_MANAGER
 from inference_operator.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import error_for, path_of
@@ -91,6 +97,74 @@ def test_cached_objects_lose_managed_fields_and_last_applied() -> None:
     small = slim(big)
     assert "managedFields" not in small["metadata"] and small["metadata"]["annotations"] == {"team": "ml"}
     assert "managedFields" in big["metadata"], "the input is left alone"
+
+
+def test_slim_keeps_exactly_our_own_apply_entry_of_managed_fields() -> None:
+    ours = {"manager": FIELD_MANAGER, "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    fields = [
+        {"manager": "kube-controller-manager", "operation": "Update", "fieldsV1": {"f:status": {}}},
+        ours,
+        {"manager": FIELD_MANAGER, "operation": "Update", "fieldsV1": {"f:metadata": {}}},
+        {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}},
+    ]
+    big = obj(managedFields=fields)
+    small = slim(big)
+    assert small["metadata"]["managedFields"] == [ours]
+    assert small["metadata"]["managedFields"][0] is ours, "shared, not copied"
+    assert small["spec"] is big["spec"]
+    assert big["metadata"]["managedFields"] == fields and len(fields) == 4, "the input is left alone"
+    assert slim(small) is small, "an object holding only our entry is kept as it is"
+    others_only = slim(obj(managedFields=fields[:1]))
+    assert "managedFields" not in others_only["metadata"]
+
+
+def test_a_list_answered_before_a_deletion_does_not_bring_the_object_back() -> None:
+    cache = ObjectCache(FakeClock())
+    cache.apply_event("InferenceService", "ADDED", obj(rv="5"))
+    # A LIST is in flight (answered at resourceVersion 6) when the watch says DELETED at 7.
+    cache.apply_event("InferenceService", "DELETED", obj(rv="7"))
+    cache.replace_kind("InferenceService", "", [obj(rv="5")], list_version="6")
+    assert cache.get("InferenceService", "ns", "a") is None
+    cache.apply_event("InferenceService", None, obj(rv="5"))  # e.g. a write's answer, late
+    assert cache.get("InferenceService", "ns", "a") is None
+    cache.apply_event("InferenceService", "ADDED", obj(rv="9", uid="u2"))
+    assert cache.get("InferenceService", "ns", "a") is not None, "a new object of that name is welcome"
+
+
+def test_an_older_same_named_object_does_not_replace_a_newer_one() -> None:
+    cache = ObjectCache(FakeClock())
+    cache.apply_event("InferenceService", "ADDED", obj(rv="20", uid="u2"))
+    cache.replace_kind("InferenceService", "", [obj(rv="5", uid="u1")], list_version="10")
+    assert cache.get("InferenceService", "ns", "a")["metadata"]["uid"] == "u2"  # type: ignore[index]
+
+
+def test_tombstones_are_bounded_in_number_and_age() -> None:
+    clock = FakeClock()
+    cache = ObjectCache(clock, tombstone_limit=3, tombstone_seconds=600)
+    for i in range(5):
+        cache.apply_event("InferenceService", "DELETED", obj(f"o{i}", rv="7", uid=f"u{i}"))
+    assert cache.tombstones() == 3
+    cache.apply_event("InferenceService", None, obj("o0", rv="5", uid="u0"))
+    assert cache.get("InferenceService", "ns", "o0") is not None, "the oldest tombstone was forgotten"
+    cache.apply_event("InferenceService", None, obj("o4", rv="5", uid="u4"))
+    assert cache.get("InferenceService", "ns", "o4") is None
+    clock.advance(601)
+    assert cache.tombstones() == 0
+    cache.apply_event("InferenceService", None, obj("o4", rv="5", uid="u4"))
+    assert cache.get("InferenceService", "ns", "o4") is not None
+
+
+def test_a_consistency_drop_removes_only_missing_older_objects_and_adds_nothing() -> None:
+    cache = ObjectCache(FakeClock())
+    cache.apply_event("InferenceService", None, obj("gone", rv="3", uid="u1"))
+    cache.apply_event("InferenceService", None, obj("kept", rv="4", uid="u2"))
+    cache.apply_event("InferenceService", None, obj("newer", rv="30", uid="u3"))
+    cache.apply_event("InferenceService", None, obj("other-ns", rv="3", uid="u4", namespace="elsewhere"))
+    dropped = cache.drop_missing("InferenceService", "ns", {"u2", "u-not-cached"}, "10")
+    assert [o["metadata"]["name"] for o in dropped] == ["gone"]
+    assert sorted(name for _, name in cache.keys("InferenceService")) == ["kept", "newer", "other-ns"]
+    cache.apply_event("InferenceService", None, obj("gone", rv="3", uid="u1"))
+    assert cache.get("InferenceService", "ns", "gone") is None, "dropped objects are tombstoned too"
 
 
 def test_settings_come_from_the_environment_with_defaults() -> None:
