@@ -32,6 +32,18 @@ LABEL_KEY_PATTERN = (
 )
 
 
+# The InferenceService's name becomes its Service's name, and a label value on its children
+# and pods: so it must be an RFC 1123 label (Service names in Kubernetes >= 1.36; DNS-1035, which
+# older releases required, also forbids a leading digit).
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+MAX_NAME_LENGTH = 63
+NAME_MESSAGE = (
+    f"metadata.name must be at most {MAX_NAME_LENGTH} characters of lowercase letters, digits and '-', "
+    "starting and ending with a letter or digit (no dots): it becomes the name of the Service"
+)
+_NAME_RE = re.compile(NAME_PATTERN)
+
+
 @dataclass(frozen=True)
 class Rule:
     """A cross-field rule: CEL for the API server, a predicate for the reconciler."""
@@ -303,6 +315,21 @@ def format_validation_error(error: ValidationError, prefix: str = "spec") -> str
     return "; ".join(parts)
 
 
+NAME_RULE = Rule(
+    cel=f"size(self.metadata.name) <= {MAX_NAME_LENGTH} && self.metadata.name.matches('{NAME_PATTERN}')",
+    message=NAME_MESSAGE,
+    field_path="",
+    check=lambda name: len(name) <= MAX_NAME_LENGTH and bool(_NAME_RE.match(name)),
+)
+
+
+def check_name(name: str) -> None:
+    """Raise :class:`SpecError` when ``name`` cannot become a Service's name (what admission
+    refuses; checked again here for objects that never went through admission)."""
+    if not NAME_RULE.check(name):
+        raise SpecError(f"{NAME_MESSAGE}; {name!r} is not")
+
+
 def parse_spec(spec: Any) -> InferenceServiceSpec:
     """Parse a raw ``spec`` dict, raising :class:`SpecError` that names each bad field."""
     if not isinstance(spec, dict):
@@ -326,8 +353,9 @@ class InferenceService:
 
     @classmethod
     def from_object(cls, obj: dict[str, Any]) -> InferenceService:
-        """Parse the object's spec; raises :class:`SpecError` naming each bad field."""
+        """Parse the object's name and spec; raises :class:`SpecError` naming each bad field."""
         meta = obj.get("metadata") or {}
+        check_name(str(meta.get("name") or ""))
         return cls(
             name=meta["name"],
             namespace=meta.get("namespace", "default"),

@@ -35,6 +35,11 @@ class Backend(Protocol):
         """The cached object, or None when it does not exist."""
         ...
 
+    def read(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The object as the API server has it now (no cache), or None. Rare: only to see
+        what stands in the way of a create that answered AlreadyExists."""
+        ...
+
     def create(self, obj: Obj) -> Obj:
         """Create ``obj``; raises AlreadyExists."""
         ...

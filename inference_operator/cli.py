@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from .api import SpecError, parse_spec
+from .api import SpecError, check_name, parse_spec
 from .config import LB_PROVIDERS, LOG_FORMATS
 from .constants import API_VERSION, KIND
 from .runtime import limit_malloc_arenas, tune_gc
@@ -51,6 +51,7 @@ def load_manifest(path: str) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise UsageError(f"{path}: metadata.name is required")
     try:
+        check_name(name)
         parse_spec(obj.get("spec"))
     except SpecError as err:
         raise UsageError(f"{path}: invalid InferenceService {name}: {err.message}") from None

@@ -49,7 +49,12 @@ class Reason:
     # Ready / aggregate
     READY: Final = "Ready"
     INVALID_SPEC: Final = "InvalidSpec"
-    CHILD_CONFLICT: Final = "ChildConflict"
+    CHILD_CONFLICT: Final = "ChildConflict"  # a same-named child controlled by someone else
+    CHILD_REJECTED: Final = "ChildRejected"  # the API server refused the child (422/400, webhook denial)
+    CHILD_FORBIDDEN: Final = "ChildForbidden"  # 403: RBAC, quota, a policy
+    API_UNAVAILABLE: Final = "ApiUnavailable"  # 5xx, timeouts: expected to pass
+    # Stalls that need a person: the phase is Failed until the cause is fixed.
+    NEEDS_ACTION: Final = (INVALID_SPEC, CHILD_CONFLICT, CHILD_REJECTED, CHILD_FORBIDDEN)
     WAITING_FOR_CHILDREN: Final = "WaitingForChildren"
     TERMINATING: Final = "Terminating"
     # Deployment

@@ -34,6 +34,11 @@ class HotLoop(RuntimeError):
     """run_until_quiescent hit its step budget: something requeues forever."""
 
 
+STALLED_AFTER = 10
+"""Consecutive failures after which a simulated run counts a key as stalled (its backoff has
+reached 5 ms x 2^10, about 5 s): retrying it longer only replays the same error."""
+
+
 class Controller:
     """One reconciler fed by one workqueue, driven by worker threads or by ``step``."""
 
@@ -43,6 +48,8 @@ class Controller:
         self.queue = queue
         self.reconcile_total = 0
         self.reconcile_errors_total = 0
+        self.failing: dict[str, tuple[int, str]] = {}
+        """Keys whose last pass failed: consecutive failures and the last error, for people."""
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -59,6 +66,8 @@ class Controller:
                 self.reconcile_total += 1
                 self.reconcile_errors_total += 1
             retries = self.queue.num_requeues(key)
+            with self._lock:
+                self.failing[key] = (self.failing.get(key, (0, ""))[0] + 1, f"{type(err).__name__}: {err}")
             log.warning(
                 "Reconcile failed, retrying with backoff controller=%s key=%s retries=%d error=%s: %s",
                 self.name,
@@ -73,6 +82,7 @@ class Controller:
             return
         with self._lock:
             self.reconcile_total += 1
+            self.failing.pop(key, None)
         self.queue.done(key)
         if result.requeue_after is not None and result.requeue_after > 0:
             self.queue.forget(key)
@@ -81,6 +91,11 @@ class Controller:
             self.queue.add(key)
         else:
             self.queue.forget(key)
+
+    def stalled(self, after: int = STALLED_AFTER) -> dict[str, str]:
+        """Keys that failed at least ``after`` times in a row, with their last error."""
+        with self._lock:
+            return {key: error for key, (failures, error) in self.failing.items() if failures >= after}
 
     def step(self) -> bool:
         """Process one ready key without blocking; False when none is ready."""
@@ -137,6 +152,10 @@ def run_until_quiescent(
     the simulated cluster moves before the operator observes it). When nothing is ready but
     delayed keys remain, the clock jumps to the earliest due time: time passing, as on a real
     cluster, without waiting. ``until`` stops the clock from passing that time.
+
+    A run that cannot converge ends too: when the only work left is retrying keys that have
+    failed ``STALLED_AFTER`` times in a row (``Controller.stalled`` says which, and why),
+    jumping through their backoff would replay the same error forever.
     """
     steps = 0
     while True:
@@ -147,7 +166,7 @@ def run_until_quiescent(
                 raise HotLoop(f"no quiescence after {steps} steps at t={clock.now():.1f}s: something requeues forever")
             continue
         dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
-        if not dues:
+        if not dues or all(c.queue.waiting_len() <= len(c.stalled()) for c in controllers):
             return steps
         due = min(dues)
         if until is not None and due > until:

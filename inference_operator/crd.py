@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .api import QUANTITY_PATTERN, InferenceServiceSpec, InferenceServiceStatus
+from .api import NAME_RULE, QUANTITY_PATTERN, InferenceServiceSpec, InferenceServiceStatus
 from .constants import CATEGORY, GROUP, KIND, PLURAL, SHORT_NAME, SINGULAR, VERSION
 
 Schema = dict[str, Any]
@@ -112,6 +112,7 @@ def version_entry() -> Schema:
                 "type": "object",
                 "description": "InferenceService runs an inference server (vLLM and the like) on GPUs.",
                 "required": ["spec"],
+                "x-kubernetes-validations": [{"rule": NAME_RULE.cel, "message": NAME_RULE.message}],
                 "properties": {
                     "apiVersion": {"type": "string"},
                     "kind": {"type": "string"},

@@ -14,12 +14,16 @@ class ApiError(Exception):
     code: int = 500
     reason: str = "InternalError"
 
-    def __init__(self, message: str, *, kind: str = "", namespace: str = "", name: str = "") -> None:
+    def __init__(
+        self, message: str, *, kind: str = "", namespace: str = "", name: str = "", api_message: str = ""
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind
         self.namespace = namespace
         self.name = name
+        self.api_message = api_message or message
+        """The API server's own words, without the request that got them (for status messages)."""
 
 
 class NotFound(ApiError):

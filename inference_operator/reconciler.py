@@ -29,6 +29,7 @@ from .compare import differences
 from .conditions import Cond, is_true
 from .constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
+from .errors import AlreadyExists, ApiError, Conflict
 from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
 from .status import (
     DeploymentView,
@@ -59,8 +60,45 @@ class Done:
 Action = Done | None
 
 
-class ChildConflict(Exception):
+class ChildConflict(ApiError):
     """A child with the InferenceService's name exists but is controlled by something else."""
+
+    code = 409
+    reason = "ChildConflict"
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A child the pass could not write: the condition that says why, and the error to raise
+    once status is written (so the key goes back to the queue with backoff)."""
+
+    condition: Cond
+    error: ApiError
+
+    @classmethod
+    def conflict(cls, isvc: InferenceService, kind: str, live: Obj) -> Blocked:
+        owner = _controller_of(live)
+        message = (
+            f"{kind} {isvc.namespace}/{isvc.name} already exists but is not controlled by this InferenceService "
+            f"(uid {isvc.uid}): {owner}; delete or rename that {kind}, or rename the InferenceService"
+        )
+        error = ChildConflict(message, kind=kind, namespace=isvc.namespace, name=isvc.name)
+        return cls(Cond(_child_condition(kind), "False", Reason.CHILD_CONFLICT, message), error)
+
+    @classmethod
+    def from_error(cls, isvc: InferenceService, kind: str, verb: str, err: ApiError) -> Blocked:
+        where = f"{kind} {isvc.namespace}/{isvc.name}"
+        if err.code == 403:
+            reason = Reason.CHILD_FORBIDDEN
+            hint = "check the operator's RBAC, resource quotas and admission policies"
+        elif 400 <= err.code < 500:
+            reason = Reason.CHILD_REJECTED
+            hint = "change the InferenceService (or what rejects it) so the child is valid"
+        else:
+            reason = Reason.API_UNAVAILABLE
+            hint = "the API server should recover by itself"
+        message = f"cannot {verb} {where}: the API server answered {err.code} {err.reason}: {err.api_message}; {hint}"
+        return cls(Cond(_child_condition(kind), "False", reason, message), err)
 
 
 class Reconciler:
@@ -100,22 +138,23 @@ class Reconciler:
             return self._report_invalid_spec(obj, err.message)
         # The Deployment first: its pods take longest. The children need no finalizer (the
         # garbage collector takes them); the load balancer does, so it comes before that.
-        try:
-            deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), obj)
-            service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), obj)
-        except ChildConflict as err:
-            self._report_blocked(obj, isvc.generation, str(err))
-            raise
+        # A child that cannot be written does not stop the pass: status must say why.
+        blocked: list[Blocked] = []
+        deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
+        service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
         obj = self._ensure_finalizer(obj)
         lb, lb_note = self._ensure_load_balancer(isvc, obj, service)
         self._announce_actions(obj, isvc.name, {DEPLOYMENT: deployment_action, SERVICE: service_action}, lb_note)
         view = DeploymentView.of(deployment)
         previous = obj.get("status") or {}
-        if self._defer_status(isvc.uid, previous, view, lb):
+        if not blocked and self._defer_status(isvc.uid, previous, view, lb):
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
-        status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem)
+        stall = blocked[0].condition if blocked else None
+        status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall)
         self._write_status(obj, status)
+        if blocked:
+            raise blocked[0].error  # back to the queue, with backoff: status already says why
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
         return self._next(status)
@@ -169,21 +208,49 @@ class Reconciler:
             {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}},
         )
 
-    def _ensure_child(self, isvc: InferenceService, kind: str, desired: Obj, owner: Obj) -> tuple[Obj, Action]:
-        """Create or patch one child; returns it and what was done (None when nothing)."""
+    def _ensure_child(
+        self, isvc: InferenceService, kind: str, desired: Obj, blocked: list[Blocked]
+    ) -> tuple[Obj | None, Action]:
+        """Create or patch one child; returns it (None if it could not be had) and what was
+        done. A write the API server refuses is appended to ``blocked``, not raised: the pass
+        goes on so that status can say why. A stale read (Conflict) is raised: a retry fixes it."""
         live = self.backend.get(kind, isvc.namespace, isvc.name)
-        if live is None:
-            created = self.backend.create(desired)
-            recreated = _condition_true(owner, CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY)
-            verb = EventReason.RECREATED if recreated else EventReason.CREATED
-            log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
-            return created, Done(verb)
-        if controller_owner_uid(live) != isvc.uid:
-            raise ChildConflict(
-                f"{kind} {isvc.namespace}/{isvc.name} exists but is not controlled by this InferenceService "
-                f"(uid {isvc.uid}); delete or rename it, or wait for the garbage collector if it belonged "
-                "to a deleted InferenceService of the same name"
+        try:
+            if live is None:
+                try:
+                    return self._create_child(isvc, kind, desired)
+                except AlreadyExists:
+                    # Not in our cache, which holds only children with our label: someone
+                    # else's object, or ours with the label taken off. Ask the API server.
+                    live = self.backend.read(kind, isvc.namespace, isvc.name)
+                    if live is None:
+                        raise
+            if controller_owner_uid(live) != isvc.uid:
+                blocked.append(Blocked.conflict(isvc, kind, live))
+                return None, None
+            return self._patch_child(isvc, kind, desired, live)
+        except Conflict:
+            raise
+        except ApiError as err:
+            blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
+            log.warning(
+                "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
+                kind,
+                isvc.name,
+                isvc.namespace,
+                err.code,
+                err.api_message,
             )
+            return live, None
+
+    def _create_child(self, isvc: InferenceService, kind: str, desired: Obj) -> tuple[Obj, Action]:
+        created = self.backend.create(desired)
+        recreated = _condition_true(isvc.raw, CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY)
+        verb = EventReason.RECREATED if recreated else EventReason.CREATED
+        log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
+        return created, Done(verb)
+
+    def _patch_child(self, isvc: InferenceService, kind: str, desired: Obj, live: Obj) -> tuple[Obj, Action]:
         changed = differences(live, desired)
         if not changed:
             return live, None
@@ -329,7 +396,7 @@ class Reconciler:
                 o is not None
                 and o["status"] == c["status"]
                 and o["reason"] == c["reason"]
-                and (reason != Reason.INVALID_SPEC or o["message"] == c["message"])
+                and (reason not in Reason.NEEDS_ACTION or o["message"] == c["message"])
             ):
                 return None
             return c
@@ -342,6 +409,9 @@ class Reconciler:
             self._event(obj, "Warning", EventReason.FAILED, f"InferenceService {name} failed: {c['message']}")
         if c := flipped(CT.READY, "False", Reason.INVALID_SPEC):
             self._event(obj, "Warning", EventReason.INVALID_SPEC, f"Invalid spec: {c['message']}")
+        for reason in (Reason.CHILD_CONFLICT, Reason.CHILD_REJECTED, Reason.CHILD_FORBIDDEN, Reason.API_UNAVAILABLE):
+            if c := flipped(CT.READY, "False", reason):
+                self._event(obj, "Warning", reason, f"InferenceService {name} is stalled: {c['message']}")
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
@@ -355,13 +425,6 @@ class Reconciler:
         self._write_status(obj, status)
         # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
         return Result()
-
-    def _report_blocked(self, obj: Obj, generation: int, message: str) -> None:
-        conds = [Cond(CT.READY, "False", Reason.CHILD_CONFLICT, message)]
-        self._write_status(
-            obj,
-            override_status(obj.get("status") or {}, conds, generation=generation, phase=Phase.FAILED, now=self._now()),
-        )
 
     def _write_terminating_status(self, obj: Obj, message: str) -> None:
         conds = [
@@ -380,6 +443,17 @@ class Reconciler:
         if status.get("phase") in (Phase.READY, Phase.FAILED):
             return Result()
         return Result(requeue_after=self.requeue_while_progressing)
+
+
+def _child_condition(kind: str) -> str:
+    return CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY
+
+
+def _controller_of(obj: Obj) -> str:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return f"its controller is {ref.get('kind')} {ref.get('name')} (uid {ref.get('uid')})"
+    return "it has no controller"
 
 
 def _condition_true(obj: Obj, type_: str) -> bool:

@@ -205,7 +205,10 @@ def progressing_condition(deployment: Cond, degraded: Cond) -> Cond:
     return Cond(t, "True", deployment.reason, deployment.message)
 
 
-def ready_condition(parts: list[Cond], ready_message: str) -> Cond:
+def ready_condition(parts: list[Cond], ready_message: str, *, blocked: Cond | None = None) -> Cond:
+    """The aggregate: a child write that failed explains it first, then the first part not true."""
+    if blocked is not None:
+        return Cond(CT.READY, "False", blocked.reason, blocked.message)
     for part in parts:
         if not part.is_true:
             return Cond(CT.READY, "False", part.reason, part.message)
@@ -215,7 +218,7 @@ def ready_condition(parts: list[Cond], ready_message: str) -> Cond:
 def phase_of(conds: dict[str, Cond], *, ready_replicas: int) -> str:
     """The human summary, derived from the conditions and nothing else."""
     ready, progressing, degraded = conds[CT.READY], conds[CT.PROGRESSING], conds[CT.DEGRADED]
-    if ready.reason == Reason.INVALID_SPEC or progressing.reason == Reason.PROGRESS_DEADLINE_EXCEEDED:
+    if ready.reason in Reason.NEEDS_ACTION or progressing.reason == Reason.PROGRESS_DEADLINE_EXCEEDED:
         return Phase.FAILED
     if ready.is_true:
         return Phase.READY
@@ -235,16 +238,27 @@ def compute_status(
     *,
     now: str,
     problem: PodProblem | None = None,
+    blocked: Cond | None = None,
 ) -> Obj:
-    """The full status for this observation (``dep``: ``DeploymentView.of(deployment)``)."""
+    """The full status for this observation (``dep``: ``DeploymentView.of(deployment)``).
+
+    ``blocked``: a child write that failed, as the False condition of that child
+    (``DeploymentReady`` or ``ServiceReady``); it replaces the observed one and explains Ready.
+    """
     dep_cond = deployment_condition(isvc, dep, problem)
     svc_cond = service_condition(isvc, service)
+    if blocked is not None and blocked.type == CT.DEPLOYMENT_READY:
+        dep_cond = blocked
+    elif blocked is not None and blocked.type == CT.SERVICE_READY:
+        svc_cond = blocked
     lb_cond = load_balancer_condition(lb)
     degraded = degraded_condition(isvc, previous, dep)
     progressing = progressing_condition(dep_cond, degraded)
     url = lb.registration.address if lb.registration else (service_url(isvc) if service else None)
     ready = ready_condition(
-        [dep_cond, svc_cond, lb_cond], f"{dep.ready} of {isvc.spec.replicas} replicas ready, serving at {url}"
+        [dep_cond, svc_cond, lb_cond],
+        f"{dep.ready} of {isvc.spec.replicas} replicas ready, serving at {url}",
+        blocked=blocked,
     )
     conds = {c.type: c for c in (ready, dep_cond, svc_cond, lb_cond, progressing, degraded)}
     status: Obj = {

@@ -74,7 +74,7 @@ def error_for(status: int, body: bytes, *, kind: str, namespace: str, name: str,
         cls = Forbidden
     else:
         cls = ApiError
-    err = cls(text, kind=kind, namespace=namespace, name=name)
+    err = cls(text, kind=kind, namespace=namespace, name=name, api_message=message or reason or f"HTTP {status}")
     if cls is ApiError:
         err.code = status
     return err

@@ -14,6 +14,7 @@ from typing import Any
 from ..backend import LoadBalancerProvider, Registration
 from ..clock import Clock
 from ..constants import DEPLOYMENT, FINALIZER, KIND
+from ..errors import NotFound
 from .apiserver import FakeApiServer
 from .informer import SharedInformer
 
@@ -93,6 +94,12 @@ class FakeBackend:
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.informers[kind].get(namespace, name)
+
+    def read(self, kind: str, namespace: str, name: str) -> Obj | None:
+        try:
+            return self.api.get(kind, namespace, name)
+        except NotFound:
+            return None
 
     def create(self, obj: Obj) -> Obj:
         created = self.api.create(obj)

@@ -242,6 +242,10 @@ class Simulation:
         )
         return self.controller.reconcile_total - before
 
+    def stalled(self) -> dict[str, str]:
+        """InferenceService keys the last run gave up on (they kept failing), with the last error."""
+        return self.controller.stalled()
+
     @property
     def now(self) -> float:
         return self.clock.now()

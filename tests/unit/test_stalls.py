@@ -1,0 +1,122 @@
+"""Every stall is explained: what the reconciler says when the API server refuses a child.
+
+Covers: a name that cannot become a Service is reported as InvalidSpec naming metadata.name
+(and refused by ``demo -f`` with the rule); a child the API server rejects (422) gives
+Ready=False/ChildRejected quoting the API and naming the object, one Warning Event however
+many retries, the other child still written, and a simulated run that ends and says which key
+did not converge; a 403 (RBAC, quota) gives ChildForbidden; a 500 gives ApiUnavailable without
+calling the object Failed, and the object converges once the API server recovers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference_operator.cli import main
+from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, Phase, Reason
+from inference_operator.errors import ApiError, Forbidden, Invalid
+from inference_operator.model import make_inference_service
+from inference_operator.sim import Simulation
+from inference_operator.sim.backend import FakeBackend
+
+NS, NAME, KEY = "default", "llama", "default/llama"
+Obj = dict[str, Any]
+
+
+class RefusingBackend:
+    """The simulator's backend, except that creating a ``kind`` raises ``error`` (``times`` times)."""
+
+    def __init__(self, inner: FakeBackend, kind: str, error: ApiError, *, times: int = 1_000_000) -> None:
+        self.inner = inner
+        self.kind = kind
+        self.error = error
+        self.times = times
+
+    def create(self, obj: Obj) -> Obj:
+        if obj["kind"] == self.kind and self.times > 0:
+            self.times -= 1
+            raise self.error
+        return self.inner.create(obj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def refusing(kind: str, error: ApiError, **kwargs: Any) -> Simulation:
+    sim = Simulation()
+    sim.reconciler.backend = RefusingBackend(sim.backend, kind, error, **kwargs)  # type: ignore[assignment]
+    sim.apply(make_inference_service(NAME, image="vllm:0.6.3", model="m"))
+    return sim
+
+
+def ready(sim: Simulation) -> Obj:
+    obj = sim.get(KIND, NS, NAME)
+    assert obj is not None
+    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+
+
+def phase(sim: Simulation) -> str:
+    obj = sim.get(KIND, NS, NAME)
+    assert obj is not None
+    return str(obj["status"]["phase"])
+
+
+def test_a_name_that_cannot_become_a_service_is_reported_as_invalid_spec() -> None:
+    sim = Simulation()
+    sim.api.create(make_inference_service("llama-3.1-8b", image="vllm:0.6.3", model="m"))  # past admission
+    assert sim.run_until_quiescent() == 1
+    obj = sim.get(KIND, NS, "llama-3.1-8b")
+    assert obj is not None
+    cond = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    assert cond["reason"] == Reason.INVALID_SPEC and "metadata.name" in cond["message"]
+    assert "'llama-3.1-8b' is not" in cond["message"]
+    assert sim.get(DEPLOYMENT, NS, "llama-3.1-8b") is None and sim.get(SERVICE, NS, "llama-3.1-8b") is None
+
+
+def test_demo_refuses_a_manifest_whose_name_cannot_become_a_service(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(
+        "apiVersion: serving.inference-operator.dev/v1\nkind: InferenceService\n"
+        "metadata: {name: llama-3.1-8b}\nspec: {image: vllm, model: m}\n"
+    )
+    assert main(["demo", "-f", str(manifest)]) == 2
+    err = capsys.readouterr().err
+    assert "metadata.name must be at most 63 characters" in err and "no dots" in err
+
+
+def test_a_child_the_api_server_rejects_is_explained_once_and_the_run_ends() -> None:
+    api_words = 'Service "llama" is invalid: spec.ports[0].port: Invalid value: 0'
+    sim = refusing(SERVICE, Invalid(api_words, kind=SERVICE, namespace=NS, name=NAME))
+    sim.run_until_quiescent()
+    cond = ready(sim)
+    assert (cond["status"], cond["reason"]) == ("False", Reason.CHILD_REJECTED)
+    assert cond["message"].startswith("cannot create Service default/llama: the API server answered 422 Invalid: ")
+    assert api_words in cond["message"]
+    assert phase(sim) == Phase.FAILED
+    assert sim.get(DEPLOYMENT, NS, NAME) is not None, "the other child is still written"
+    warnings = [e for e in sim.events if e.type == "Warning"]
+    assert [e.reason for e in warnings] == [Reason.CHILD_REJECTED], "one Event, not one per retry"
+    assert list(sim.stalled()) == [KEY] and "Invalid" in sim.stalled()[KEY]
+    assert sim.reconcile_total < 20, "the run gives up after a bounded number of retries"
+
+
+def test_a_forbidden_child_says_so() -> None:
+    sim = refusing(DEPLOYMENT, Forbidden('deployments.apps "llama" is forbidden: exceeded quota: q', kind=DEPLOYMENT))
+    sim.run_until_quiescent()
+    cond = ready(sim)
+    assert cond["reason"] == Reason.CHILD_FORBIDDEN and "exceeded quota" in cond["message"]
+    assert "Deployment default/llama" in cond["message"] and "RBAC" in cond["message"]
+
+
+def test_an_unavailable_api_server_is_not_called_failed_and_the_object_converges_after() -> None:
+    sim = refusing(SERVICE, ApiError("etcdserver: request timed out"), times=3)
+    sim.run_until_quiescent(until=0.02)
+    cond = ready(sim)
+    assert cond["reason"] == Reason.API_UNAVAILABLE and "request timed out" in cond["message"]
+    assert phase(sim) != Phase.FAILED
+    sim.run_until_quiescent()
+    assert phase(sim) == Phase.READY and not sim.stalled()
