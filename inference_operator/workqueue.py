@@ -8,8 +8,12 @@ sure the reconciler sees each key in a sane way, whatever the event storm:
   dirty, and :meth:`RateLimitingQueue.done` puts it back so the newest state is seen;
 - ``add_after`` parks a key until it is due (``requeue_after``, a waiting heap where the
   earliest due time wins);
-- ``add_rate_limited`` retries with per-key exponential backoff (5 ms doubling, capped at
-  1000 s), which ``forget`` resets after a success.
+- ``add_rate_limited`` retries after the longer of two delays, as client-go's
+  ``DefaultControllerRateLimiter`` does: the key's own exponential backoff (5 ms doubling,
+  capped at 1000 s), which ``forget`` resets after a success, and the wait for a token of one
+  bucket shared by all keys (10 a second, burst 100). Backoff alone lets a thousand keys that
+  fail together retry a thousand times within milliseconds, again and again; the bucket
+  spreads such a storm out to about 10 retries a second, whatever the number of keys.
 
 Both backends use it: worker threads block in :meth:`~RateLimitingQueue.get`, while the
 simulator drives it step by step with :meth:`~RateLimitingQueue.try_get` and
@@ -45,6 +49,38 @@ def _waker(queue: RateLimitingQueue) -> Callable[[], None]:
     return wake
 
 
+class _TokenBucket:
+    """The overall limit: ``qps`` tokens a second, at most ``burst`` saved up.
+
+    Like ``golang.org/x/time/rate``'s ``Reserve``, a caller always gets a token, possibly one
+    that does not exist yet: the balance goes negative and the returned delay says when that
+    token will have been earned. So the n-th retry beyond the burst is due at n / qps, however
+    the calls are spread over time. It reads no clock (the caller passes ``now``), which keeps
+    it deterministic on a fake one; it has no lock (the queue's lock guards it).
+    """
+
+    def __init__(self, *, qps: float, burst: int) -> None:
+        if not (qps > 0):  # also refuses nan; inf means "no limit", like rate.Inf
+            raise ValueError(f"qps must be a positive number (inf for no limit), got {qps!r}")
+        if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
+            raise ValueError(f"burst must be a whole number of at least 1, got {burst!r}")
+        self._qps = float(qps)
+        self._burst = burst
+        self._tokens = float(burst)
+        self._last: float | None = None
+
+    def reserve(self, now: float) -> float:
+        """Take one token at ``now`` and return how many seconds until it is earned (0 if saved)."""
+        if math.isinf(self._qps):
+            return 0.0
+        if self._last is None or now > self._last:  # a clock never moves back; if it did, no refill
+            if self._last is not None:
+                self._tokens = min(float(self._burst), self._tokens + (now - self._last) * self._qps)
+            self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+
+
 class RateLimitingQueue:
     """A deduplicating FIFO of string keys with delayed and rate-limited adds.
 
@@ -59,8 +95,12 @@ class RateLimitingQueue:
         *,
         base_delay: float = 0.005,
         max_delay: float = 1000.0,
+        qps: float = 10.0,
+        burst: int = 100,
         name: str = "",
     ) -> None:
+        """``base_delay``/``max_delay`` shape each key's backoff; ``qps``/``burst`` the bucket
+        all keys share (``qps=math.inf`` turns it off, leaving per-key backoff alone)."""
         if not (math.isfinite(base_delay) and base_delay > 0):
             raise ValueError(f"base_delay must be a positive number of seconds, got {base_delay!r}")
         if not (math.isfinite(max_delay) and max_delay >= base_delay):
@@ -69,6 +109,7 @@ class RateLimitingQueue:
         self._clock = clock
         self._base_delay = float(base_delay)
         self._max_delay = float(max_delay)
+        self._bucket = _TokenBucket(qps=qps, burst=burst)
 
         self._lock = threading.Lock()
         self._item_ready = threading.Condition(self._lock)  # getters wait here
@@ -121,18 +162,27 @@ class RateLimitingQueue:
             self._schedule_locked(key, self._clock.now() + delay)
 
     def add_rate_limited(self, key: str) -> None:
-        """Queue ``key`` after its backoff: ``base_delay * 2**failures``, capped at ``max_delay``."""
+        """Queue ``key`` after the longer of its backoff (``base_delay * 2**failures``, capped
+        at ``max_delay``) and the wait for a token of the shared bucket.
+
+        Every call takes a token, even when the key's backoff is longer or the key is already
+        waiting, as client-go's ``MaxOfRateLimiter`` does.
+        """
         with self._lock:
             if self._shutting_down:
                 return
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
             self.retries_total += 1
-            delay = self._backoff(failures)
-            self._schedule_locked(key, self._clock.now() + delay)
+            now = self._clock.now()
+            delay = max(self._backoff(failures), self._bucket.reserve(now))
+            self._schedule_locked(key, now + delay)
 
     def forget(self, key: str) -> None:
-        """Reset the backoff of ``key`` (call after it was processed successfully)."""
+        """Reset the backoff of ``key`` (call after it was processed successfully).
+
+        The shared bucket is untouched: tokens already taken stay taken.
+        """
         with self._lock:
             self._failures.pop(key, None)
 

@@ -9,6 +9,13 @@ Covers:
   queued is not queued twice; waiting keys do not count as ready.
 - Backoff: 5 ms doubling, capped at 1000 s; per key; ``forget`` resets it; ``num_requeues``;
   huge failure counts stay capped; ``adds_total`` / ``retries_total`` counters.
+- Overall rate limit (the token bucket shared by all keys, 10 qps / burst 100 by default): a
+  burst passes at once, then retries come at the bucket's rate; it refills only up to the
+  burst; custom qps/burst; per-key backoff still wins when longer; every retry takes a token
+  (even of a key already waiting) and ``forget`` leaves the bucket alone; a thousand keys
+  failing at once are spread out at 10 a second; ``qps=inf`` turns it off; bad settings are
+  refused; ``run_until_quiescent`` still ends when a storm of failing keys finally succeeds,
+  and stops at ``until`` when a key never does.
 - Shutdown: adds are ignored, getters (blocked or not) get None, waiting keys are dropped
   (``next_due`` is None, so a simulator loop ends); ``shut_down_with_drain``
   finishes ready and in-flight keys, drops keys not yet due, and reports a timeout.
@@ -23,6 +30,7 @@ No test sleeps. Threads are used only for blocking ``get``; every wait on them i
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -31,7 +39,9 @@ from typing import TypeVar
 
 import pytest
 
+from inference_operator.backend import Result
 from inference_operator.clock import FakeClock, RealClock
+from inference_operator.controller import Controller, run_until_quiescent
 from inference_operator.workqueue import RateLimitingQueue
 
 T = TypeVar("T")
@@ -317,7 +327,8 @@ def test_num_requeues_counts_rate_limited_adds_until_forgotten(
 
 
 def test_huge_failure_counts_stay_capped_at_max_delay(clock: FakeClock) -> None:
-    queue = RateLimitingQueue(clock, base_delay=1.0, max_delay=60.0)
+    # Without the bucket: 2000 retries would otherwise owe it 190 s, longer than the 60 s cap.
+    queue = RateLimitingQueue(clock, base_delay=1.0, max_delay=60.0, qps=math.inf)
     for _ in range(2000):  # 1.0 * 2**1999 would overflow a float
         queue.add_rate_limited("a/b")
     assert queue.num_requeues("a/b") == 2000
@@ -355,6 +366,159 @@ def test_adds_total_counts_accepted_adds_including_delayed_ones_coming_due(
     clock.advance(1.0)
     assert take(queue) == ["a/1", "a/2"]
     assert queue.adds_total == 2
+
+
+# -- overall rate limit (token bucket) -------------------------------------------------
+
+
+def schedule(queue: RateLimitingQueue, clock: FakeClock) -> list[tuple[float, str]]:
+    """Move the clock from due time to due time, taking every key: (time handed out, key)."""
+    handed_out = []
+    while (due := queue.next_due()) is not None:
+        clock.set(max(due, clock.now()))
+        handed_out += [(clock.now(), key) for key in take(queue)]
+    return handed_out
+
+
+def test_a_burst_of_a_hundred_retries_passes_at_once_then_ten_a_second(
+    queue: RateLimitingQueue, clock: FakeClock
+) -> None:
+    keys = [f"ns/isvc-{i}" for i in range(130)]
+    for key in keys:
+        queue.add_rate_limited(key)
+    handed_out = schedule(queue, clock)
+    assert [key for _, key in handed_out] == keys
+    times = [t for t, _ in handed_out]
+    assert times[:100] == [0.005] * 100  # the burst: only each key's own 5 ms backoff
+    assert times[100:] == pytest.approx([0.1 * n for n in range(1, 31)])
+
+
+def test_the_bucket_refills_at_its_rate_but_never_beyond_the_burst(queue: RateLimitingQueue, clock: FakeClock) -> None:
+    for i in range(100):
+        queue.add_rate_limited(f"ns/first-{i}")
+    schedule(queue, clock)
+    clock.set(0.5)  # five tokens earned since the burst was spent at 0 s
+    for i in range(6):
+        queue.add_rate_limited(f"ns/half-{i}")
+    assert [t - 0.5 for t, _ in schedule(queue, clock)] == pytest.approx([0.005] * 5 + [0.1])
+    clock.advance(3600.0)  # an hour idle saves up a burst, not 36,000 tokens
+    start = clock.now()
+    for i in range(101):
+        queue.add_rate_limited(f"ns/later-{i}")
+    assert [t - start for t, _ in schedule(queue, clock)] == pytest.approx([0.005] * 100 + [0.1])
+
+
+def test_custom_qps_and_burst_are_used(clock: FakeClock) -> None:
+    queue = RateLimitingQueue(clock, qps=2.0, burst=3)
+    for i in range(6):
+        queue.add_rate_limited(f"ns/isvc-{i}")
+    assert [t for t, _ in schedule(queue, clock)] == pytest.approx([0.005] * 3 + [0.5, 1.0, 1.5])
+
+
+def test_per_item_backoff_still_wins_when_it_is_longer_than_the_bucket(
+    queue: RateLimitingQueue, clock: FakeClock
+) -> None:
+    for _ in range(12):  # 5 ms … 10.24 s; its dozen tokens are earned back meanwhile
+        queue.add_rate_limited("ns/failing")
+        assert schedule(queue, clock)[0][1] == "ns/failing"
+    start = clock.now()
+    for i in range(100):  # the bucket is empty now: the next token is 0.1 s away
+        queue.add_rate_limited(f"ns/other-{i}")
+    queue.add_rate_limited("ns/failing")  # but this key's 13th retry owes 20.48 s of its own
+    handed_out = {key: t for t, key in schedule(queue, clock)}
+    assert handed_out["ns/failing"] == pytest.approx(start + 0.005 * 2**12)
+    assert handed_out["ns/other-99"] == pytest.approx(start + 0.005)
+
+
+def test_the_bucket_wins_when_it_is_longer_than_the_per_item_backoff(
+    queue: RateLimitingQueue, clock: FakeClock
+) -> None:
+    for i in range(100):
+        queue.add_rate_limited(f"ns/other-{i}")
+    queue.add_rate_limited("ns/fresh")  # its own backoff is 5 ms; the bucket owes 0.1 s
+    assert queue.num_requeues("ns/fresh") == 1
+    clock.set(0.005)
+    assert "ns/fresh" not in take(queue)
+    clock.set(0.1)
+    assert take(queue) == ["ns/fresh"]
+
+
+def test_every_retry_takes_a_token_and_forget_leaves_the_bucket_alone(
+    queue: RateLimitingQueue, clock: FakeClock
+) -> None:
+    for _ in range(100):  # one key, already waiting after the first call: still 100 tokens
+        queue.add_rate_limited("ns/noisy")
+    assert queue.waiting_len() == 1
+    queue.forget("ns/noisy")
+    assert queue.num_requeues("ns/noisy") == 0
+    queue.add_rate_limited("ns/quiet")
+    assert queue.num_requeues("ns/quiet") == 1
+    clock.set(0.005)
+    assert take(queue) == ["ns/noisy"]
+    assert queue.next_due() == pytest.approx(0.1)  # ns/quiet waits for the shared bucket
+
+
+def test_a_thousand_keys_failing_at_once_are_spread_out_at_ten_a_second(
+    queue: RateLimitingQueue, clock: FakeClock
+) -> None:
+    for i in range(1000):
+        queue.add_rate_limited(f"ns/isvc-{i:04d}")
+    per_second = Counter(math.floor(t + 1e-9) for t, _ in schedule(queue, clock))
+    assert per_second[0] == 109  # the burst of 100, then 0.1 s … 0.9 s
+    assert all(per_second[s] == 10 for s in range(1, 90))
+    assert per_second[90] == 1  # the 1000th, at 90 s
+    assert sum(per_second.values()) == 1000
+
+
+def test_qps_inf_turns_the_bucket_off(clock: FakeClock) -> None:
+    queue = RateLimitingQueue(clock, qps=math.inf)
+    for i in range(1000):
+        queue.add_rate_limited(f"ns/isvc-{i}")
+    assert queue.next_due() == 0.005
+    clock.set(0.005)
+    assert len(take(queue)) == 1000
+
+
+@pytest.mark.parametrize(
+    ("qps", "burst", "match"),
+    [(0.0, 100, "qps"), (-1.0, 100, "qps"), (math.nan, 100, "qps"), (10.0, 0, "burst"), (10.0, 2.5, "burst")],
+)
+def test_invalid_rate_limits_are_refused(clock: FakeClock, qps: float, burst: int, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        RateLimitingQueue(clock, qps=qps, burst=burst)
+
+
+def test_run_until_quiescent_ends_after_a_storm_of_failures_paced_by_the_bucket(clock: FakeClock) -> None:
+    failures: Counter[str] = Counter()
+
+    def flaky(namespace: str, name: str) -> Result:
+        failures[name] += 1
+        if failures[name] <= 3:
+            raise RuntimeError("injected failure")
+        return Result()
+
+    controller = Controller("storm", flaky, RateLimitingQueue(clock))
+    for i in range(500):
+        controller.enqueue(f"ns/isvc-{i}")
+    steps = run_until_quiescent([controller], clock=clock, pump=lambda: 0)
+    assert steps == 2000  # 500 keys, 3 failures and 1 success each
+    assert controller.reconcile_errors_total == 1500
+    # 1500 retries: 100 from the burst, then 10 a second.
+    assert clock.now() == pytest.approx(140.0)
+    assert controller.queue.next_due() is None
+
+
+def test_run_until_quiescent_stops_at_until_when_a_key_never_succeeds(clock: FakeClock) -> None:
+    def broken(namespace: str, name: str) -> Result:
+        raise RuntimeError("always")
+
+    controller = Controller("broken", broken, RateLimitingQueue(clock))
+    controller.enqueue("ns/broken")
+    steps = run_until_quiescent([controller], clock=clock, pump=lambda: 0, until=3600.0)
+    assert clock.now() == 3600.0
+    # 19 passes by 0.005 * (2**18 - 1) s ≈ 1311 s, then one every 1000 s (the cap): 2311 s, 3311 s.
+    assert steps == 21
+    assert controller.queue.next_due() is not None
 
 
 # -- shutdown --------------------------------------------------------------------------
