@@ -19,7 +19,7 @@ from typing import Any
 
 from ..clock import Clock, format_timestamp
 from ..constants import MANAGED_BY
-from ..errors import NotFound
+from ..errors import Forbidden, NotFound
 from ..events import MESSAGE_LIMIT, Correlated, EventCorrelator
 from .cache import ObjectCache
 from .client import KubeClient
@@ -57,9 +57,6 @@ class KubeBackend:
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.cache.get(kind, namespace, name)
 
-    def read(self, kind: str, namespace: str, name: str) -> Obj | None:
-        return self.client.get(kind, namespace, name)
-
     def create(self, obj: Obj) -> Obj:
         self._count()
         return self._remember(obj["kind"], self.client.create(obj))
@@ -89,7 +86,7 @@ class KubeBackend:
         event = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
+            "metadata": {"name": event_name(meta["name"]), "namespace": meta["namespace"]},
             "involvedObject": {
                 "apiVersion": obj.get("apiVersion"),
                 "kind": obj.get("kind"),
@@ -117,6 +114,11 @@ class KubeBackend:
             )
             return
         self.events.post(correlated)
+
+
+def event_name(object_name: str) -> str:
+    """A fresh, unique Event name: the involved object's name and a random suffix."""
+    return f"{object_name}.{uuid.uuid4().hex[:16]}"
 
 
 class EventPoster:
@@ -149,6 +151,8 @@ class EventPoster:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._consecutive_failures = 0
+        self.patch_forbidden = False
+        """Set when the API server refused a PATCH of an Event (403): repeats are then created."""
         self.posted = 0
         self.failures = 0
         self.dropped = 0
@@ -194,11 +198,24 @@ class EventPoster:
         event = item.event
         if item.patch is not None:
             meta = event["metadata"]
+            if self.patch_forbidden:
+                # Without the right to patch, a repeat is a new Event (as before dedup existed).
+                self.client.create({**event, "metadata": {**meta, "name": event_name(event["involvedObject"]["name"])}})
+                return
             try:
                 self.client.patch("Event", meta["namespace"], meta["name"], item.patch)
                 return
             except NotFound:
                 pass  # never created, or expired: create it whole
+            except Forbidden as err:
+                self.patch_forbidden = True
+                log.error(
+                    "Failed to patch an Event, RBAC does not allow it: repeated Events are posted as new "
+                    "ones until the operator's role grants patch on events error=%s",
+                    err,
+                )
+                self._send(item)
+                return
         self.client.create(event)
 
     def _failed(self, item: Correlated, err: Exception) -> None:

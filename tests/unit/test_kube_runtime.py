@@ -4,7 +4,8 @@ Covers (issue 8):
 - The Event poster outlives any failure to post: urllib3's MaxRetryError, the kubernetes
   client's ApiException with status 0, an API error, a bug (RuntimeError); each is counted,
   backed off (doubling, capped, reset by a success) and later Events still get posted. A
-  deduplicated Event is a PATCH, and a create when the Event to patch is gone (404).
+  deduplicated Event is a PATCH, and a create when the Event to patch is gone (404); when
+  RBAC forbids patching Events (403), repeats are created under new names instead.
   Recording the same Warning twice posts one Event and patches it.
 - Liveness is honest: when the Event poster thread or a reconcile worker dies, ``health``
   names it, Kopf's probe (``operator.liveness``) fails naming it, ``/healthz`` answers 503
@@ -36,7 +37,7 @@ from urllib3.exceptions import MaxRetryError
 from inference_operator.clock import FakeClock
 from inference_operator.config import OperatorConfig
 from inference_operator.constants import FINALIZER, OWNER_LABEL
-from inference_operator.errors import ApiError, NotFound
+from inference_operator.errors import ApiError, Forbidden, NotFound
 from inference_operator.events import Correlated
 from inference_operator.kube.backend import EVENT_POSTER, EventPoster
 from inference_operator.kube.health import ThreadGroup
@@ -250,6 +251,17 @@ def test_a_deduplicated_event_is_a_patch_and_a_create_when_it_is_gone(client: Fa
     assert client.patched == [("Event", "a.1", {"count": 2})]
     assert [e["metadata"]["name"] for e in client.created] == ["a.2"]
     assert poster.posted == 2 and poster.failures == 0
+
+
+def test_without_the_right_to_patch_events_repeats_are_created_as_new_events(client: FakeClient) -> None:
+    client.failures = [Forbidden('patch Event ns/a.1: HTTP 403: events "a.1" is forbidden')]
+    poster = EventPoster(client)  # type: ignore[arg-type]
+    poster.post(correlated(name="a.1", patch={"count": 2}))
+    poster.post(correlated(name="a.1", patch={"count": 3}))
+    poster.stop()
+    names = [e["metadata"]["name"] for e in client.created]
+    assert poster.patch_forbidden and poster.posted == 2 and poster.failures == 0
+    assert len(names) == 2 and len(set(names)) == 2 and "a.1" not in names and client.patched == []
 
 
 def test_recording_the_same_warning_twice_creates_one_event_and_patches_it(client: FakeClient) -> None:
