@@ -77,7 +77,7 @@ class LoadBalancerError(Exception):
 
 
 class LoadBalancerProvider(Protocol):
-    """An external load balancer. Both calls are idempotent: repeating them is harmless."""
+    """An external load balancer. Every call is idempotent: repeating it is harmless."""
 
     def register(self, key: str, *, target: str) -> Registration:
         """Create or update the record for ``key`` (``namespace/name``) pointing at ``target``."""
@@ -85,4 +85,8 @@ class LoadBalancerProvider(Protocol):
 
     def release(self, key: str) -> None:
         """Delete the record for ``key``; succeeds when there is none."""
+        ...
+
+    def lookup(self, key: str) -> Registration | None:
+        """The record for ``key``, or None: one cheap read, to repair a record the balancer lost."""
         ...

@@ -123,6 +123,9 @@ class Reconciler:
         # deferred its status write); the status is the durable record, this only saves calls.
         self._registered: dict[str, Registration] = {}
         self._deferred_since: dict[str, float] = {}  # when the status write was first held
+        # Load balancer checks: one per object per resync (see begin_resync).
+        self._resync_epoch = 0
+        self._checked_epoch: dict[str, int] = {}
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -284,6 +287,18 @@ class Reconciler:
             reason = next(iter(by_verb), EventReason.LB_REGISTERED)
             self.backend.record_event(owner, type="Normal", reason=reason, message="; ".join(parts))
 
+    def begin_resync(self) -> None:
+        """A resync started: each object's next pass checks its load balancer record once.
+
+        Status is a record, not the truth about the balancer: it may have been restored from a
+        backup or restarted empty. One cheap lookup per object per resync (never per event)
+        finds a lost or wrong record, which the pass then registers again.
+        """
+        self._resync_epoch += 1
+
+    def _check_due(self, uid: str) -> bool:
+        return self._checked_epoch.get(uid) != self._resync_epoch
+
     def _ensure_load_balancer(
         self, isvc: InferenceService, obj: Obj, service: Obj | None
     ) -> tuple[LoadBalancerState, str]:
@@ -291,30 +306,42 @@ class Reconciler:
         key = key_of(isvc.namespace, isvc.name)
         previous = (obj.get("status") or {}).get("loadBalancer") or {}
         if not isvc.spec.loadBalancer.enabled:
-            if previous:
-                self._release(obj, key)
-            return LoadBalancerState("disabled"), ""
+            return self._ensure_released(isvc, obj, key, recorded=bool(previous))
         if service is None:
             return LoadBalancerState("waiting"), ""
         target = service_address(isvc)
+        note = ""
+        known = None
         if previous.get("id") and previous.get("target") == target:
             self._registered.pop(isvc.uid, None)
-            return LoadBalancerState(
-                "registered", Registration(previous["id"], previous.get("address", ""), target)
-            ), ""
-        recent = self._registered.get(isvc.uid)
-        if recent is not None and recent.target == target:
-            # Registered by an earlier pass whose status write was deferred: don't call again.
-            return LoadBalancerState("registered", recent), ""
+            known = Registration(previous["id"], previous.get("address", ""), target)
+        elif (recent := self._registered.get(isvc.uid)) is not None and recent.target == target:
+            known = recent  # registered by an earlier pass whose status write was deferred
+        if known is not None and not self._check_due(isvc.uid):
+            return LoadBalancerState("registered", known), ""
         try:
+            if known is not None:
+                held = self.lb.lookup(key)
+                if held is not None and held.target == target:
+                    self._checked_epoch[isvc.uid] = self._resync_epoch
+                    return LoadBalancerState("registered", held), ""
+                lost = "had no record" if held is None else f"pointed at {held.target}"
+                note = f"; the load balancer {lost}"
+                log.warning(
+                    "Found load balancer record lost name=%s namespace=%s id=%s found=%s",
+                    isvc.name,
+                    isvc.namespace,
+                    known.id,
+                    held,
+                )
             registration = self.lb.register(key, target=target)
         except LoadBalancerError as err:
-            message = f"registering {key} with the load balancer failed: {err}; retrying with backoff"
-            log.warning(
-                "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
-            )
+            doing = "registering" if known is None or note else "checking the record of"
+            message = f"{doing} {key} with the load balancer failed: {err}; retrying with backoff"
+            log.warning("Failed %s load balancer name=%s namespace=%s error=%s", doing, isvc.name, isvc.namespace, err)
             self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            return LoadBalancerState("failed", message=message), ""
+            # A record we could not check is still the last one we know of: status keeps it.
+            return LoadBalancerState("failed", registration=None if note else known, message=message), ""
         log.info(
             "Registered load balancer name=%s namespace=%s id=%s address=%s",
             isvc.name,
@@ -323,8 +350,28 @@ class Reconciler:
             registration.address,
         )
         self._registered[isvc.uid] = registration
-        note = f"Registered {target} with the load balancer as {registration.id} at {registration.address}"
+        self._checked_epoch[isvc.uid] = self._resync_epoch
+        verb = "Registered" if known is None else "Registered again"
+        note = f"{verb} {target} with the load balancer as {registration.id} at {registration.address}{note}"
         return LoadBalancerState("registered", registration), note
+
+    def _ensure_released(
+        self, isvc: InferenceService, obj: Obj, key: str, *, recorded: bool
+    ) -> tuple[LoadBalancerState, str]:
+        """Registration disabled: release whatever the balancer holds. Status may lack the
+        record (its write was deferred, or the last register failed midway), so the balancer
+        itself is asked once per resync; a release is cheap and idempotent."""
+        try:
+            remembered = self._registered.pop(isvc.uid, None) is not None
+            if recorded or remembered or (self._check_due(isvc.uid) and self.lb.lookup(key) is not None):
+                self._release(obj, key)
+        except LoadBalancerError as err:
+            message = f"releasing the load balancer record of {key} failed: {err}; retrying with backoff"
+            log.warning("Failed to release load balancer key=%s error=%s", key, err)
+            self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+            return LoadBalancerState("failed", message=message), ""
+        self._checked_epoch[isvc.uid] = self._resync_epoch
+        return LoadBalancerState("disabled"), ""
 
     def _release(self, obj: Obj, key: str) -> None:
         self.lb.release(key)
@@ -341,6 +388,7 @@ class Reconciler:
         key = key_of(meta["namespace"], meta["name"])
         self._registered.pop(meta.get("uid", ""), None)
         self._deferred_since.pop(meta.get("uid", ""), None)
+        self._checked_epoch.pop(meta.get("uid", ""), None)
         try:
             self._release(obj, key)
         except LoadBalancerError as err:

@@ -159,6 +159,9 @@ class OperatorRuntime:
         return loaded
 
     def enqueue_all(self) -> int:
+        """Enqueue every cached InferenceService; their next passes also check their load
+        balancer records once (the resync is when the balancer's own state is verified)."""
+        self.reconciler.begin_resync()
         keys = self.cache.keys(KIND)
         for namespace, name in keys:
             self.queue.add(f"{namespace}/{name}")

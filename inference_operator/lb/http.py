@@ -69,6 +69,19 @@ class HttpLoadBalancer:
         if status not in (200, 204, 404):
             raise self._status_error("DELETE", path, status, reason, body)
 
+    def lookup(self, key: str) -> Registration | None:
+        """``GET`` the record for ``key``; None when the registry has none (404)."""
+        path = _registration_path(key)
+        status, reason, body = self._request("GET", path, None)
+        if status == 404:
+            return None
+        if status != 200:
+            raise self._status_error("GET", path, status, reason, body)
+        registration = _parse_registration(_decode(body))
+        if registration is None:
+            raise self._error("GET", path, f"HTTP {status} {reason} without a registration (id, address, target)")
+        return registration
+
     def list_registrations(self) -> dict[str, Registration]:
         """Every record at the registry, keyed ``namespace/name`` (to check that nothing leaked)."""
         status, reason, body = self._request("GET", REGISTRATIONS_PATH, None)

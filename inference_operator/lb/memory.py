@@ -18,9 +18,11 @@ class InMemoryLoadBalancer:
         self.registrations: dict[str, Registration] = {}
         self.register_calls: list[str] = []
         self.release_calls: list[str] = []
+        self.lookup_calls: list[str] = []
         self._address_template = address_template
         self._fail_releases = 0
         self._fail_registers = 0
+        self._fail_lookups = 0
         self._next_id = 0
         self._lock = threading.Lock()
 
@@ -53,6 +55,18 @@ class InMemoryLoadBalancer:
             )
             self.registrations[key] = reg
             return reg
+
+    def lookup(self, key: str) -> Registration | None:
+        with self._lock:
+            self.lookup_calls.append(key)
+            if self._fail_lookups > 0:
+                self._fail_lookups -= 1
+                raise LoadBalancerError("injected failure: load balancer unavailable")
+            return self.registrations.get(key)
+
+    def fail_next_lookups(self, n: int) -> None:
+        with self._lock:
+            self._fail_lookups = n
 
     def release(self, key: str) -> None:
         with self._lock:

@@ -205,6 +205,15 @@ class Simulation:
         for informer in self.informers.values():
             informer.start()
 
+    def resync(self) -> int:
+        """What an informer resync does on a real cluster: every cached InferenceService is
+        enqueued again, and each one's next pass checks its load balancer record once."""
+        self.reconciler.begin_resync()
+        keys = [obj_key(obj) for obj in self.informers[KIND].list()]
+        for key in keys:
+            self.controller.enqueue(key)
+        return len(keys)
+
     # -- time -----------------------------------------------------------------------------------
 
     def step(self) -> bool:

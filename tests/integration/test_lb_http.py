@@ -3,7 +3,8 @@
 Covers:
 - The protocol: it is a ``LoadBalancerProvider`` (checked by mypy on an assignment below).
 - Against the reference registry: register then list shows it; registering twice is idempotent
-  with the same id; a new target keeps the id; release removes the record; releasing a missing
+  with the same id; a new target keeps the id; release removes the record; lookup finds a
+  record or answers None, and a failing lookup raises with the status; releasing a missing
   key succeeds (404 tolerated) and is still counted in the registry's stats; the registry's
   stats count every call; injected faults raise LoadBalancerError naming the method, the URL,
   the status and the registry's message, then the retry succeeds; a rejected request (400)
@@ -84,6 +85,22 @@ def test_release_removes_the_registration(lb: HttpLoadBalancer) -> None:
     lb.register("default/mistral", target=TARGET)
     lb.release("default/llama")
     assert list(lb.list_registrations()) == ["default/mistral"]
+
+
+def test_lookup_finds_a_record_and_answers_none_for_a_missing_one(lb: HttpLoadBalancer) -> None:
+    registered = lb.register("default/llama", target=TARGET)
+    assert lb.lookup("default/llama") == registered
+    lb.release("default/llama")
+    assert lb.lookup("default/llama") is None
+
+
+def test_a_failing_lookup_raises_with_the_status(stub: Callable[..., StubServer]) -> None:
+    server = stub(503, b'{"message": "restoring from backup"}')
+    with pytest.raises(LoadBalancerError) as raised:
+        HttpLoadBalancer(server.url).lookup("default/llama")
+    assert str(raised.value).endswith(
+        "GET " + server.url + "/v1/registrations/default/llama: HTTP 503 Service Unavailable: restoring from backup"
+    )
 
 
 def test_releasing_a_missing_key_succeeds_and_is_counted(lb: HttpLoadBalancer, registry: RegistryServer) -> None:

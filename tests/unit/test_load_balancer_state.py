@@ -1,0 +1,107 @@
+"""External state is level-triggered too: the load balancer's records are checked, not trusted.
+
+Covers: a record the balancer lost (restored from a backup, restarted empty) is registered
+again on the next resync, and status follows; a record pointing elsewhere is corrected; the
+check costs one lookup per object per resync and none per event; a failed lookup is reported
+and retried; disabling registration releases a record the status never knew about, also after
+an operator restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference_operator.backend import Registration
+from inference_operator.constants import KIND, EventReason, Phase, Reason
+from inference_operator.model import make_inference_service
+from inference_operator.sim import Simulation
+
+NS, NAME, KEY = "default", "llama", "default/llama"
+TARGET = "llama.default.svc.cluster.local:8000"
+
+
+def llama(**spec: Any) -> dict[str, Any]:
+    return make_inference_service(NAME, image="vllm:0.6.3", model="m", **spec)
+
+
+def converged(**spec: Any) -> Simulation:
+    sim = Simulation()
+    sim.apply(llama(**spec))
+    sim.run_until_quiescent()
+    return sim
+
+
+def status(sim: Simulation) -> dict[str, Any]:
+    obj = sim.get(KIND, NS, NAME)
+    assert obj is not None
+    return dict(obj["status"])
+
+
+def test_a_record_the_balancer_lost_is_registered_again_on_the_next_resync() -> None:
+    sim = converged()
+    sim.lb.registrations.clear()  # restarted empty
+    sim.resync()
+    sim.run_until_quiescent()
+    assert sim.lb.registrations[KEY].target == TARGET
+    assert status(sim)["loadBalancer"]["id"] == sim.lb.registrations[KEY].id
+    assert status(sim)["url"] == sim.lb.registrations[KEY].address and status(sim)["phase"] == Phase.READY
+    again = [e for e in sim.events if "Registered again" in e.message]
+    assert len(again) == 1 and "the load balancer had no record" in again[0].message
+
+
+def test_a_record_pointing_elsewhere_is_corrected() -> None:
+    sim = converged()
+    old = sim.lb.registrations[KEY]
+    sim.lb.registrations[KEY] = Registration(old.id, old.address, "somewhere-else:80")
+    sim.resync()
+    sim.run_until_quiescent()
+    assert sim.lb.registrations[KEY].target == TARGET
+    assert any("pointed at somewhere-else:80" in e.message for e in sim.events)
+
+
+def test_the_check_costs_one_lookup_per_object_per_resync_and_none_per_event() -> None:
+    sim = converged()
+    for i in range(20):
+        sim.api.patch(KIND, NS, NAME, {"metadata": {"labels": {"touch": str(i)}}})
+        sim.run_until_quiescent()
+    assert sim.lb.lookup_calls == []
+    for _ in range(3):
+        sim.resync()
+        sim.run_until_quiescent()
+    assert sim.lb.lookup_calls == [KEY] * 3
+    assert sim.lb.register_calls == [KEY] and sim.backend.writes == 5
+
+
+def test_a_failed_lookup_is_reported_and_retried() -> None:
+    sim = converged()
+    sim.lb.fail_next_lookups(1)
+    sim.resync()
+    sim.run_until_quiescent(until=sim.now + 0.001)
+    lb_cond = next(c for c in status(sim)["conditions"] if c["type"] == "LoadBalancerReady")
+    assert lb_cond["reason"] == Reason.LOAD_BALANCER_FAILED and "unavailable" in lb_cond["message"]
+    assert lb_cond["message"].startswith("checking the record of default/llama")
+    assert status(sim)["loadBalancer"]["id"] == sim.lb.registrations[KEY].id, "the last known record is kept"
+    sim.run_until_quiescent()
+    assert status(sim)["phase"] == Phase.READY and len(sim.lb.lookup_calls) == 2
+
+
+def test_disabling_releases_a_record_the_status_never_knew_about() -> None:
+    sim = Simulation()
+    sim.lb.register(KEY, target=TARGET)  # left behind: a register whose status write never landed
+    sim.apply(llama(loadBalancer={"enabled": False}))
+    sim.run_until_quiescent()
+    assert sim.lb.registrations == {} and sim.lb.release_calls == [KEY]
+    assert [e.reason for e in sim.events].count(EventReason.LB_RELEASED) == 1
+    assert status(sim)["phase"] == Phase.READY and "loadBalancer" not in status(sim)
+
+
+def test_after_a_restart_a_disabled_object_checks_the_balancer_once() -> None:
+    sim = converged(loadBalancer={"enabled": False})
+    assert sim.lb.lookup_calls == [KEY], "the first pass looked once"
+    sim.lb.register(KEY, target=TARGET)  # someone (an older operator) registered it meanwhile
+    sim.restart_operator()
+    sim.run_until_quiescent()
+    assert sim.lb.registrations == {} and sim.lb.lookup_calls == [KEY, KEY]
+    sim.api.patch(KIND, NS, NAME, {"metadata": {"labels": {"touch": "1"}}})
+    sim.run_until_quiescent()
+    assert sim.lb.lookup_calls == [KEY, KEY], "no lookup per event"
