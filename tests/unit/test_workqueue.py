@@ -15,7 +15,7 @@ Covers:
   (even of a key already waiting) and ``forget`` leaves the bucket alone; a thousand keys
   failing at once are spread out at 10 a second; ``qps=inf`` turns it off; bad settings are
   refused; ``run_until_quiescent`` still ends when a storm of failing keys finally succeeds,
-  and stops at ``until`` when a key never does.
+  and when a key never does (once only that stalled key is left).
 - Shutdown: adds are ignored, getters (blocked or not) get None, waiting keys are dropped
   (``next_due`` is None, so a simulator loop ends); ``shut_down_with_drain``
   finishes ready and in-flight keys, drops keys not yet due, and reports a timeout.
@@ -41,7 +41,7 @@ import pytest
 
 from inference_operator.backend import Result
 from inference_operator.clock import FakeClock, RealClock
-from inference_operator.controller import Controller, run_until_quiescent
+from inference_operator.controller import STALLED_AFTER, Controller, run_until_quiescent
 from inference_operator.workqueue import RateLimitingQueue
 
 T = TypeVar("T")
@@ -508,16 +508,16 @@ def test_run_until_quiescent_ends_after_a_storm_of_failures_paced_by_the_bucket(
     assert controller.queue.next_due() is None
 
 
-def test_run_until_quiescent_stops_at_until_when_a_key_never_succeeds(clock: FakeClock) -> None:
+def test_run_until_quiescent_ends_when_a_key_never_succeeds(clock: FakeClock) -> None:
     def broken(namespace: str, name: str) -> Result:
         raise RuntimeError("always")
 
     controller = Controller("broken", broken, RateLimitingQueue(clock))
     controller.enqueue("ns/broken")
     steps = run_until_quiescent([controller], clock=clock, pump=lambda: 0, until=3600.0)
-    assert clock.now() == 3600.0
-    # 19 passes by 0.005 * (2**18 - 1) s ≈ 1311 s, then one every 1000 s (the cap): 2311 s, 3311 s.
-    assert steps == 21
+    assert steps == STALLED_AFTER  # then only a stalled key is left: retrying it replays the error
+    assert "ns/broken" in controller.stalled()
+    assert clock.now() == pytest.approx(0.005 * (2 ** (STALLED_AFTER - 1) - 1))
     assert controller.queue.next_due() is not None
 
 
