@@ -47,6 +47,17 @@ log = logging.getLogger("inference_operator.reconciler")
 DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
 STUCK_AFTER = datetime.timedelta(seconds=10)
 DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
+STUCK_MARGIN = 0.5  # look again this long after a rollout would count as stuck
+POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
+
+
+@dataclass(frozen=True)
+class PodsRead:
+    """The last diagnosis of a Deployment's pods: for which Deployment version, when, what."""
+
+    version: str
+    at: float
+    problem: PodProblem | None
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,7 @@ class Reconciler:
         # deferred its status write); the status is the durable record, this only saves calls.
         self._registered: dict[str, Registration] = {}
         self._deferred_since: dict[str, float] = {}  # when the status write was first held
+        self._pods_read: dict[str, PodsRead] = {}
         # Load balancer checks: one per object per resync (see begin_resync).
         self._resync_epoch = 0
         self._checked_epoch: dict[str, int] = {}
@@ -160,7 +172,7 @@ class Reconciler:
             raise blocked[0].error  # back to the queue, with backoff: status already says why
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
-        return self._next(status)
+        return self._next(status, view)
 
     def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
@@ -183,16 +195,28 @@ class Reconciler:
 
     # -- steps ------------------------------------------------------------------------------
 
+    def _stuck_in(self, view: DeploymentView) -> float | None:
+        """Seconds until a moving rollout counts as stuck (None: it is not moving, or already is)."""
+        if not view.last_progress or view.deadline_exceeded:
+            return None
+        left = (STUCK_AFTER - (self.clock.wall() - parse_timestamp(view.last_progress))).total_seconds()
+        return left if left > 0 else None
+
     def _pod_problem(self, isvc: InferenceService, view: DeploymentView) -> PodProblem | None:
         """Ask the pods why replicas are missing, once the rollout has made no progress for
-        ``STUCK_AFTER`` (a LIST per pass of every young rollout would load the API server for
-        nothing: most pods are simply starting)."""
-        if not view.observed or view.ready >= isvc.spec.replicas:
+        ``STUCK_AFTER`` (most young pods are simply starting). The answer is kept until the
+        Deployment's status moves, or for ``POD_RECHECK`` seconds: 1,000 Degraded objects must
+        not LIST their pods on every pass."""
+        if not view.observed or view.ready >= isvc.spec.replicas or self._stuck_in(view) is not None:
+            self._pods_read.pop(isvc.uid, None)
             return None
-        young = view.last_progress and self.clock.wall() - parse_timestamp(view.last_progress) < STUCK_AFTER
-        if young and not view.deadline_exceeded:
-            return None
-        return pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
+        now = self.clock.now()
+        seen = self._pods_read.get(isvc.uid)
+        if seen is not None and seen.version == view.version and now - seen.at < POD_RECHECK:
+            return seen.problem
+        problem = pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem)
+        return problem
 
     def _ensure_finalizer(self, obj: Obj) -> Obj:
         if has_finalizer(obj):
@@ -389,6 +413,7 @@ class Reconciler:
         self._registered.pop(meta.get("uid", ""), None)
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._checked_epoch.pop(meta.get("uid", ""), None)
+        self._pods_read.pop(meta.get("uid", ""), None)
         try:
             self._release(obj, key)
         except LoadBalancerError as err:
@@ -487,10 +512,14 @@ class Reconciler:
             ),
         )
 
-    def _next(self, status: Obj) -> Result:
+    def _next(self, status: Obj, view: DeploymentView) -> Result:
+        """Poll only for what no event will announce: a moving rollout becoming stuck. Pods
+        becoming ready, a rollout finishing or passing its deadline all change the
+        Deployment's status, whose watch event wakes us; resyncs do the rest."""
         if status.get("phase") in (Phase.READY, Phase.FAILED):
             return Result()
-        return Result(requeue_after=self.requeue_while_progressing)
+        stuck_in = self._stuck_in(view)
+        return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
 
 
 def _child_condition(kind: str) -> str:

@@ -87,6 +87,7 @@ class DeploymentView:
     deadline_exceeded: bool
     deadline_message: str
     last_progress: str = ""  # Progressing.lastUpdateTime: when the rollout last moved
+    version: str = ""  # the Deployment's resourceVersion: any status change moves it
 
     @classmethod
     def of(cls, dep: Obj | None) -> DeploymentView:
@@ -105,6 +106,7 @@ class DeploymentView:
             deadline_exceeded=exceeded,
             deadline_message=str(progressing.get("message") or ""),
             last_progress=str(progressing.get("lastUpdateTime") or ""),
+            version=str((dep.get("metadata") or {}).get("resourceVersion") or ""),
         )
 
 

@@ -119,7 +119,7 @@ def test_scale_and_upgrade_patch_the_deployment_and_observe_generation_two() -> 
     obj = isvc(sim)
     assert obj["metadata"]["generation"] == 2 and obj["status"]["observedGeneration"] == 2
     assert image_of(sim) == "vllm:0.7.0" and obj["status"]["readyReplicas"] == 4
-    assert runs > 1 and sim.now == 10.0
+    assert runs > 1 and sim.timeline[-1].time == 10.0, "ready 5 s after the rollout started"
     assert any(e.reason == EventReason.PATCHED and "image" in e.message for e in sim.events)
 
 
