@@ -3,7 +3,9 @@ with a message naming the field, and nothing is stored.
 
 Covers: negative replicas, missing image, missing model, too many GPUs, port out of range,
 --port/--model in args, duplicate env names, env with both value and valueFrom, a toleration
-with Exists and a value, a bad quantity, an unknown field, a bad health path.
+with Exists and a value, a bad quantity, an unknown field, a bad health path; names that
+cannot become a Service (a dot, over 63 characters) are refused saying what is allowed, a
+name starting with a digit is accepted (an RFC 1123 label, valid for a Service since 1.36).
 """
 
 from __future__ import annotations
@@ -76,3 +78,21 @@ def test_invalid_objects_are_rejected_naming_the_field(
     assert result.returncode != 0, f"the API server accepted an invalid spec: {spec}"
     assert field in result.stderr and words in result.stderr, result.stderr
     assert cluster.kubectl.get("infsvc", "bad", namespace) is None
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "a" * 64], ids=["dotted", "64-characters"])
+def test_a_name_that_cannot_become_a_service_is_refused_saying_what_is_allowed(
+    cluster: Cluster, namespace: str, name: str
+) -> None:
+    obj = {**manifest(BASE), "metadata": {"name": name}}
+    result = cluster.kubectl.apply(obj, namespace, check=False)
+    assert result.returncode != 0, f"the API server accepted the name {name!r}"
+    assert "metadata.name must be at most 63 characters of lowercase letters, digits and '-'" in result.stderr
+    assert "(no dots)" in result.stderr, result.stderr
+    assert cluster.kubectl.get("infsvc", name, namespace) is None
+
+
+def test_a_name_starting_with_a_digit_is_accepted(cluster: Cluster, namespace: str) -> None:
+    obj = {**manifest(BASE), "metadata": {"name": "7b"}}
+    assert cluster.kubectl.apply(obj, namespace, check=False).returncode == 0
+    assert cluster.kubectl.get("infsvc", "7b", namespace) is not None
