@@ -57,6 +57,9 @@ class KubeBackend:
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.cache.get(kind, namespace, name)
 
+    def read(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return self.client.get(kind, namespace, name)
+
     def create(self, obj: Obj) -> Obj:
         self._count()
         return self._remember(obj["kind"], self.client.create(obj))
