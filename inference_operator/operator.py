@@ -4,8 +4,9 @@ Kopf supplies what is hard to get right: list+watch with reconnects and 410 hand
 peering, the liveness endpoint (our probe fails it when a worker or the Event poster thread
 died), logging and the CLI. Its ``on.event`` handlers write nothing to the objects (no
 bookkeeping annotations, no Kopf finalizer); here they only feed the cache and the workqueue
-of ``OperatorRuntime``, whose worker threads run the same reconciler as the simulator. Deployments and Services are watched with a server-side label selector
-(the owner label), so the operator never caches the cluster's other workloads.
+of ``OperatorRuntime``, whose worker threads run the same reconciler as the simulator.
+Deployments and Services are watched with a server-side label selector (the owner label), so
+the operator never caches the cluster's other workloads.
 """
 
 from __future__ import annotations
