@@ -1,0 +1,426 @@
+"""Field paths and field sets, as server-side apply computes and records them.
+
+With server-side apply the API server remembers which fields each manager set (``managedFields``),
+so a field a manager stops applying can be removed while fields other actors own stay. The
+operator needs that bookkeeping to compare only what it owns; the simulator needs it to behave
+like kube-apiserver. Both import this module: it is pure (no I/O) and knows nothing of either.
+
+A *path* is a tuple of path elements: a field name, a list-map item's key (``k:{"name":"server"}``),
+a set item's value (``v:"x"``) or an index. A *field set* is a frozenset of paths, exactly the
+members structured-merge-diff (SMD) inserts: every leaf, every list item (its ``.`` entry when it
+has children), every map key, empty objects, and atomic lists, maps and structs as leaves.
+:func:`to_fields_v1` and :func:`from_fields_v1` convert to and from the ``fieldsV1`` JSON the
+server writes, key for key and in the server's order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .fieldschema import SCALAR, ListOf, MapOf, Node, Struct, Untyped, schema_for
+
+__all__ = [
+    "FieldSet",
+    "Path",
+    "PathElement",
+    "field_element",
+    "field_set",
+    "from_fields_v1",
+    "index_element",
+    "is_atomic",
+    "item_element",
+    "key_element",
+    "list_map_keys",
+    "managed_fields_of",
+    "node_at",
+    "path_string",
+    "raw_field_set",
+    "reset_fields",
+    "resolve",
+    "strip_server_fields",
+    "to_fields_v1",
+    "value_element",
+    "without_prefixes",
+]
+
+PathElement = tuple[Any, ...]
+"""``(0, name)`` a field; ``(1, ((key, rank, value), …))`` a list-map item; ``(2, rank, value)`` a
+set item; ``(3, index)`` an index. Tuples sort in the order SMD sorts path elements."""
+Path = tuple[PathElement, ...]
+FieldSet = frozenset[Path]
+
+_FIELD, _KEY, _VALUE, _INDEX = 0, 1, 2, 3
+
+
+def field_element(name: str) -> PathElement:
+    return (_FIELD, name)
+
+
+def key_element(keys: Mapping[str, Any]) -> PathElement:
+    return (_KEY, tuple((name, _rank(value), value) for name, value in sorted(keys.items())))
+
+
+def value_element(value: Any) -> PathElement:
+    return (_VALUE, _rank(value), value)
+
+
+def index_element(index: int) -> PathElement:
+    return (_INDEX, index)
+
+
+def _rank(value: Any) -> int:
+    """SMD's order of value types: numbers, strings, booleans, lists, maps, null."""
+    if isinstance(value, bool):
+        return 2
+    if isinstance(value, int | float):
+        return 0
+    if isinstance(value, str):
+        return 1
+    if isinstance(value, list):
+        return 3
+    if isinstance(value, dict):
+        return 4
+    return 5
+
+
+# --- schema lookups ---------------------------------------------------------------------------------
+
+
+def resolve(node: Node, value: Any) -> Node:
+    """The node as it applies to ``value``: untyped nodes take the value's shape; a value of the
+    wrong shape is a leaf (validation, not merging, is where that is caught)."""
+    if isinstance(node, Untyped):
+        if isinstance(value, dict):
+            return Struct() if node.struct_like else MapOf(node)
+        if isinstance(value, list):
+            return ListOf(node)
+        return SCALAR
+    if value is None:
+        return node
+    if isinstance(node, Struct | MapOf) and not isinstance(value, dict):
+        return SCALAR
+    if isinstance(node, ListOf) and not isinstance(value, list):
+        return SCALAR
+    return node
+
+
+def child_node(node: Node, element: PathElement) -> Node:
+    """The node one path element below ``node``."""
+    if element[0] == _FIELD:
+        if isinstance(node, Struct | MapOf):
+            return node.child(element[1])
+        if isinstance(node, Untyped):
+            return node
+        return SCALAR
+    if isinstance(node, ListOf):
+        return node.element
+    return node if isinstance(node, Untyped) else SCALAR
+
+
+def node_at(kind: str, path: Sequence[Any]) -> Node:
+    """The schema node of ``kind`` at ``path``.
+
+    ``path`` holds path elements or plain values: a ``str`` is a field name, anything else (an
+    int, a key dict, a path element) steps into a list's items, e.g.
+    ``("spec", "template", "spec", "containers", 0, "ports")``.
+    """
+    node: Node = schema_for(kind)
+    for step in path:
+        element = field_element(step) if isinstance(step, str) else (_INDEX, 0)
+        node = child_node(node, element)
+    return node
+
+
+def list_map_keys(kind: str, path: Sequence[Any]) -> tuple[str, ...] | None:
+    """The keys identifying the items of the ``listType=map`` list at ``path``, else None."""
+    node = node_at(kind, path)
+    if isinstance(node, ListOf) and node.kind == "map":
+        return node.keys
+    return None
+
+
+def is_atomic(kind: str, path: Sequence[Any], value: Any = None) -> bool:
+    """Whether the value at ``path`` is owned, merged and compared as one value.
+
+    True for atomic lists, atomic maps and structs, and scalars; False for sets, list-maps and
+    granular maps and structs. Where the schema says nothing, ``value`` decides (lists atomic).
+    """
+    node = resolve(node_at(kind, path), value)
+    if isinstance(node, ListOf):
+        return node.kind == "atomic"
+    if isinstance(node, Struct | MapOf):
+        return node.atomic
+    return not isinstance(node, Untyped) or not isinstance(value, dict)
+
+
+def item_element(node: ListOf, item: Any) -> PathElement:
+    """The path element of ``item`` in a set or list-map; :class:`ValueError` if it has none.
+
+    A list-map item's missing key fields take their schema defaults (``protocol: TCP``).
+    """
+    if node.kind == "map":
+        if not isinstance(item, dict):
+            raise ValueError("associative list with keys may not have non-map elements")
+        keys = {}
+        for name in node.keys:
+            if name in item:
+                keys[name] = item[name]
+            elif name in node.key_defaults:
+                keys[name] = node.key_defaults[name]
+        if not keys:
+            raise ValueError(
+                f"associative list with keys has an element that omits all key fields {list(node.keys)!r} "
+                "(and doesn't have default values for any key fields)"
+            )
+        return key_element(keys)
+    if isinstance(item, dict | list) or item is None:
+        raise ValueError("associative list without keys has an element that's not a scalar")
+    return value_element(item)
+
+
+# --- field sets ----------------------------------------------------------------------------------------
+
+
+def raw_field_set(value: Any, node: Node) -> FieldSet:
+    """Every path SMD's ``ToFieldSet`` inserts for ``value`` (nothing stripped)."""
+    out: set[Path] = set()
+    _collect(value, node, (), out)
+    return frozenset(out)
+
+
+def _collect(value: Any, node: Node, path: Path, out: set[Path]) -> None:
+    node = resolve(node, value)
+    if isinstance(node, ListOf):
+        if node.kind == "atomic":
+            out.add(path)
+        elif isinstance(value, list):
+            _collect_items(value, node, path, out)
+    elif isinstance(node, Struct | MapOf):
+        if node.atomic:
+            out.add(path)
+        elif isinstance(value, dict):
+            for name, child in value.items():
+                sub = (*path, (_FIELD, name))
+                _collect(child, node.child(name), sub, out)
+                if child is None or child == {} or not node.declares(name):
+                    out.add(sub)
+    elif path:
+        out.add(path)
+
+
+def _collect_items(items: list[Any], node: ListOf, path: Path, out: set[Path]) -> None:
+    elements = [item_element(node, item) for item in items]
+    seen: set[PathElement] = set()
+    duplicates: set[PathElement] = set()
+    for element in elements:
+        (duplicates if element in seen else seen).add(element)
+    for element in duplicates:
+        out.add((*path, element))
+    for element, item in zip(elements, items, strict=True):
+        if element not in duplicates:
+            sub = (*path, element)
+            _collect(item, node.element, sub, out)
+            out.add(sub)
+
+
+STRIPPED: Final[FieldSet] = frozenset(
+    (field_element(name),) for name in ("apiVersion", "kind", "metadata")
+) | frozenset(
+    (field_element("metadata"), field_element(name))
+    for name in (
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    )
+)
+"""What the API server never records as owned (its ``stripMetaManager``)."""
+
+_STATUS_RESETS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
+    "Deployment": (("spec",), ("metadata", "labels")),
+    "ReplicaSet": (("spec",), ("metadata", "labels")),
+    "Service": (("spec",),),
+    "Pod": (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
+}
+_CUSTOM_STATUS_RESETS: Final = (("metadata",), ("spec",))
+
+
+def reset_fields(kind: str, subresource: str = "") -> FieldSet:
+    """The fields a write to ``subresource`` cannot set (the registry strategy's reset fields).
+
+    The main resource resets ``status``; ``/status`` resets ``spec`` and, per kind, some metadata
+    (custom resources: all of it).
+    """
+    if subresource == "status":
+        if kind in _STATUS_RESETS:
+            paths = _STATUS_RESETS[kind]
+        elif isinstance(schema_for(kind), Struct) and schema_for(kind).open:
+            paths = (("spec",),)
+        else:
+            paths = _CUSTOM_STATUS_RESETS
+    else:
+        paths = (("status",),)
+    return frozenset(tuple(field_element(name) for name in path) for path in paths)
+
+
+def without_prefixes(fields: Iterable[Path], prefixes: FieldSet) -> FieldSet:
+    """``fields`` minus every path at or below one of ``prefixes`` (SMD's ``RecursiveDifference``)."""
+    if not prefixes:
+        return frozenset(fields)
+    return frozenset(p for p in fields if not any(p[:n] in prefixes for n in range(1, len(p) + 1)))
+
+
+def strip_server_fields(fields: FieldSet) -> FieldSet:
+    return fields - STRIPPED
+
+
+def field_set(obj: Mapping[str, Any], kind: str, *, subresource: str = "") -> FieldSet:
+    """The fields an applier of ``obj`` owns: SMD's field set minus what the API server strips
+    (type and identity metadata, server-set metadata) and the reset fields of ``subresource``."""
+    fields = raw_field_set(dict(obj), schema_for(kind))
+    return strip_server_fields(without_prefixes(fields, reset_fields(kind, subresource)))
+
+
+# --- fieldsV1 ------------------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    """Compact JSON as Go's encoder writes it (HTML characters escaped)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def element_string(element: PathElement) -> str:
+    """The ``fieldsV1`` key of a path element: ``f:name``, ``k:{…}``, ``v:…`` or ``i:N``."""
+    tag = element[0]
+    if tag == _FIELD:
+        return f"f:{element[1]}"
+    if tag == _KEY:
+        return "k:{" + ",".join(f"{_json(name)}:{_json(value)}" for name, _, value in element[1]) + "}"
+    if tag == _VALUE:
+        return f"v:{_json(element[2])}"
+    return f"i:{element[1]}"
+
+
+def parse_element(text: str) -> PathElement:
+    tag, _, rest = text.partition(":")
+    if tag == "f":
+        return field_element(rest)
+    if tag == "k":
+        keys = json.loads(rest)
+        if not isinstance(keys, dict):
+            raise ValueError(f"not a key path element: {text!r}")
+        return key_element(keys)
+    if tag == "v":
+        return value_element(json.loads(rest))
+    if tag == "i":
+        return index_element(int(rest))
+    raise ValueError(f"unknown path element type: {text!r}")
+
+
+def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    """The ``fieldsV1`` object of a field set, keys in the order the API server writes them."""
+    root: dict[PathElement, Any] = {}
+    members: set[Path] = set()
+    for path in fields:
+        members.add(path)
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+    return _emit(root, (), members)
+
+
+def _emit(tree: dict[PathElement, Any], prefix: Path, members: set[Path]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for element in sorted(tree):
+        path = (*prefix, element)
+        children = tree[element]
+        if not children:
+            out[element_string(element)] = {}
+            continue
+        body: dict[str, Any] = {".": {}} if path in members else {}
+        body.update(_emit(children, path, members))
+        out[element_string(element)] = body
+    return out
+
+
+def from_fields_v1(fields_v1: Mapping[str, Any]) -> FieldSet:
+    """The field set a ``fieldsV1`` object records; unknown path element types are dropped."""
+    out: set[Path] = set()
+    _read(fields_v1, (), out)
+    return frozenset(out)
+
+
+def _read(node: Mapping[str, Any], prefix: Path, out: set[Path]) -> None:
+    for text, child in node.items():
+        if text == ".":
+            out.add(prefix)
+            continue
+        try:
+            element = parse_element(text)
+        except ValueError:
+            continue
+        path = (*prefix, element)
+        if isinstance(child, Mapping) and child:
+            _read(child, path, out)
+        else:
+            out.add(path)
+
+
+def path_string(path: Path) -> str:
+    """A path as the API server prints it: ``.spec.template.spec.containers[name="server"].image``."""
+    parts = []
+    for element in path:
+        tag = element[0]
+        if tag == _FIELD:
+            parts.append(f".{element[1]}")
+        elif tag == _KEY:
+            parts.append("[" + ",".join(f"{name}={_go_string(value)}" for name, _, value in element[1]) + "]")
+        elif tag == _VALUE:
+            parts.append(f"[={_go_string(element[2])}]")
+        else:
+            parts.append(f"[{element[1]}]")
+    return "".join(parts)
+
+
+def _go_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return "null"
+    return str(value)
+
+
+# --- managedFields -------------------------------------------------------------------------------------
+
+
+def managed_fields_of(
+    obj: Mapping[str, Any], manager: str, operation: str = "Apply", *, subresource: str = ""
+) -> FieldSet | None:
+    """The fields ``manager`` owns through ``operation`` (``Apply`` or ``Update``) on ``obj``,
+    from its ``metadata.managedFields``; None when there is no such entry."""
+    meta = obj.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, Mapping) else None
+    for entry in entries or ():
+        if (
+            entry.get("manager") == manager
+            and entry.get("operation") == operation
+            and entry.get("subresource", "") == subresource
+        ):
+            return from_fields_v1(entry.get("fieldsV1") or {})
+    return None

@@ -1,0 +1,466 @@
+"""The API server's field manager: ``metadata.managedFields`` on every write, and server-side apply.
+
+The operator writes its children with server-side apply, trusting the API server to remove what it
+stopped applying, keep what others own and refuse to overwrite someone else's field. The fake API
+server must keep the same books, byte for byte, or the simulator would bless writes that loop or
+clobber on a real cluster. This is a port of k8s.io/apimachinery's ``managedfields/internal``
+pipeline (v0.36) over :mod:`.structured`:
+
+- every Update-type write (create, update, patch, and their status forms) records an
+  ``operation: Update`` entry per (manager, apiVersion, subresource) owning what the request
+  added or changed; it takes those fields from every other manager (no conflicts for Update) and
+  removed fields leave everyone's sets. The create compares against the kind's zero object, so
+  scheme defaults are owned by the creator, while allocations done later by the registry (a
+  Service's ``clusterIP``) and mutating admission belong to no one, as on a real server;
+- :func:`apply` merges an applied configuration, prunes what the applier no longer applies
+  unless someone else owns it, and raises :class:`~inference_operator.errors.Conflict` (the real
+  message) for fields of other managers it would change, unless forced;
+- entries are sorted and stamped (``time`` from the server clock) the way the server encodes
+  them; an object with no managedFields stays untracked on update, and its first apply assigns
+  the existing fields to ``before-first-apply``; more than ten Update entries are folded into
+  ``ancient-changes``.
+
+Not modelled: kubectl's ``last-applied-configuration`` hand-over and version conversion.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from ..errors import ApiError, Conflict, Invalid
+from ..fieldpaths import (
+    FieldSet,
+    Path,
+    from_fields_v1,
+    path_string,
+    raw_field_set,
+    reset_fields,
+    strip_server_fields,
+    to_fields_v1,
+    without_prefixes,
+)
+from ..fieldschema import Node, schema_for
+from .structured import MISSING, compare, ensure_named_fields_are_members, merge, remove_items, same
+
+__all__ = [
+    "BEFORE_FIRST_APPLY",
+    "DEFAULT_FIELD_MANAGER",
+    "BadRequest",
+    "apply",
+    "settle_timestamps",
+    "track_update",
+]
+
+Obj = dict[str, Any]
+
+DEFAULT_FIELD_MANAGER: Final = "unknown"
+"""The manager of a write that names none, as the API server records a request without
+``fieldManager`` and without a User-Agent."""
+BEFORE_FIRST_APPLY: Final = "before-first-apply"
+ANCIENT_CHANGES: Final = "ancient-changes"
+MAX_UPDATE_MANAGERS: Final = 10
+FIELD_MANAGER_MAX_LENGTH: Final = 128
+
+
+class BadRequest(ApiError):
+    """The request itself is malformed (HTTP 400)."""
+
+    code = 400
+    reason = "BadRequest"
+
+
+@dataclass(frozen=True)
+class ManagerId:
+    """What identifies a managedFields entry (Apply entries are not per apiVersion)."""
+
+    manager: str
+    operation: str
+    api_version: str = ""
+    subresource: str = ""
+
+    def identifier(self) -> str:
+        """The server's identifier (a JSON object): the sort key of conflicts and capping."""
+        fields = {"manager": self.manager, "operation": self.operation}
+        if self.api_version:
+            fields["apiVersion"] = self.api_version
+        if self.subresource:
+            fields["subresource"] = self.subresource
+        return json.dumps(fields, separators=(",", ":"))
+
+    def printed(self) -> str:
+        text = json.dumps(self.manager)
+        if self.subresource:
+            text += f" with subresource {json.dumps(self.subresource)}"
+        return f"{text} using {self.api_version}" if self.operation == "Update" else text
+
+
+@dataclass(frozen=True)
+class Entry:
+    fields: FieldSet
+    api_version: str
+    time: str | None = None
+
+
+Managed = dict[ManagerId, Entry]
+
+
+# --- encoding -----------------------------------------------------------------------------------------
+
+
+def decode(entries: Any) -> Managed:
+    """The entries of ``metadata.managedFields``; :class:`ValueError` when one is malformed."""
+    managed: Managed = {}
+    for entry in entries or ():
+        if not isinstance(entry, Mapping) or entry.get("operation") not in ("Apply", "Update"):
+            raise ValueError("operation must be `Apply` or `Update`")
+        if not entry.get("apiVersion"):
+            raise ValueError("apiVersion must not be empty")
+        if entry.get("fieldsType") != "FieldsV1":
+            raise ValueError(f"invalid fieldsType {entry.get('fieldsType')!r}")
+        operation = entry["operation"]
+        key = ManagerId(
+            entry.get("manager", ""),
+            operation,
+            "" if operation == "Apply" else entry["apiVersion"],
+            entry.get("subresource", ""),
+        )
+        managed[key] = Entry(from_fields_v1(entry.get("fieldsV1") or {}), entry["apiVersion"], entry.get("time"))
+    return managed
+
+
+def encode(managed: Managed) -> list[Obj] | None:
+    """``metadata.managedFields`` as the server writes it: sorted, ``time`` only when known."""
+    entries = []
+    for key, entry in managed.items():
+        out: Obj = {"manager": key.manager, "operation": key.operation, "apiVersion": entry.api_version}
+        if entry.time is not None:
+            out["time"] = entry.time
+        out["fieldsType"] = "FieldsV1"
+        out["fieldsV1"] = to_fields_v1(entry.fields)
+        if key.subresource:
+            out["subresource"] = key.subresource
+        entries.append(out)
+    entries.sort(
+        key=lambda e: (e["operation"], e.get("time") or "", e["manager"], e["apiVersion"], e.get("subresource", ""))
+    )
+    return entries or None
+
+
+def _is_reset(entries: Any) -> bool:
+    """``managedFields: []`` or ``[{}]`` in a request clears them."""
+    return isinstance(entries, list) and (entries == [] or entries == [{}])
+
+
+# --- the zero objects updates are compared with on create ------------------------------------------
+
+_ZERO_META: Final[Obj] = {"creationTimestamp": None}
+_ZERO_TEMPLATE: Final[Obj] = {"metadata": _ZERO_META, "spec": {"containers": None}}
+_ZERO: Final[dict[str, Obj]] = {
+    "Deployment": {
+        "metadata": _ZERO_META,
+        "spec": {"selector": None, "template": _ZERO_TEMPLATE, "strategy": {}},
+        "status": {},
+    },
+    "ReplicaSet": {"metadata": _ZERO_META, "spec": {"selector": None, "template": _ZERO_TEMPLATE}, "status": {}},
+    "Pod": {"metadata": _ZERO_META, "spec": {"containers": None}, "status": {}},
+    "Service": {"metadata": _ZERO_META, "spec": {}, "status": {"loadBalancer": {}}},
+}
+"""What a new Go object of each kind looks like to SMD (struct fields are never absent)."""
+
+
+def zero_object(kind: str) -> Obj:
+    schema = schema_for(kind)
+    if kind in _ZERO:
+        return _ZERO[kind]
+    return {"metadata": _ZERO_META} if schema.open else {}
+
+
+_ALLOCATED: Final = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy")
+
+
+def _registry_view(kind: str, new: Obj, request: Mapping[str, Any]) -> Obj:
+    """``new`` without what the registry allocated after the field manager ran (a Service's IPs and
+    node ports the request did not carry): nobody owns those."""
+    if kind != "Service" or not isinstance(new.get("spec"), dict):
+        return new
+    sent = request.get("spec")
+    asked: Mapping[str, Any] = sent if isinstance(sent, Mapping) else {}
+    spec = {k: v for k, v in new["spec"].items() if k not in _ALLOCATED or k in asked}
+    asked_ports = {
+        (p.get("port"), p.get("protocol", "TCP")): p for p in asked.get("ports") or () if isinstance(p, dict)
+    }
+    ports = []
+    for port in spec.get("ports") or ():
+        requested = asked_ports.get((port.get("port"), port.get("protocol", "TCP")), {})
+        ports.append(port if "nodePort" in requested else {k: v for k, v in port.items() if k != "nodePort"})
+    if ports:
+        spec["ports"] = ports
+    return {**new, "spec": spec}
+
+
+def _plain(obj: Mapping[str, Any] | None, kind: str) -> Any:
+    """The object as SMD compares it: without managedFields; the zero object when there is none."""
+    return zero_object(kind) if obj is None else _without_managed_fields(obj)
+
+
+def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and "managedFields" in meta:
+        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
+
+
+# --- Update -------------------------------------------------------------------------------------------
+
+
+def track_update(
+    kind: str,
+    live: Obj | None,
+    new: Obj,
+    *,
+    request: Mapping[str, Any],
+    manager: str,
+    subresource: str = "",
+    now: str,
+) -> list[Obj] | None:
+    """The managedFields of ``new`` after an Update-type write by ``manager`` (``live`` is None on
+    create). ``request`` is what the client sent (its managedFields, if any, are honoured on the
+    main resource, as the server does)."""
+    if subresource:
+        managed = _decode_or_empty(live)
+    else:
+        sent = (request.get("metadata") or {}).get("managedFields") if isinstance(request, Mapping) else None
+        if _is_reset(sent):
+            managed = {}
+        else:
+            try:
+                managed = decode(sent)
+            except ValueError:
+                managed = {}
+            if not managed:
+                managed = _decode_or_empty(live)
+    if not managed and live is not None:
+        return None  # an untracked object stays untracked until it is applied to
+    api_version = str(new.get("apiVersion") or "")
+    try:
+        _update(
+            kind,
+            _plain(live, kind),
+            _plain(_registry_view(kind, new, request), kind),
+            managed,
+            ManagerId(manager or DEFAULT_FIELD_MANAGER, "Update", api_version, subresource),
+            now=now,
+        )
+    except ValueError:
+        return None  # what the server does when it cannot work the fields out: it drops them
+    _cap_update_managers(managed)
+    return encode(managed)
+
+
+def _decode_or_empty(obj: Mapping[str, Any] | None) -> Managed:
+    try:
+        return decode(((obj or {}).get("metadata") or {}).get("managedFields"))
+    except ValueError:
+        return {}
+
+
+def _update(kind: str, live: Any, new: Any, managed: Managed, key: ManagerId, *, now: str) -> None:
+    """One Update through SMD's ``Updater.Update`` as ``current-operation``, merged into ``key``."""
+    node = schema_for(kind)
+    ignored = reset_fields(kind, key.subresource)
+    diff = compare(live, new, node)
+    changed = without_prefixes(diff.modified | diff.added, ignored)
+    removed = without_prefixes(diff.removed, ignored)
+    _take_from_others(managed, changed | removed, skip=None)
+    taken = strip_server_fields(changed)
+    if taken:
+        previous = managed.get(key)
+        fields = taken | previous.fields if previous else taken
+        managed[key] = Entry(fields, key.api_version, now)
+
+
+def _take_from_others(managed: Managed, fields: FieldSet, *, skip: ManagerId | None) -> None:
+    for key, entry in list(managed.items()):
+        if key == skip:
+            continue
+        left = entry.fields - fields
+        if not left:
+            del managed[key]
+        elif left != entry.fields:
+            managed[key] = replace(entry, fields=left)
+
+
+def _cap_update_managers(managed: Managed) -> None:
+    updaters = [key for key in managed if key.operation == "Update"]
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return
+    updaters.sort(key=lambda k: (managed[k].time or "", k.identifier()))
+    first_of_version: dict[str, ManagerId] = {}
+    length = len(updaters)
+    for key in updaters:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        entry = managed[key]
+        bucket = ManagerId(ANCIENT_CHANGES, "Update", entry.api_version)
+        first = first_of_version.get(entry.api_version)
+        if first is None:
+            first_of_version[entry.api_version] = key
+            continue
+        if bucket not in managed:
+            managed[bucket] = managed.pop(first)
+        managed[bucket] = Entry(entry.fields | managed[bucket].fields, entry.api_version, entry.time)
+        del managed[key]
+        length -= 1
+
+
+# --- Apply --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The outcome of an apply: the merged object (before defaulting) and its managedFields."""
+
+    merged: Obj
+    managed_fields: list[Obj] | None
+    changed: bool
+    """False when the merge changed nothing in the object (managedFields may still change)."""
+
+
+def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool, now: str) -> Applied:
+    """Merge ``config`` into ``live`` (None: the object is being created) as ``manager``.
+
+    :class:`Conflict` names every field another manager owns and this apply would change,
+    unless ``force`` takes them over.
+    """
+    meta = config.get("metadata")
+    if isinstance(meta, Mapping) and meta.get("managedFields") is not None:
+        raise BadRequest("metadata.managedFields must be nil", kind=kind)
+    node = schema_for(kind)
+    try:
+        managed = decode(((live or {}).get("metadata") or {}).get("managedFields"))
+    except ValueError as err:
+        raise ApiError(f"failed to decode managed fields: {err}", kind=kind) from err
+    api_version = str(config.get("apiVersion") or (live or {}).get("apiVersion") or "")
+    before = _plain(live, kind)
+    if live is not None and not managed:
+        _update(kind, zero_object(kind), before, managed, ManagerId(BEFORE_FIRST_APPLY, "Update", api_version), now=now)
+    key = ManagerId(manager, "Apply")
+    try:
+        applied = raw_field_set(config, node)
+        merged = merge(before, config, node)
+    except ValueError as err:
+        raise ApiError(f"failed to create typed patch object ({_name(config)}; {kind}): {err}", kind=kind) from err
+    merged = {} if merged is MISSING else merged
+    last = managed.get(key)
+    managed[key] = Entry(without_prefixes(applied, reset_fields(kind)), api_version, last.time if last else None)
+    merged = _prune(merged, managed, node, last)
+    _resolve_conflicts(kind, before, merged, managed, key, force=force)
+    changed = not same(before, merged)
+    fields = strip_server_fields(managed[key].fields)
+    if fields:
+        managed[key] = Entry(fields, api_version, now if changed else managed[key].time)
+    else:
+        del managed[key]
+    return Applied(merged, encode(managed), changed)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    found = obj.get("metadata")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _prune(merged: Obj, managed: Managed, node: Node, last: Entry | None) -> Obj:
+    """Remove what the applier applied last time and not now, unless someone else owns it."""
+    if last is None or not last.fields:
+        return merged
+
+    def named(fields: FieldSet) -> FieldSet:
+        return ensure_named_fields_are_members(fields, node)
+
+    last_fields = named(last.fields)
+    pruned = remove_items(merged, last_fields, node)
+    owned = named(frozenset().union(*(entry.fields for entry in managed.values())))
+    merged_fields = named(raw_field_set(merged, node))
+    pruned = remove_items(merged, merged_fields - (named(raw_field_set(pruned, node)) | owned), node)
+    dangling = (merged_fields - named(raw_field_set(pruned, node))) & last_fields
+    result = remove_items(merged, dangling, node)
+    return result if isinstance(result, dict) else {}
+
+
+def _resolve_conflicts(kind: str, live: Any, merged: Any, managed: Managed, key: ManagerId, *, force: bool) -> None:
+    ignored = reset_fields(kind)
+    diff = compare(live, merged, schema_for(kind))
+    changed = without_prefixes(diff.modified | diff.added, ignored)
+    removed = without_prefixes(diff.removed, ignored)
+    conflicts = {other: entry.fields & changed for other, entry in managed.items() if other != key}
+    conflicts = {other: fields for other, fields in conflicts.items() if fields}
+    if conflicts and not force:
+        raise Conflict(_conflict_message(conflicts), kind=kind)
+    _take_from_others(managed, changed | removed, skip=key)
+
+
+def _conflict_message(conflicts: Mapping[ManagerId, FieldSet]) -> str:
+    ordered = sorted(conflicts, key=ManagerId.identifier)
+    total = sum(len(fields) for fields in conflicts.values())
+    if total == 1:
+        (key,) = ordered
+        (path,) = conflicts[key]
+        return f"Apply failed with 1 conflict: conflict with {key.printed()}: {path_string(path)}"
+    lines = []
+    for key in ordered:
+        lines.append(f"conflicts with {key.printed()}:")
+        lines.extend(f"- {path_string(path)}" for path in _iteration_order(conflicts[key]))
+    return f"Apply failed with {total} conflicts: " + "\n".join(lines)
+
+
+def _iteration_order(fields: FieldSet) -> list[Path]:
+    """SMD's ``Set.Iterate`` order: at each level the members, then the children, each sorted."""
+    out: list[Path] = []
+    level = sorted({p[:1] for p in fields})
+    out.extend(p for p in level if p in fields)
+    for head in level:
+        below = frozenset(p[1:] for p in fields if p[:1] == head and len(p) > 1)
+        out.extend((*head, *rest) for rest in _iteration_order(below))
+    return out
+
+
+def validate_field_manager(manager: str, *, kind: str, apply: bool) -> None:
+    """:class:`Invalid` for a missing (on apply) or too long manager name, as PatchOptions says."""
+    if apply and not manager:
+        raise Invalid(
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+            kind=kind,
+        )
+    if len(manager) > FIELD_MANAGER_MAX_LENGTH:
+        raise Invalid(
+            f'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than '
+            f"{FIELD_MANAGER_MAX_LENGTH} bytes",
+            kind=kind,
+        )
+
+
+# --- storage ------------------------------------------------------------------------------------------
+
+
+def settle_timestamps(stored: Obj, candidate: Obj) -> None:
+    """Keep the stored entries' times when nothing but those times changed (in place), so a
+    write that changes nothing stays a no-op (the store's ``IgnoreManagedFieldsTimestampsTransformer``)."""
+    old = stored["metadata"].get("managedFields") or []
+    new = candidate["metadata"].get("managedFields") or []
+    if len(old) != len(new) or not new:
+        return
+    if all(a.get("time") == b.get("time") for a, b in zip(old, new, strict=True)):
+        return
+    if any(_untimed(a) != _untimed(b) for a, b in zip(old, new, strict=True)):
+        return
+    if _without_managed_fields(stored) != _without_managed_fields(candidate):
+        return
+    candidate["metadata"] = {**candidate["metadata"], "managedFields": old}
+
+
+def _untimed(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "time"}
