@@ -24,6 +24,9 @@ ALLOWED = [
     ("patch", "services"),
     ("list", "pods"),
     ("create", "events"),
+    ("patch", "events"),
+    ("get", "services"),
+    ("get", "deployments.apps"),
 ]
 DENIED = [
     ("get", "secrets"),

@@ -90,7 +90,7 @@ operator (the garbage collector does that).
   verbs: ["list"]
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create"]
+  verbs: ["create", "patch"]  # patch: a repeated Event is counted, not posted again
 {{- end }}
 
 {{/*
