@@ -1,7 +1,8 @@
 """The raw-JSON client's requests, through a stand-in for the official client's transport.
 
 Covers: an error answering a create names the object from its body (a create's path has no
-name); ``get`` reads one object and answers None for a 404.
+name); ``get`` reads one object and answers None for a 404; the pods that explain a stuck
+rollout are listed from the API server's watch cache, not by a quorum read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Any
 
 import pytest
 
+from inference_operator.clock import FakeClock
 from inference_operator.errors import AlreadyExists
+from inference_operator.kube.backend import KubeBackend
+from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 
 
@@ -32,8 +36,11 @@ class Transport:
     answers: list[tuple[int, dict[str, Any]]]
     paths: list[str] = field(default_factory=list)
 
-    def param_serialize(self, method: str, path: str, **_: Any) -> tuple[str, str, dict[str, str], Any, None]:
-        self.paths.append(f"{method} {path}")
+    def param_serialize(
+        self, method: str, path: str, query_params: list[tuple[str, str]] | None = None, **_: Any
+    ) -> tuple[str, str, dict[str, str], Any, None]:
+        query = "&".join(f"{k}={v}" for k, v in query_params or [] if k != "fieldManager")
+        self.paths.append(f"{method} {path}" + (f"?{query}" if query else ""))
         return method, path, {}, None, None
 
     def call_api(self, method: str, url: str, **_: Any) -> Response:
@@ -56,3 +63,10 @@ def test_get_reads_one_object_and_answers_none_when_it_is_absent() -> None:
     assert client.get("Service", "ns", "a") == {"kind": "Service", "metadata": {"name": "a"}}
     assert client.get("Service", "ns", "b") is None
     assert transport.paths == ["GET /api/v1/namespaces/ns/services/a", "GET /api/v1/namespaces/ns/services/b"]
+
+
+def test_pods_are_listed_from_the_api_servers_watch_cache() -> None:
+    transport = Transport([(200, {"apiVersion": "v1", "items": [{"metadata": {"name": "p"}}], "metadata": {}})])
+    backend = KubeBackend(KubeClient(transport), ObjectCache(), FakeClock())
+    assert [p["metadata"]["name"] for p in backend.list_pods("ns", "app=a")] == ["p"]
+    assert transport.paths == ["GET /api/v1/namespaces/ns/pods?labelSelector=app=a&resourceVersion=0"]
