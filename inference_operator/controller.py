@@ -34,11 +34,6 @@ class HotLoop(RuntimeError):
     """run_until_quiescent hit its step budget: something requeues forever."""
 
 
-STALLED_AFTER = 10
-"""Consecutive failures after which a simulated run counts a key as stalled (its backoff has
-reached 5 ms x 2^10, about 5 s): retrying it longer only replays the same error."""
-
-
 class Controller:
     """One reconciler fed by one workqueue, driven by worker threads or by ``step``."""
 
@@ -92,10 +87,16 @@ class Controller:
         else:
             self.queue.forget(key)
 
-    def stalled(self, after: int = STALLED_AFTER) -> dict[str, str]:
-        """Keys that failed at least ``after`` times in a row, with their last error."""
+    def stalled(self) -> dict[str, str]:
+        """Keys that keep failing (their backoff has reached its maximum), each with how many
+        times in a row and the last error: what a person should look at."""
         with self._lock:
-            return {key: error for key, (failures, error) in self.failing.items() if failures >= after}
+            failing = list(self.failing.items())
+        return {
+            key: f"failed {failures} times in a row, last with {error}"
+            for key, (failures, error) in failing
+            if self.queue.at_max_backoff(key)
+        }
 
     def step(self) -> bool:
         """Process one ready key without blocking; False when none is ready."""
@@ -153,9 +154,9 @@ def run_until_quiescent(
     delayed keys remain, the clock jumps to the earliest due time: time passing, as on a real
     cluster, without waiting. ``until`` stops the clock from passing that time.
 
-    A run that cannot converge ends too: when the only work left is retrying keys that have
-    failed ``STALLED_AFTER`` times in a row (``Controller.stalled`` says which, and why),
-    jumping through their backoff would replay the same error forever.
+    A run that cannot converge ends too: when no ``until`` is given and the only work left is
+    retrying keys whose backoff has reached its maximum (``Controller.stalled`` says which, and
+    why), jumping through their backoff would replay the same error forever.
     """
     steps = 0
     while True:
@@ -166,7 +167,7 @@ def run_until_quiescent(
                 raise HotLoop(f"no quiescence after {steps} steps at t={clock.now():.1f}s: something requeues forever")
             continue
         dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
-        if not dues or all(c.queue.waiting_len() <= len(c.stalled()) for c in controllers):
+        if not dues or (until is None and all(c.queue.waiting_len() <= len(c.stalled()) for c in controllers)):
             return steps
         due = min(dues)
         if until is not None and due > until:

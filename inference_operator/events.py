@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from .clock import Clock
 
-__all__ = ["COMBINED_PREFIX", "MESSAGE_LIMIT", "Correlated", "EventCorrelator"]
+__all__ = ["COMBINED_PREFIX", "MESSAGE_LIMIT", "Correlated", "EventCorrelator", "build_event"]
 
 Obj = dict[str, Any]
 COMBINED_PREFIX = "(combined from similar events): "
@@ -55,6 +55,32 @@ class Correlated:
 
     event: Obj
     patch: Obj | None = None
+
+
+def build_event(obj: Obj, *, type: str, reason: str, message: str, name: str, now: str, component: str) -> Obj:
+    """A core/v1 Event about ``obj``, as both backends record it (before correlation)."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": meta.get("namespace", "default")},
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj.get("kind"),
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "type": type,
+        "reason": reason,
+        "message": message[:MESSAGE_LIMIT],
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
 
 
 class _Lru(Generic[V]):

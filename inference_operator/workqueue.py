@@ -333,6 +333,13 @@ class RateLimitingQueue:
 
     # -- internals (call with the lock held) ---------------------------------------------
 
+    def at_max_backoff(self, key: str) -> bool:
+        """True once ``key``'s failures have pushed its backoff to ``max_delay``: it is being
+        retried as slowly as it ever will be (a stall, not a blip)."""
+        with self._lock:
+            failures = self._failures.get(key, 0)
+        return failures > 0 and self._backoff(failures - 1) >= self._max_delay
+
     def _backoff(self, failures: int) -> float:
         exponent = min(failures, _MAX_BACKOFF_EXPONENT)
         return min(self._base_delay * 2.0**exponent, self._max_delay)

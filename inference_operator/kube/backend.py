@@ -20,7 +20,7 @@ from typing import Any
 from ..clock import Clock, format_timestamp
 from ..constants import MANAGED_BY
 from ..errors import Forbidden, NotFound
-from ..events import MESSAGE_LIMIT, Correlated, EventCorrelator
+from ..events import Correlated, EventCorrelator, build_event
 from .cache import ObjectCache
 from .client import KubeClient
 from .health import logged
@@ -87,28 +87,15 @@ class KubeBackend:
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
-        now = format_timestamp(self.clock.wall())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": event_name(meta["name"]), "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": type,
-            "reason": reason,
-            "message": message[:MESSAGE_LIMIT],
-            "source": {"component": MANAGED_BY},
-            "reportingComponent": MANAGED_BY,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        event = build_event(
+            obj,
+            type=type,
+            reason=reason,
+            message=message,
+            name=event_name(meta["name"]),
+            now=format_timestamp(self.clock.wall()),
+            component=MANAGED_BY,
+        )
         correlated = self.correlator.correlate(event)
         if correlated is None:
             log.debug(

@@ -8,13 +8,14 @@ the operator's writes into the human-readable lines the demo prints.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backend import LoadBalancerProvider, Registration
 from ..clock import Clock
-from ..constants import DEPLOYMENT, FINALIZER, KIND
+from ..constants import DEPLOYMENT, FINALIZER, KIND, MANAGED_BY
 from ..errors import NotFound
+from ..events import EventCorrelator, build_event
 from .apiserver import FakeApiServer
 from .informer import SharedInformer
 
@@ -40,6 +41,8 @@ class Event:
     type: str
     reason: str
     message: str
+    count: int = 1
+    """How often it happened: a repeat bumps the count of the first Event (client-go's dedup)."""
 
 
 @dataclass
@@ -89,6 +92,9 @@ class FakeBackend:
         self.clock = clock
         self.timeline = timeline
         self.events: list[Event] = []
+        self._event_index: dict[str, int] = {}  # an Event object's name → its place in ``events``
+        self._event_serial = 0
+        self.correlator = EventCorrelator(clock)
         self.writes = 0  # mutating requests the operator sent (Events excluded)
         self.pods_source: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: []
 
@@ -131,9 +137,27 @@ class FakeBackend:
         return self.pods_source(namespace, selector)
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
+        """Record an Event the way the real backend posts one: correlated first (repeats
+        counted on the first Event, similar ones combined, a flood per object dropped)."""
         meta = obj["metadata"]
+        self._event_serial += 1
+        name = f"{meta['name']}.{self._event_serial:016x}"
+        event = build_event(obj, type=type, reason=reason, message=message, name=name, now="", component=MANAGED_BY)
+        correlated = self.correlator.correlate(event)
+        if correlated is None:
+            return
+        sent = correlated.event
+        at = self._event_index.get(sent["metadata"]["name"])
+        if correlated.patch is not None and at is not None:
+            seen = self.events[at]
+            count = int(correlated.patch.get("count") or seen.count + 1)
+            self.events[at] = replace(seen, count=count, message=sent["message"])
+            return
+        self._event_index[sent["metadata"]["name"]] = len(self.events)
         self.events.append(
-            Event(self.clock.now(), meta.get("namespace", "default"), meta["name"], type, reason, message)
+            Event(
+                self.clock.now(), meta.get("namespace", "default"), meta["name"], type, sent["reason"], sent["message"]
+            )
         )
 
 

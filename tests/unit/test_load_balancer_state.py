@@ -4,7 +4,7 @@ Covers: a record the balancer lost (restored from a backup, restarted empty) is 
 again on the next resync, and status follows; a record pointing elsewhere is corrected; the
 check costs one lookup per object per resync and none per event; a failed lookup is reported
 and retried; disabling registration releases a record the status never knew about, also after
-an operator restart.
+an operator restart; a long outage is one Event with a count, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -105,3 +105,13 @@ def test_after_a_restart_a_disabled_object_checks_the_balancer_once() -> None:
     sim.api.patch(KIND, NS, NAME, {"metadata": {"labels": {"touch": "1"}}})
     sim.run_until_quiescent()
     assert sim.lb.lookup_calls == [KEY, KEY], "no lookup per event"
+
+
+def test_a_long_outage_is_one_event_with_a_count_not_one_event_per_retry() -> None:
+    sim = Simulation()
+    sim.lb.fail_next_registers(12)
+    sim.apply(llama())
+    sim.run_until_quiescent()
+    failures = [e for e in sim.events if e.reason == EventReason.LB_FAILED]
+    assert len(failures) == 1 and failures[0].count == 12
+    assert status(sim)["phase"] == Phase.READY

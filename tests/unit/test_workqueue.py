@@ -41,7 +41,7 @@ import pytest
 
 from inference_operator.backend import Result
 from inference_operator.clock import FakeClock, RealClock
-from inference_operator.controller import STALLED_AFTER, Controller, run_until_quiescent
+from inference_operator.controller import Controller, run_until_quiescent
 from inference_operator.workqueue import RateLimitingQueue
 
 T = TypeVar("T")
@@ -508,17 +508,41 @@ def test_run_until_quiescent_ends_after_a_storm_of_failures_paced_by_the_bucket(
     assert controller.queue.next_due() is None
 
 
-def test_run_until_quiescent_ends_when_a_key_never_succeeds(clock: FakeClock) -> None:
+def test_run_until_quiescent_ends_when_a_key_retries_at_its_slowest(clock: FakeClock) -> None:
     def broken(namespace: str, name: str) -> Result:
         raise RuntimeError("always")
 
-    controller = Controller("broken", broken, RateLimitingQueue(clock))
+    controller = Controller("broken", broken, RateLimitingQueue(clock, base_delay=1.0, max_delay=8.0))
     controller.enqueue("ns/broken")
-    steps = run_until_quiescent([controller], clock=clock, pump=lambda: 0, until=3600.0)
-    assert steps == STALLED_AFTER  # then only a stalled key is left: retrying it replays the error
-    assert "ns/broken" in controller.stalled()
-    assert clock.now() == pytest.approx(0.005 * (2 ** (STALLED_AFTER - 1) - 1))
-    assert controller.queue.next_due() is not None
+    steps = run_until_quiescent([controller], clock=clock, pump=lambda: 0)
+    # Passes at 0, 1, 3 and 7 s: the 4th failure is retried 8 s later, as slowly as it gets.
+    assert steps == 4 and clock.now() == pytest.approx(1 + 2 + 4)
+    assert controller.stalled() == {"ns/broken": "failed 4 times in a row, last with RuntimeError: always"}
+    assert controller.queue.next_due() is not None, "the key is still queued: only the run gave up"
+
+
+def test_a_time_bound_run_keeps_retrying_a_stalled_key_until_then(clock: FakeClock) -> None:
+    def broken(namespace: str, name: str) -> Result:
+        raise RuntimeError("always")
+
+    controller = Controller("broken", broken, RateLimitingQueue(clock, base_delay=1.0, max_delay=8.0))
+    controller.enqueue("ns/broken")
+    steps = run_until_quiescent([controller], clock=clock, pump=lambda: 0, until=100.0)
+    assert clock.now() == 100.0 and steps == 3 + len(range(7, 101, 8))
+
+
+def test_a_key_that_failed_a_few_times_is_not_stalled(clock: FakeClock) -> None:
+    outcomes = iter([RuntimeError("blip"), RuntimeError("blip")])
+
+    def flaky(namespace: str, name: str) -> Result:
+        if (err := next(outcomes, None)) is not None:
+            raise err
+        return Result()
+
+    controller = Controller("flaky", flaky, RateLimitingQueue(clock, base_delay=1.0, max_delay=8.0))
+    controller.enqueue("ns/flaky")
+    run_until_quiescent([controller], clock=clock, pump=lambda: 0)
+    assert controller.reconcile_total == 3 and controller.stalled() == {} and controller.failing == {}
 
 
 # -- shutdown --------------------------------------------------------------------------
