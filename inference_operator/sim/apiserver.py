@@ -11,13 +11,22 @@ deterministically and in microseconds, yet punishes the same mistakes a real clu
    (``deletionTimestamp``, and ``generation`` + 1); removing the last finalizer removes it, and
    removal cascades through ``ownerReferences`` (background, foreground or orphan).
 
-Plus defaulting (:mod:`.defaults`), server-set ``uid``/``creationTimestamp``, watch events, and
-copies everywhere: nothing a caller holds is ever part of the store. Wherever this fake and a
+Plus server-side apply (:meth:`FakeApiServer.apply`, a PATCH with ``application/apply-patch+yaml``):
+the applied configuration is merged into the live object (list-map items by key, atomic lists and
+maps replaced), what the field manager applied before and no longer applies is removed unless
+another manager still owns it, a field another manager owns and the apply would change raises
+:class:`Conflict` with the real message unless ``force`` takes it over, and an apply that changes
+nothing is a no-op. Every write keeps ``metadata.managedFields`` the way the real server does
+(:mod:`.managedfields`): ``Apply`` entries for appliers, ``Update`` entries (per apiVersion and
+subresource) for every other write, owning what the request set or changed. Plus defaulting
+(:mod:`.defaults`), server-set ``uid``/``creationTimestamp``, watch events, and copies everywhere:
+nothing a caller holds is ever part of the store. Wherever this fake and a
 real API server could disagree, the real one is right; the e2e suite is the referee.
 
 This module owns the store, resourceVersions, locking and the request log. What a request turns
-into before it is stored is :mod:`.strategy` (with :mod:`.defaults` and :mod:`.validation`), the
-garbage collector is :mod:`.garbage`, watches are :mod:`.watch`.
+into before it is stored is :mod:`.strategy` (with :mod:`.defaults` and :mod:`.validation`), who owns
+which field is :mod:`.managedfields`, the garbage collector is :mod:`.garbage`, watches are
+:mod:`.watch`.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -43,16 +52,19 @@ from ..clock import Clock, FakeClock, format_timestamp
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
 from ..jsoncopy import thaw as _thaw
-from . import defaults, strategy
+from . import defaults, managedfields, strategy
 from .garbage import FOREGROUND_FINALIZER, GarbageCollector, Propagation
 from .kinds import traits_of
+from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
 from .strategy import Key
 from .watch import Broadcaster, EventType, Watch, WatchEvent
 
 __all__ = [
+    "DEFAULT_FIELD_MANAGER",
     "AlreadyExists",
     "ApiError",
     "ApiRequest",
+    "BadRequest",
     "Conflict",
     "FakeApiServer",
     "Invalid",
@@ -96,7 +108,9 @@ class FakeApiServer:
         self._objects: dict[str, dict[str, dict[str, Obj]]] = {}  # kind → namespace → name → object
         self._frozen: dict[Key, bytes] = {}  # the same objects, frozen: thawing is the cheapest copy
         self._watches = Broadcaster(self._lock)
-        self._gc = GarbageCollector(lookup=self._lookup, stored=self._stored, delete=self._delete, commit=self._commit)
+        self._gc = GarbageCollector(
+            lookup=self._lookup, stored=self._stored, delete=self._delete, commit=self._commit_for_gc
+        )
         self._allocator = defaults.Allocator()
         self._resource_version = 0
         self._uid_counter = 0
@@ -154,12 +168,17 @@ class FakeApiServer:
 
     # --- writes -------------------------------------------------------------------------------
 
-    def create(self, obj: Obj) -> Obj:
-        """Store a new object; the server sets uid, resourceVersion, generation and timestamps."""
+    def create(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
+        """Store a new object; the server sets uid, resourceVersion, generation and timestamps.
+
+        ``field_manager`` (every write takes one) names the ``Update`` entry in ``managedFields``;
+        like the real server, a request that names none is recorded as ``unknown``.
+        """
         with self._lock:
             key = strategy.key_of(obj)
             try:
-                created = self._create(key, obj)
+                managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
+                created = self._create(key, obj, manager=field_manager)
             except ApiError as err:
                 self._log("create", key, error=err)
                 raise
@@ -167,46 +186,91 @@ class FakeApiServer:
             self.gc_writes += self._gc.run()
             return _thaw_object(created)
 
-    def update(self, obj: Obj) -> Obj:
+    def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
         """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition."""
         with self._lock:
             key = strategy.key_of(obj)
             return self._write(
                 "update",
                 key,
-                lambda stored: self._prepare_update(key, stored, defaults.ingest(key[0], obj)),
+                lambda stored: (self._prepare_update(key, stored, defaults.ingest(key[0], obj)), obj),
                 precondition=obj,
+                manager=field_manager,
             )
 
-    def update_status(self, obj: Obj) -> Obj:
+    def update_status(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
         """Replace only ``status`` (PUT /status); spec and metadata changes are ignored."""
         with self._lock:
             key = strategy.key_of(obj)
             return self._write(
-                "update_status", key, lambda stored: strategy.prepare_status_update(key, stored, obj), precondition=obj
+                "update_status",
+                key,
+                lambda stored: (strategy.prepare_status_update(key, stored, obj), obj),
+                precondition=obj,
+                manager=field_manager,
+                subresource="status",
             )
 
-    def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+    def patch(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
+    ) -> Obj:
         """Apply a JSON merge patch; ``metadata.resourceVersion`` in it is a precondition."""
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
-            return self._write(
-                "patch",
-                key,
-                lambda stored: self._prepare_update(key, stored, strategy.patched(kind, stored, patch)),
-                precondition=patch,
-            )
 
-    def patch_status(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+            def build(stored: Obj) -> tuple[Obj, Obj]:
+                patched = merge_patch(stored, patch, copy=False)
+                return self._prepare_update(key, stored, defaults.ingest(kind, patched)), patched
+
+            return self._write("patch", key, build, precondition=patch, manager=field_manager)
+
+    def patch_status(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
+    ) -> Obj:
         """Apply a JSON merge patch to ``status`` only (PATCH /status)."""
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
+
+            def build(stored: Obj) -> tuple[Obj, Obj]:
+                patched = merge_patch(stored, patch, copy=False)
+                return strategy.prepare_status_update(key, stored, patched), patched
+
             return self._write(
-                "patch_status",
-                key,
-                lambda stored: strategy.prepare_status_update(key, stored, merge_patch(stored, patch, copy=False)),
-                precondition=patch,
+                "patch_status", key, build, precondition=patch, manager=field_manager, subresource="status"
             )
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False) -> Obj:
+        """Server-side apply (PATCH ``application/apply-patch+yaml``): create or merge ``obj``.
+
+        ``obj`` is the applied configuration: everything ``field_manager`` wants set, nothing
+        else. A ``resourceVersion`` in it is a precondition. :class:`Conflict` when it would
+        change a field another manager owns, unless ``force``.
+        """
+        with self._lock:
+            key = strategy.key_of(obj)
+            try:
+                managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
+                stored = self._lookup(key)
+                if stored is None:
+                    if (obj.get("metadata") or {}).get("resourceVersion"):
+                        self._stored(key)  # a precondition on nothing: NotFound
+                    applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
+                    result, changed = self._create(key, applied.merged, applied=applied), True
+                else:
+                    strategy.check_preconditions(key, stored, obj)
+                    applied = managedfields.apply(
+                        key[0], stored, obj, manager=field_manager, force=force, now=self._now
+                    )
+                    candidate = self._prepare_update(key, stored, defaults.ingest(key[0], applied.merged))
+                    _set_managed_fields(candidate, applied.managed_fields)
+                    managedfields.settle_timestamps(stored, candidate)
+                    result, changed = self._commit(key, stored, candidate)
+            except ApiError as err:
+                self._log("apply", key, error=err)
+                raise
+            self._log("apply", key, changed=changed)
+            self.gc_writes += self._gc.run()
+            return _thaw_object(result)
 
     def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> None:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
@@ -241,11 +305,23 @@ class FakeApiServer:
 
     # --- write paths --------------------------------------------------------------------------
 
-    def _write(self, verb: str, key: Key, build: Callable[[Obj], Obj], *, precondition: Mapping[str, Any]) -> Obj:
+    def _write(
+        self,
+        verb: str,
+        key: Key,
+        build: Callable[[Obj], tuple[Obj, Obj]],
+        *,
+        precondition: Mapping[str, Any],
+        manager: str,
+        subresource: str = "",
+    ) -> Obj:
+        """One Update-type write: ``build`` turns the stored object into (candidate, request)."""
         try:
+            managedfields.validate_field_manager(manager, kind=key[0], apply=False)
             stored = self._stored(key)
             strategy.check_preconditions(key, stored, precondition)
-            candidate: Obj = build(stored)
+            candidate, request = build(stored)
+            self._track(key, stored, candidate, request=request, manager=manager, subresource=subresource)
             result, changed = self._commit(key, stored, candidate)
         except ApiError as err:
             self._log(verb, key, error=err)
@@ -254,13 +330,40 @@ class FakeApiServer:
         self.gc_writes += self._gc.run()
         return _thaw_object(result)
 
-    def _create(self, key: Key, obj: Obj) -> bytes:
+    def _track(
+        self,
+        key: Key,
+        stored: Obj | None,
+        candidate: Obj,
+        *,
+        request: Mapping[str, Any],
+        manager: str,
+        subresource: str,
+    ) -> None:
+        """Record ``manager``'s Update in ``candidate``'s managedFields (``stored`` None: a create)."""
+        fields = managedfields.track_update(
+            key[0], stored, candidate, request=request, manager=manager, subresource=subresource, now=self._now
+        )
+        _set_managed_fields(candidate, fields)
+        if stored is not None:
+            managedfields.settle_timestamps(stored, candidate)
+
+    def _commit_for_gc(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
+        """The garbage collector's writes, recorded as the kube-controller-manager's (it only removes)."""
+        self._track(key, stored, candidate, request=candidate, manager=GC_FIELD_MANAGER, subresource="")
+        return self._commit(key, stored, candidate)
+
+    def _create(self, key: Key, obj: Obj, *, manager: str = "", applied: managedfields.Applied | None = None) -> bytes:
         kind, namespace, name = key
         if self._lookup(key) is not None:
             raise AlreadyExists(
                 f'{kind} "{name}" already exists in namespace "{namespace}"', kind=kind, namespace=namespace, name=name
             )
         new = strategy.prepare_create(key, obj, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        if applied is not None:
+            _set_managed_fields(new, applied.managed_fields)
+        else:
+            self._track(key, None, new, request=obj, manager=manager, subresource="")
         meta: Obj = new["metadata"]
         self._uid_counter += 1
         meta["uid"] = f"00000000-0000-4000-8000-{self._uid_counter:012x}"
@@ -384,6 +487,14 @@ class FakeApiServer:
 
     def _now(self) -> str:
         return format_timestamp(self.clock.wall())
+
+
+def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:
+    """Put ``entries`` in ``obj``'s metadata (a fresh dict: the old one may be the stored object's)."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    if entries:
+        meta["managedFields"] = entries
+    obj["metadata"] = meta
 
 
 def _thaw_object(blob: bytes) -> Obj:

@@ -26,7 +26,7 @@ Not modelled: kubectl's ``last-applied-configuration`` hand-over and version con
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -48,6 +48,8 @@ from .structured import MISSING, compare, ensure_named_fields_are_members, merge
 __all__ = [
     "BEFORE_FIRST_APPLY",
     "DEFAULT_FIELD_MANAGER",
+    "GC_FIELD_MANAGER",
+    "Applied",
     "BadRequest",
     "apply",
     "settle_timestamps",
@@ -59,6 +61,8 @@ Obj = dict[str, Any]
 DEFAULT_FIELD_MANAGER: Final = "unknown"
 """The manager of a write that names none, as the API server records a request without
 ``fieldManager`` and without a User-Agent."""
+GC_FIELD_MANAGER: Final = "kube-controller-manager"
+"""Whose writes the garbage collector's are (it runs in kube-controller-manager)."""
 BEFORE_FIRST_APPLY: Final = "before-first-apply"
 ANCIENT_CHANGES: Final = "ancient-changes"
 MAX_UPDATE_MANAGERS: Final = 10
@@ -224,7 +228,7 @@ def track_update(
     request: Mapping[str, Any],
     manager: str,
     subresource: str = "",
-    now: str,
+    now: Callable[[], str],
 ) -> list[Obj] | None:
     """The managedFields of ``new`` after an Update-type write by ``manager`` (``live`` is None on
     create). ``request`` is what the client sent (its managedFields, if any, are honoured on the
@@ -267,19 +271,16 @@ def _decode_or_empty(obj: Mapping[str, Any] | None) -> Managed:
         return {}
 
 
-def _update(kind: str, live: Any, new: Any, managed: Managed, key: ManagerId, *, now: str) -> None:
+def _update(kind: str, live: Any, new: Any, managed: Managed, key: ManagerId, *, now: Callable[[], str]) -> None:
     """One Update through SMD's ``Updater.Update`` as ``current-operation``, merged into ``key``."""
-    node = schema_for(kind)
-    ignored = reset_fields(kind, key.subresource)
-    diff = compare(live, new, node)
-    changed = without_prefixes(diff.modified | diff.added, ignored)
-    removed = without_prefixes(diff.removed, ignored)
-    _take_from_others(managed, changed | removed, skip=None)
+    diff = compare(live, new, schema_for(kind), skip=reset_fields(kind, key.subresource))
+    changed = frozenset(diff.modified | diff.added)
+    _take_from_others(managed, changed | diff.removed, skip=None)
     taken = strip_server_fields(changed)
     if taken:
         previous = managed.get(key)
         fields = taken | previous.fields if previous else taken
-        managed[key] = Entry(fields, key.api_version, now)
+        managed[key] = Entry(fields, key.api_version, now())
 
 
 def _take_from_others(managed: Managed, fields: FieldSet, *, skip: ManagerId | None) -> None:
@@ -329,7 +330,7 @@ class Applied:
     """False when the merge changed nothing in the object (managedFields may still change)."""
 
 
-def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool, now: str) -> Applied:
+def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool, now: Callable[[], str]) -> Applied:
     """Merge ``config`` into ``live`` (None: the object is being created) as ``manager``.
 
     :class:`Conflict` names every field another manager owns and this apply would change,
@@ -361,7 +362,7 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
     changed = not same(before, merged)
     fields = strip_server_fields(managed[key].fields)
     if fields:
-        managed[key] = Entry(fields, api_version, now if changed else managed[key].time)
+        managed[key] = Entry(fields, api_version, now() if changed else managed[key].time)
     else:
         del managed[key]
     return Applied(merged, encode(managed), changed)
@@ -392,10 +393,9 @@ def _prune(merged: Obj, managed: Managed, node: Node, last: Entry | None) -> Obj
 
 
 def _resolve_conflicts(kind: str, live: Any, merged: Any, managed: Managed, key: ManagerId, *, force: bool) -> None:
-    ignored = reset_fields(kind)
-    diff = compare(live, merged, schema_for(kind))
-    changed = without_prefixes(diff.modified | diff.added, ignored)
-    removed = without_prefixes(diff.removed, ignored)
+    diff = compare(live, merged, schema_for(kind), skip=reset_fields(kind))  # reset fields are never reported
+    changed = frozenset(diff.modified | diff.added)
+    removed = frozenset(diff.removed)
     conflicts = {other: entry.fields & changed for other, entry in managed.items() if other != key}
     conflicts = {other: fields for other, fields in conflicts.items() if fields}
     if conflicts and not force:

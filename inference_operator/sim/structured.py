@@ -74,13 +74,24 @@ class Comparison:
         return Comparison(keep(self.added), keep(self.modified), keep(self.removed))
 
 
-def compare(lhs: Any, rhs: Any, node: Node) -> Comparison:
+def compare(lhs: Any, rhs: Any, node: Node, *, skip: FieldSet = frozenset()) -> Comparison:
+    """What changed from ``lhs`` to ``rhs``; nothing at or below the paths in ``skip`` is reported."""
     result = Comparison(set(), set(), set())
-    _compare(lhs, rhs, node, (), result)
+    _compare(lhs, rhs, node, (), result, skip)
     return result
 
 
-def _compare(lhs: Any, rhs: Any, node: Node, path: Path, out: Comparison) -> None:
+def _compare(lhs: Any, rhs: Any, node: Node, path: Path, out: Comparison, skip: FieldSet = frozenset()) -> None:
+    if path in skip:
+        return
+    if lhs is MISSING:
+        _whole(rhs, node, path, out.added, skip)
+        return
+    if rhs is MISSING:
+        _whole(lhs, node, path, out.removed, skip)
+        return
+    if lhs == rhs:
+        return  # equal subtrees (the common case, checked at C speed) have nothing to report
     left = resolve(node, None if lhs is MISSING else lhs)
     right = resolve(node, None if rhs is MISSING else rhs)
     if lhs not in (MISSING, None) and rhs not in (MISSING, None) and type(left) is not type(right):
@@ -91,7 +102,7 @@ def _compare(lhs: Any, rhs: Any, node: Node, path: Path, out: Comparison) -> Non
             if _granular_map(shape) and isinstance(value, dict):
                 for name, child in value.items():
                     pair = (child, MISSING) if into == "removed" else (MISSING, child)
-                    _compare(*pair, child_node(shape, (0, name)), (*path, (0, name)), out)
+                    _compare(*pair, child_node(shape, (0, name)), (*path, (0, name)), out, skip)
         return
     shape = right if rhs not in (MISSING, None) else left
     both_empty = _empty(lhs) and _empty(rhs)
@@ -104,18 +115,38 @@ def _compare(lhs: Any, rhs: Any, node: Node, path: Path, out: Comparison) -> Non
             out.modified.add(path)
         return
     if isinstance(shape, ListOf):
-        _compare_items(lhs, rhs, shape, path, out)
+        _compare_items(lhs, rhs, shape, path, out, skip)
     elif isinstance(shape, Struct | MapOf):
         left_map = lhs if isinstance(lhs, dict) else {}
         right_map = rhs if isinstance(rhs, dict) else {}
         for name in {**left_map, **right_map}:
-            _compare(
-                left_map.get(name, MISSING), right_map.get(name, MISSING), shape.child(name), (*path, (0, name)), out
-            )
+            before, after = left_map.get(name, MISSING), right_map.get(name, MISSING)
+            if before is not MISSING and after is not MISSING and before == after:
+                continue
+            _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
     if lhs is MISSING:
         out.added.add(path)
     elif rhs is MISSING:
         out.removed.add(path)
+
+
+def _whole(value: Any, node: Node, path: Path, into: set[Path], skip: FieldSet) -> None:
+    """A subtree only one side has: all of it is added (or removed), down to atomic leaves."""
+    if path in skip:
+        return
+    into.add(path)
+    shape = resolve(node, value)
+    if isinstance(shape, ListOf):
+        if shape.kind != "atomic" and isinstance(value, list):
+            _order, items = _index(value, shape)
+            for element, found in items.items():
+                if len(found) == 1:
+                    _whole(found[0], shape.element, (*path, element), into, skip)
+                else:
+                    into.add((*path, element))
+    elif isinstance(shape, Struct | MapOf) and not shape.atomic and isinstance(value, dict):
+        for name, child in value.items():
+            _whole(child, shape.child(name), (*path, (0, name)), into, skip)
 
 
 def _index(items: Any, node: ListOf) -> tuple[list[PathElement], dict[PathElement, list[Any]]]:
@@ -130,24 +161,24 @@ def _index(items: Any, node: ListOf) -> tuple[list[PathElement], dict[PathElemen
     return order, values
 
 
-def _compare_items(lhs: Any, rhs: Any, node: ListOf, path: Path, out: Comparison) -> None:
+def _compare_items(lhs: Any, rhs: Any, node: ListOf, path: Path, out: Comparison, skip: FieldSet) -> None:
     left_order, left = _index(lhs, node)
     right_order, right = _index(rhs, node)
     for element in [*left_order, *(e for e in right_order if e not in left)]:
         before, after = left.get(element, []), right.get(element, [])
         sub = (*path, element)
         if len(before) <= 1 and len(after) <= 1:
-            _compare(before[0] if before else MISSING, after[0] if after else MISSING, node.element, sub, out)
+            _compare(before[0] if before else MISSING, after[0] if after else MISSING, node.element, sub, out, skip)
         elif len(before) >= 2 and len(after) >= 2:
             if not same(before, after):
                 out.modified.add(sub)
         elif len(before) >= 2:
             if after:
-                _compare(MISSING, after[0], node.element, sub, out)
+                _compare(MISSING, after[0], node.element, sub, out, skip)
             out.removed.add(sub)
         else:
             if before:
-                _compare(before[0], MISSING, node.element, sub, out)
+                _compare(before[0], MISSING, node.element, sub, out, skip)
             out.added.add(sub)
 
 
