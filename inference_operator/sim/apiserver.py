@@ -11,22 +11,24 @@ deterministically and in microseconds, yet punishes the same mistakes a real clu
    (``deletionTimestamp``, and ``generation`` + 1); removing the last finalizer removes it, and
    removal cascades through ``ownerReferences`` (background, foreground or orphan).
 
-Plus server-side apply (:meth:`FakeApiServer.apply`, a PATCH with ``application/apply-patch+yaml``):
-the applied configuration is merged into the live object (list-map items by key, atomic lists and
-maps replaced), what the field manager applied before and no longer applies is removed unless
-another manager still owns it, a field another manager owns and the apply would change raises
-:class:`Conflict` with the real message unless ``force`` takes it over, and an apply that changes
-nothing is a no-op. Every write keeps ``metadata.managedFields`` the way the real server does
-(:mod:`.managedfields`): ``Apply`` entries for appliers, ``Update`` entries (per apiVersion and
-subresource) for every other write, owning what the request set or changed. Plus defaulting
-(:mod:`.defaults`), server-set ``uid``/``creationTimestamp``, watch events, and copies everywhere:
-nothing a caller holds is ever part of the store. Wherever this fake and a
-real API server could disagree, the real one is right; the e2e suite is the referee.
+Plus server-side apply (:meth:`FakeApiServer.apply`, what a PATCH with ``application/apply-patch+yaml``
+does): the applied configuration is merged into the live object (list-map items by key, atomic
+lists and maps replaced, granular maps merged); what the field manager applied before and no
+longer applies is removed unless another manager still owns it; a field another manager owns that
+the apply would change raises :class:`Conflict` with the real message, unless ``force`` takes it
+over; an apply that changes nothing is a no-op; an apply to a missing object creates it. Every
+write keeps ``metadata.managedFields`` as the real server does (:mod:`.managedfields`): an
+``Apply`` entry per applier, an ``Update`` entry per (field manager, apiVersion, subresource) for
+every other write, owning what the request set or changed (on create, scheme defaults too, but
+not what the registry allocates). Plus defaulting (:mod:`.defaults`), server-set
+``uid``/``creationTimestamp``, watch events, and copies everywhere: nothing a caller holds is ever
+part of the store. Wherever this fake and a real API server could disagree, the real one is right;
+the e2e suite is the referee.
 
-This module owns the store, resourceVersions, locking and the request log. What a request turns
-into before it is stored is :mod:`.strategy` (with :mod:`.defaults` and :mod:`.validation`), who owns
-which field is :mod:`.managedfields`, the garbage collector is :mod:`.garbage`, watches are
-:mod:`.watch`.
+This module is what requests do; where objects live, reads and the request log are
+:mod:`.store`. What a request turns into before it is stored is :mod:`.strategy` (with
+:mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
+garbage collector is :mod:`.garbage`, watches are :mod:`.watch`.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -43,21 +45,19 @@ All public methods take one re-entrant lock; the server is safe to share between
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from ..clock import Clock, FakeClock, format_timestamp
+from ..clock import Clock, FakeClock
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
-from ..jsoncopy import thaw as _thaw
 from . import defaults, managedfields, strategy
 from .garbage import FOREGROUND_FINALIZER, GarbageCollector, Propagation
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
+from .store import ApiRequest, ObjectStore, thaw_object
 from .strategy import Key
-from .watch import Broadcaster, EventType, Watch, WatchEvent
+from .watch import EventType, Watch, WatchEvent
 
 __all__ = [
     "DEFAULT_FIELD_MANAGER",
@@ -75,23 +75,9 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-Objs = list[Obj]  # spelt as an alias: inside the class, ``list`` is the method
 
 
-class ApiRequest(NamedTuple):
-    """One mutating request, as logged in :attr:`FakeApiServer.requests`."""
-
-    verb: str
-    kind: str
-    namespace: str
-    name: str
-    changed: bool = True
-    """False for a no-op write and for a failed request."""
-    error: str = ""
-    """The failure's reason (``"Conflict"``, ``"NotFound"`` …), empty on success."""
-
-
-class FakeApiServer:
+class FakeApiServer(ObjectStore):
     """A generic, in-memory API server keyed by (kind, namespace, name).
 
     ``clock`` stamps ``creationTimestamp``/``deletionTimestamp`` (a :class:`FakeClock` standing
@@ -102,69 +88,13 @@ class FakeApiServer:
     def __init__(
         self, clock: Clock | None = None, *, defaulters: Mapping[str, defaults.Defaulter] | None = None
     ) -> None:
-        self.clock: Clock = clock if clock is not None else FakeClock()
+        super().__init__(clock if clock is not None else FakeClock())
         self._defaulters = dict(defaulters or {})
-        self._lock = threading.RLock()
-        self._objects: dict[str, dict[str, dict[str, Obj]]] = {}  # kind → namespace → name → object
-        self._frozen: dict[Key, bytes] = {}  # the same objects, frozen: thawing is the cheapest copy
-        self._watches = Broadcaster(self._lock)
         self._gc = GarbageCollector(
             lookup=self._lookup, stored=self._stored, delete=self._delete, commit=self._commit_for_gc
         )
         self._allocator = defaults.Allocator()
-        self._resource_version = 0
         self._uid_counter = 0
-        self.writes = 0
-        """Successful mutating requests that changed something."""
-        self.writes_by_verb: Counter[str] = Counter()
-        self.requests: list[ApiRequest] = []
-        """Every mutating request, including no-ops and failures (see :class:`ApiRequest`)."""
-        self.reads = 0
-        """``get`` and ``list`` calls (an operator should read its informer cache instead)."""
-        self.gc_writes = 0
-        """Writes done by the simulated garbage collector (cascading deletes, orphaning)."""
-
-    # --- reads --------------------------------------------------------------------------------
-
-    def get(self, kind: str, namespace: str, name: str) -> Obj:
-        """A copy of the object; :class:`NotFound` if there is none."""
-        with self._lock:
-            self.reads += 1
-            key = strategy.key_for(kind, namespace, name)
-            self._stored(key)
-            return _thaw_object(self._frozen[key])
-
-    def list(self, kind: str, namespace: str | None = None, *, labels: Mapping[str, str] | None = None) -> Objs:
-        """Copies of the objects of ``kind`` (in ``namespace``, with ``labels``), sorted by key.
-
-        ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match.
-        """
-        with self._lock:
-            self.reads += 1
-            frozen = self._frozen
-            key_of = strategy.key_of_stored
-            return [_thaw_object(frozen[key_of(obj)]) for obj in self._select(kind, namespace, labels)]
-
-    def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
-        """List and open a watch atomically: the watch sees exactly the changes after the list."""
-        with self._lock:
-            items = self.list(kind, namespace)
-            return items, self.watch(kind, namespace)
-
-    def watch(self, kind: str | None = None, namespace: str | None = None) -> Watch:
-        """Start buffering events for ``kind`` (all kinds if None) from now on."""
-        with self._lock:
-            return self._watches.open(kind, namespace or None)
-
-    def objects_total(self, kind: str | None = None) -> int:
-        with self._lock:
-            kinds = [self._objects.get(kind, {})] if kind is not None else list(self._objects.values())
-            return sum(len(names) for namespaces in kinds for names in namespaces.values())
-
-    @property
-    def resource_version(self) -> str:
-        """The latest resourceVersion handed out (the cluster-wide counter)."""
-        return str(self._resource_version)
 
     # --- writes -------------------------------------------------------------------------------
 
@@ -184,7 +114,7 @@ class FakeApiServer:
                 raise
             self._log("create", key, changed=True)
             self.gc_writes += self._gc.run()
-            return _thaw_object(created)
+            return thaw_object(created)
 
     def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
         """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition."""
@@ -270,7 +200,7 @@ class FakeApiServer:
                 raise
             self._log("apply", key, changed=changed)
             self.gc_writes += self._gc.run()
-            return _thaw_object(result)
+            return thaw_object(result)
 
     def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> None:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
@@ -295,13 +225,6 @@ class FakeApiServer:
                 raise
             self._log("delete", key, changed=changed)
             self.gc_writes += self._gc.run()
-
-    def reset_counters(self) -> None:
-        """Zero ``writes``, ``writes_by_verb``, ``requests``, ``reads`` and ``gc_writes``."""
-        with self._lock:
-            self.writes = self.reads = self.gc_writes = 0
-            self.writes_by_verb.clear()
-            self.requests.clear()
 
     # --- write paths --------------------------------------------------------------------------
 
@@ -328,7 +251,7 @@ class FakeApiServer:
             raise
         self._log(verb, key, changed=changed)
         self.gc_writes += self._gc.run()
-        return _thaw_object(result)
+        return thaw_object(result)
 
     def _track(
         self,
@@ -447,47 +370,6 @@ class FakeApiServer:
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob
 
-    def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
-        namespaces = self._objects.get(kind, {})
-        if not traits_of(kind).namespaced:
-            namespace = None
-        if namespace:  # None or "" means all namespaces, as in client-go
-            chosen: Iterable[tuple[str, dict[str, Obj]]] = [(namespace, namespaces.get(namespace, {}))]
-        else:
-            chosen = sorted(namespaces.items())
-        result = [obj for _, names in chosen for _, obj in sorted(names.items())]
-        if labels:
-            wanted = labels.items()
-            result = [obj for obj in result if wanted <= obj["metadata"].get("labels", {}).items()]
-        return result
-
-    def _lookup(self, key: Key) -> Obj | None:
-        kind, namespace, name = key
-        return self._objects.get(kind, {}).get(namespace, {}).get(name)
-
-    def _stored(self, key: Key) -> Obj:
-        stored = self._lookup(key)
-        if stored is None:
-            kind, namespace, name = key
-            where = f' in namespace "{namespace}"' if namespace else ""
-            raise NotFound(f'{kind} "{name}" not found{where}', kind=kind, namespace=namespace, name=name)
-        return stored
-
-    # --- accounting -----------------------------------------------------------------------------
-
-    def _log(self, verb: str, key: Key, *, changed: bool = False, error: ApiError | None = None) -> None:
-        self.requests.append(ApiRequest(verb, key[0], key[1], key[2], changed, error.reason if error else ""))
-        if changed:
-            self.writes += 1
-            self.writes_by_verb[verb] += 1
-
-    def _next_resource_version(self) -> str:
-        self._resource_version += 1
-        return str(self._resource_version)
-
-    def _now(self) -> str:
-        return format_timestamp(self.clock.wall())
-
 
 def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:
     """Put ``entries`` in ``obj``'s metadata (a fresh dict: the old one may be the stored object's)."""
@@ -495,8 +377,3 @@ def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:
     if entries:
         meta["managedFields"] = entries
     obj["metadata"] = meta
-
-
-def _thaw_object(blob: bytes) -> Obj:
-    obj: Obj = _thaw(blob)
-    return obj
