@@ -44,6 +44,13 @@ class Backend(Protocol):
         """Create ``obj``; raises AlreadyExists."""
         ...
 
+    def apply(self, obj: Obj) -> Obj:
+        """Server-side apply of ``obj`` with the operator's field manager, forced: creates the
+        object if it is absent; otherwise sets the fields ``obj`` has, removes those the operator
+        applied before and no longer does (unless another manager owns them too), and leaves
+        fields only others own alone. Takes fields from other managers that hold them."""
+        ...
+
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         """JSON merge patch (RFC 7386). A ``metadata.resourceVersion`` in the patch is a
         precondition: the write fails with Conflict if the object changed since it was read."""

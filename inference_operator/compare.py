@@ -1,5 +1,12 @@
 """Decide whether a live object already has what the operator wants.
 
+The operator writes its children with server-side apply, so "has what it wants" means two
+things (:func:`drift`): every field it applies is present with the value it applies (list-map
+items matched by key, so a container or an owner reference someone else added is not a
+difference), and it owns no field it no longer applies (``managedFields`` says what it owns:
+a field it stopped setting — a GPU limit, a nodeSelector key — is a difference until an apply
+removes it). Fields only others own are never compared, so there is never a write loop.
+
 Rule 2 of reconcile: compare only the fields the operator sets. The API server adds defaults
 (``dnsPolicy``, ``clusterIP``, probe timeouts …), drops empty lists and maps, and rewrites
 quantities into canonical form (``0.5`` becomes ``500m``); comparing whole objects would see a
@@ -9,8 +16,12 @@ of ``desired`` is present in ``live`` with an equal value, recursively.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from .fieldpaths import FieldSet, Path, field_set, item_element, managed_fields_of, path_string, resolve
+from .fieldschema import ListOf, MapOf, Node, Struct, schema_for
 
 _SUFFIX = {
     "n": Decimal("1e-9"),
@@ -110,3 +121,78 @@ def contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
     if type(live) is not type(desired) and not (isinstance(live, int | float) and isinstance(desired, int | float)):
         return False
     return bool(live == desired)
+
+
+NOT_APPLIED = "(fields owned through an update, not an apply)"
+
+
+def drift(live: dict[str, Any], desired: dict[str, Any], *, kind: str, manager: str) -> list[str]:
+    """Why ``desired`` must be applied again to ``live`` (empty: it need not be).
+
+    The paths, as the API server prints them, whose value differs from what ``manager``
+    applies, then those ``manager`` owns and no longer applies. A live object ``manager`` has
+    never applied to (made by an older version of the operator) drifts as a whole.
+    """
+    want = field_set(desired, kind)
+    leaves = sorted(_leaves(want))
+    out = [path_string(path) for path in leaves if not _same_at(live, desired, path, kind)]
+    owned = managed_fields_of(live, manager, "Apply")
+    if owned is None:
+        return [*out, NOT_APPLIED]
+    out.extend(path_string(path) for path in sorted(owned - want) if not _covered(path, want, leaves))
+    return out
+
+
+def _leaves(fields: FieldSet) -> Iterable[Path]:
+    """The paths of ``fields`` that no other path extends: where values live."""
+    parents = {path[:n] for path in fields for n in range(1, len(path))}
+    return (path for path in fields if path not in parents)
+
+
+def _covered(path: Path, want: FieldSet, leaves: list[Path]) -> bool:
+    """Whether ``path`` is below a value still applied, or above one: a map or list the server
+    tracks key by key while we apply it whole (or the reverse) is not a field we dropped."""
+    return any(path[: len(leaf)] == leaf for leaf in leaves) or any(w[: len(path)] == path for w in want)
+
+
+_MISSING = object()
+
+
+def _value_at(obj: Any, path: Path, node: Node) -> Any:
+    """The value at ``path`` (list-map items found by their keys), or ``_MISSING``."""
+    value = obj
+    for element in path:
+        node = resolve(node, value)
+        if element[0] == 0:  # a field
+            if not isinstance(value, dict) or element[1] not in value:
+                return _MISSING
+            value = value[element[1]]
+            node = node.child(element[1]) if isinstance(node, Struct | MapOf) else node
+        elif isinstance(value, list) and isinstance(node, ListOf):
+            found = [item for item in value if _element_of(node, item) == element]
+            if len(found) != 1:
+                return _MISSING
+            value, node = found[0], node.element
+        else:
+            return _MISSING
+    return value
+
+
+def _element_of(node: ListOf, item: Any) -> Any:
+    try:
+        return item_element(node, item)
+    except ValueError:
+        return None
+
+
+def _same_at(live: Any, desired: Any, path: Path, kind: str) -> bool:
+    root: Node = schema_for(kind)
+    want = _value_at(desired, path, root)
+    have = _value_at(live, path, root)
+    if have is _MISSING:
+        return want is _MISSING or _is_empty(want)
+    quantities = any(e[0] == 0 and e[1] in ("requests", "limits") for e in path)
+    return contains(have, want, quantities=quantities)
+
+
+__all__ = ["NOT_APPLIED", "contains", "differences", "drift", "parse_quantity"]

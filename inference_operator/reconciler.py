@@ -25,11 +25,11 @@ from .api import InferenceService, SpecError
 from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
 from .builders import desired_deployment, desired_service, selector_string, service_address
 from .clock import Clock, format_timestamp, parse_timestamp
-from .compare import differences
+from .compare import drift
 from .conditions import Cond, is_true
-from .constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
+from .constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
-from .errors import AlreadyExists, ApiError, Conflict
+from .errors import ApiError, Conflict
 from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
 from .status import (
     DeploymentView,
@@ -238,26 +238,26 @@ class Reconciler:
     def _ensure_child(
         self, isvc: InferenceService, kind: str, desired: Obj, blocked: list[Blocked]
     ) -> tuple[Obj | None, Action]:
-        """Create or patch one child; returns it (None if it could not be had) and what was
-        done. A write the API server refuses is appended to ``blocked``, not raised: the pass
-        goes on so that status can say why. A stale read (Conflict) is raised: a retry fixes it."""
+        """Create or update one child with server-side apply; returns it (None if it could not
+        be had) and what was done. A write the API server refuses is appended to ``blocked``,
+        not raised: the pass goes on so that status can say why."""
         live = self.backend.get(kind, isvc.namespace, isvc.name)
         try:
             if live is None:
-                try:
-                    return self._create_child(isvc, kind, desired)
-                except AlreadyExists:
-                    # Not in our cache, which holds only children with our label: someone
-                    # else's object, or ours with the label taken off. Ask the API server.
-                    live = self.backend.read(kind, isvc.namespace, isvc.name)
-                    if live is None:
-                        raise
+                # The cache holds only children with our label; an apply would merge into
+                # whatever has the name. Ask the API server whether something is in the way.
+                live = self.backend.read(kind, isvc.namespace, isvc.name)
+                if live is None:
+                    return self._apply_child(isvc, kind, desired, created=True)
             if controller_owner_uid(live) != isvc.uid:
                 blocked.append(Blocked.conflict(isvc, kind, live))
                 return None, None
-            return self._patch_child(isvc, kind, desired, live)
+            changed = drift(live, desired, kind=kind, manager=FIELD_MANAGER)
+            if not changed:
+                return live, None
+            return self._apply_child(isvc, kind, desired, fields=changed)
         except Conflict:
-            raise
+            raise  # a stale precondition: the retry reads again
         except ApiError as err:
             blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
             log.warning(
@@ -270,28 +270,18 @@ class Reconciler:
             )
             return live, None
 
-    def _create_child(self, isvc: InferenceService, kind: str, desired: Obj) -> tuple[Obj, Action]:
-        created = self.backend.create(desired)
-        recreated = _condition_true(isvc.raw, CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY)
-        verb = EventReason.RECREATED if recreated else EventReason.CREATED
-        log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
-        return created, Done(verb)
-
-    def _patch_child(self, isvc: InferenceService, kind: str, desired: Obj, live: Obj) -> tuple[Obj, Action]:
-        changed = differences(live, desired)
-        if not changed:
-            return live, None
-        patch = {
-            "metadata": {
-                "labels": desired["metadata"]["labels"],
-                "resourceVersion": live["metadata"]["resourceVersion"],
-            },
-            "spec": desired["spec"],
-        }
-        patched = self.backend.patch(kind, isvc.namespace, isvc.name, patch)
-        fields = ", ".join(changed)
-        log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, fields)
-        return patched, Done(EventReason.PATCHED, fields)
+    def _apply_child(
+        self, isvc: InferenceService, kind: str, desired: Obj, *, created: bool = False, fields: list[str] | None = None
+    ) -> tuple[Obj, Action]:
+        applied = self.backend.apply(desired)
+        if created:
+            recreated = _condition_true(isvc.raw, _child_condition(kind))
+            verb = EventReason.RECREATED if recreated else EventReason.CREATED
+            log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
+            return applied, Done(verb)
+        shown = ", ".join(fields or [])
+        log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, shown)
+        return applied, Done(EventReason.PATCHED, shown)
 
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
         """One Normal Event per pass that changed something, saying everything it did.

@@ -64,6 +64,10 @@ class KubeBackend:
         self._count()
         return self._remember(obj["kind"], self.client.create(obj))
 
+    def apply(self, obj: Obj) -> Obj:
+        self._count()
+        return self._remember(obj["kind"], self.client.apply(obj))
+
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         self._count()
         return self._remember(kind, self.client.patch(kind, namespace, name, patch))

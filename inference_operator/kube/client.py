@@ -21,6 +21,7 @@ from ..errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotF
 
 Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 USER_AGENT = f"inference-operator/{__version__}"
 JSON = "application/json"
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
@@ -151,6 +152,19 @@ class KubeClient:
     def create(self, obj: Obj) -> Obj:
         meta = obj["metadata"]
         return self.request("create", obj["kind"], meta.get("namespace", "default"), body=obj)
+
+    def apply(self, obj: Obj) -> Obj:
+        """Server-side apply (JSON is YAML), forced: the operator's fields are the operator's."""
+        meta = obj["metadata"]
+        return self.request(
+            "patch",
+            obj["kind"],
+            meta["namespace"],
+            meta["name"],
+            body=obj,
+            content_type=APPLY_PATCH,
+            query={"force": "true"},
+        )
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj, *, subresource: str | None = None) -> Obj:
         return self.request(

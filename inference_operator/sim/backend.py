@@ -13,7 +13,7 @@ from typing import Any
 
 from ..backend import LoadBalancerProvider, Registration
 from ..clock import Clock
-from ..constants import DEPLOYMENT, FINALIZER, KIND, MANAGED_BY
+from ..constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, MANAGED_BY
 from ..errors import NotFound
 from ..events import EventCorrelator, build_event
 from .apiserver import FakeApiServer
@@ -112,6 +112,14 @@ class FakeBackend:
         self.writes += 1
         self.timeline.add(f"created {_describe(created)}")
         return created
+
+    def apply(self, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        existed = self.read(obj["kind"], meta["namespace"], meta["name"]) is not None
+        applied = self.api.apply(obj, field_manager=FIELD_MANAGER, force=True)
+        self.writes += 1
+        self.timeline.add(f"{'patched' if existed else 'created'} {_describe(applied)}")
+        return applied
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         before = self.informers[kind].get(namespace, name)

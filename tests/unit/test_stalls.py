@@ -26,7 +26,7 @@ Obj = dict[str, Any]
 
 
 class RefusingBackend:
-    """The simulator's backend, except that creating a ``kind`` raises ``error`` (``times`` times)."""
+    """The simulator's backend, except that writing a ``kind`` raises ``error`` (``times`` times)."""
 
     def __init__(self, inner: FakeBackend, kind: str, error: ApiError, *, times: int = 1_000_000) -> None:
         self.inner = inner
@@ -34,11 +34,11 @@ class RefusingBackend:
         self.error = error
         self.times = times
 
-    def create(self, obj: Obj) -> Obj:
+    def apply(self, obj: Obj) -> Obj:
         if obj["kind"] == self.kind and self.times > 0:
             self.times -= 1
             raise self.error
-        return self.inner.create(obj)
+        return self.inner.apply(obj)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -1,0 +1,126 @@
+"""Children are exactly the spec, for every field the operator sets: added, changed, removed.
+
+Covers (on the simulator, whose API server implements server-side apply): removing gpu drops
+the nvidia.com/gpu limit; removing nodeSelector, tolerations or env removes them; changing a
+nodeSelector key leaves no old key; status is Ready only once the child matches. Fields other
+actors own are left alone with zero writes: an annotation, a sidecar injected into the pod
+template, an extra owner reference on the Service. A field the operator owns that someone else
+changes is put back with one apply, and there is no write loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference_operator.constants import DEPLOYMENT, FIELD_MANAGER, KIND, SERVICE, Phase
+from inference_operator.model import make_inference_service
+from inference_operator.sim import Simulation
+
+NS, NAME = "default", "llama"
+Obj = dict[str, Any]
+
+
+def llama(**spec: Any) -> Obj:
+    return make_inference_service(NAME, **{"image": "vllm:0.6.3", "model": "m", **spec})
+
+
+def converged(**spec: Any) -> Simulation:
+    sim = Simulation()
+    sim.apply(llama(**spec))
+    sim.run_until_quiescent()
+    return sim
+
+
+def deployment(sim: Simulation) -> Obj:
+    dep = sim.get(DEPLOYMENT, NS, NAME)
+    assert dep is not None
+    return dep
+
+
+def pod_spec(sim: Simulation) -> Obj:
+    return dict(deployment(sim)["spec"]["template"]["spec"])
+
+
+def server(sim: Simulation) -> Obj:
+    return dict(next(c for c in pod_spec(sim)["containers"] if c["name"] == "server"))
+
+
+def change(sim: Simulation, **spec: Any) -> None:
+    sim.apply(llama(**spec))
+    sim.run_until_quiescent()
+    obj = sim.get(KIND, NS, NAME)
+    assert obj is not None and obj["status"]["phase"] == Phase.READY
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+
+
+def writes_after_quiet_passes(sim: Simulation) -> int:
+    before = sim.backend.writes
+    sim.resync()
+    sim.run_until_quiescent()
+    return sim.backend.writes - before
+
+
+def test_removing_gpu_drops_the_gpu_limit() -> None:
+    sim = converged(gpu=1)
+    assert server(sim)["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    change(sim, gpu=0)
+    assert "resources" not in server(sim) or "nvidia.com/gpu" not in server(sim)["resources"].get("limits", {})
+
+
+def test_removing_node_selector_tolerations_and_env_removes_them() -> None:
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    sim = converged(nodeSelector={"gpu": "a100"}, tolerations=tolerations, env=[{"name": "HF_HOME", "value": "/m"}])
+    assert pod_spec(sim)["nodeSelector"] == {"gpu": "a100"} and pod_spec(sim)["tolerations"] == tolerations
+    assert server(sim)["env"] == [{"name": "HF_HOME", "value": "/m"}]
+    change(sim)
+    assert "nodeSelector" not in pod_spec(sim) and "tolerations" not in pod_spec(sim)
+    assert "env" not in server(sim)
+
+
+def test_changing_a_node_selector_key_leaves_no_old_key() -> None:
+    sim = converged(nodeSelector={"gpu": "a100"})
+    change(sim, nodeSelector={"accelerator": "h100"})
+    assert pod_spec(sim)["nodeSelector"] == {"accelerator": "h100"}
+
+
+def test_a_foreign_annotation_is_left_alone_with_zero_writes() -> None:
+    sim = converged()
+    sim.api.patch(DEPLOYMENT, NS, NAME, {"metadata": {"annotations": {"team": "ml"}}}, field_manager="kubectl-annotate")
+    assert writes_after_quiet_passes(sim) == 0
+    assert deployment(sim)["metadata"]["annotations"]["team"] == "ml"
+
+
+def test_a_sidecar_injected_into_the_template_is_left_alone_with_zero_writes() -> None:
+    sim = converged()
+    dep = deployment(sim)
+    containers = [*dep["spec"]["template"]["spec"]["containers"], {"name": "proxy", "image": "envoy:1.30"}]
+    dep["spec"]["template"]["spec"]["containers"] = containers
+    sim.api.update(dep, field_manager="sidecar-injector")
+    assert writes_after_quiet_passes(sim) == 0
+    assert [c["name"] for c in pod_spec(sim)["containers"]] == ["server", "proxy"]
+    change(sim, image="vllm:0.7.0")  # our own change still lands, and keeps theirs
+    assert server(sim)["image"] == "vllm:0.7.0"
+    assert [c["name"] for c in pod_spec(sim)["containers"]] == ["server", "proxy"]
+
+
+def test_an_extra_owner_reference_on_the_service_is_left_alone_with_zero_writes() -> None:
+    sim = converged()
+    bundle = sim.api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bundle", "namespace": NS}})
+    svc = sim.get(SERVICE, NS, NAME)
+    assert svc is not None
+    extra = {"apiVersion": "v1", "kind": "ConfigMap", "name": "bundle", "uid": bundle["metadata"]["uid"]}
+    svc["metadata"]["ownerReferences"] = [*svc["metadata"]["ownerReferences"], extra]
+    sim.api.update(svc, field_manager="bundler")
+    assert writes_after_quiet_passes(sim) == 0
+    svc = sim.get(SERVICE, NS, NAME)
+    assert svc is not None and len(svc["metadata"]["ownerReferences"]) == 2
+
+
+def test_a_field_the_operator_owns_is_put_back_once_without_a_loop() -> None:
+    sim = converged()
+    sim.api.patch(DEPLOYMENT, NS, NAME, {"spec": {"replicas": 9}}, field_manager="kubectl-scale")
+    sim.run_until_quiescent()
+    assert deployment(sim)["spec"]["replicas"] == 1, "put back by one apply"
+    assert writes_after_quiet_passes(sim) == 0
+    owners = [e["manager"] for e in deployment(sim)["metadata"]["managedFields"] if e["operation"] == "Apply"]
+    assert owners == [FIELD_MANAGER]
