@@ -364,20 +364,24 @@ def from_fields_v1(fields_v1: Mapping[str, Any]) -> FieldSet:
     return frozenset(out)
 
 
-def _read(node: Mapping[str, Any], prefix: Path, out: set[Path]) -> None:
+def _read(node: Mapping[str, Any], prefix: Path, out: set[Path]) -> bool:
+    """Add what ``node`` holds below ``prefix``; True if ``prefix`` itself is a member (it says
+    ``.``, or it holds nothing SMD understands: a leaf)."""
+    member = has_children = False
     for text, child in node.items():
         if text == ".":
-            out.add(prefix)
+            member = True
             continue
         try:
             element = parse_element(text)
         except ValueError:
             continue
         path = (*prefix, element)
-        if isinstance(child, Mapping) and child:
-            _read(child, path, out)
-        else:
+        before = len(out)
+        if _read(child if isinstance(child, Mapping) else {}, path, out):
             out.add(path)
+        has_children = has_children or len(out) > before
+    return member or not has_children
 
 
 def path_string(path: Path) -> str:

@@ -181,9 +181,7 @@ class FakeApiServer(ObjectStore):
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
                 stored = self._lookup(key)
-                if stored is None:
-                    if (obj.get("metadata") or {}).get("resourceVersion"):
-                        self._stored(key)  # a precondition on nothing: NotFound
+                if stored is None:  # created, as the real server does (a resourceVersion is ignored)
                     applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
                     result, changed = self._create(key, applied.merged, applied=applied), True
                 else:

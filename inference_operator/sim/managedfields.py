@@ -43,7 +43,15 @@ from ..fieldpaths import (
     without_prefixes,
 )
 from ..fieldschema import Node, schema_for
-from .structured import MISSING, compare, ensure_named_fields_are_members, merge, remove_items, same
+from .structured import (
+    MISSING,
+    check_no_duplicates,
+    compare,
+    ensure_named_fields_are_members,
+    merge,
+    remove_items,
+    same,
+)
 
 __all__ = [
     "BEFORE_FIRST_APPLY",
@@ -350,10 +358,13 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
         _update(kind, zero_object(kind), before, managed, ManagerId(BEFORE_FIRST_APPLY, "Update", api_version), now=now)
     key = ManagerId(manager, "Apply")
     try:
+        check_no_duplicates(config, node)
         applied = raw_field_set(config, node)
         merged = merge(before, config, node)
     except ValueError as err:
-        raise ApiError(f"failed to create typed patch object ({_name(config)}; {kind}): {err}", kind=kind) from err
+        raise ApiError(
+            f"failed to create typed patch object ({_name(config)}; {api_version}, Kind={kind}): {err}", kind=kind
+        ) from err
     merged = {} if merged is MISSING else merged
     last = managed.get(key)
     managed[key] = Entry(without_prefixes(applied, reset_fields(kind)), api_version, last.time if last else None)

@@ -20,7 +20,15 @@ from typing import Any, Final
 from ..fieldpaths import FieldSet, Path, PathElement, child_node, item_element, path_string, resolve
 from ..fieldschema import ListOf, MapOf, Node, Struct, Untyped
 
-__all__ = ["MISSING", "Comparison", "compare", "ensure_named_fields_are_members", "merge", "remove_items"]
+__all__ = [
+    "MISSING",
+    "Comparison",
+    "check_no_duplicates",
+    "compare",
+    "ensure_named_fields_are_members",
+    "merge",
+    "remove_items",
+]
 
 
 class _Missing:
@@ -265,6 +273,23 @@ def _merge_items(lhs: Any, rhs: Any, node: ListOf) -> Any:
 
 def _element_text(element: PathElement) -> str:
     return path_string((element,))
+
+
+def check_no_duplicates(value: Any, node: Node, path: Path = ()) -> None:
+    """:class:`ValueError` (``.spec…containers: duplicate entries for key [name="server"]``) when
+    a set or list-map of ``value`` holds an item twice: an applied configuration may not."""
+    shape = resolve(node, value)
+    if isinstance(shape, ListOf) and shape.kind != "atomic" and isinstance(value, list):
+        seen: set[PathElement] = set()
+        for item in value:
+            element = item_element(shape, item)
+            if element in seen:
+                raise ValueError(f"{path_string(path)}: duplicate entries for key {_element_text(element)}")
+            seen.add(element)
+            check_no_duplicates(item, shape.element, (*path, element))
+    elif isinstance(shape, Struct | MapOf) and not shape.atomic and isinstance(value, dict):
+        for name, child in value.items():
+            check_no_duplicates(child, shape.child(name), (*path, (0, name)))
 
 
 # --- remove -------------------------------------------------------------------------------------------
