@@ -224,7 +224,21 @@ BUILT_IN: Final[dict[str, Struct]] = {
             "status": Struct({"conditions": _CONDITIONS}),
         }
     ),
-    "Pod": Struct({"metadata": OBJECT_META, "spec": POD_SPEC, "status": Struct({"conditions": _CONDITIONS})}),
+    "Pod": Struct(
+        {
+            "metadata": OBJECT_META,
+            "spec": POD_SPEC,
+            "status": Struct(
+                {
+                    "conditions": _CONDITIONS,
+                    "podIPs": _list_map(UNTYPED_STRUCT, "ip"),
+                    "resourceClaimStatuses": _list_map(UNTYPED_STRUCT, "name"),
+                    "allocatedResources": _QUANTITIES,
+                    "resources": _RESOURCES,
+                }
+            ),
+        }
+    ),
     "Service": Struct(
         {
             "metadata": OBJECT_META,

@@ -27,16 +27,19 @@ Covers:
 - fieldpaths: stripped and reset fields, status-subresource sets, list-map keys with defaults,
   set items, atomic lists and maps, fieldsV1 round trip in the server's key order, path strings,
   managed_fields_of, list_map_keys / is_atomic, the CRD schema (granular nodeSelector, conditions
-  keyed by type).
+  keyed by type); the built-in schema agrees, path for path, with the schema client-go v0.36
+  generates from the Go markers (when the Go module cache holds it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from inference_operator.api import InferenceService
 from inference_operator.builders import CONTAINER_NAME, desired_deployment, desired_service
@@ -55,6 +58,7 @@ from inference_operator.fieldpaths import (
     to_fields_v1,
     value_element,
 )
+from inference_operator.fieldschema import ListOf, MapOf, Node, Scalar, Struct, Untyped, schema_for
 from inference_operator.model import make_inference_service
 from inference_operator.sim.apiserver import ApiError, ApiRequest, BadRequest, Conflict, FakeApiServer, Invalid
 
@@ -629,3 +633,65 @@ def element_strings(fields: Any) -> set[str]:
 
     walk(to_fields_v1(fields))
     return out
+
+
+# --- the schema against the Go markers ---------------------------------------------------------------
+
+GO_MODULES = Path(os.environ.get("GOMODCACHE") or Path.home() / "go" / "pkg" / "mod")
+GENERATED_SCHEMA = sorted(GO_MODULES.glob("k8s.io/client-go@v0.36.*/applyconfigurations/internal/internal.go"))
+ROOTS = {
+    "Deployment": "io.k8s.api.apps.v1.Deployment",
+    "ReplicaSet": "io.k8s.api.apps.v1.ReplicaSet",
+    "Pod": "io.k8s.api.core.v1.Pod",
+    "Service": "io.k8s.api.core.v1.Service",
+    "ConfigMap": "io.k8s.api.core.v1.ConfigMap",
+    "Secret": "io.k8s.api.core.v1.Secret",
+}
+
+
+@pytest.mark.skipif(not GENERATED_SCHEMA, reason="k8s.io/client-go v0.36 is not in the Go module cache")
+def test_the_built_in_schema_agrees_with_the_one_client_go_generates_from_the_markers() -> None:
+    source = GENERATED_SCHEMA[-1].read_text()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    types = {
+        t["name"]: t for t in yaml.load(source[source.index("`") + 1 : source.rindex("`")], Loader=loader)["types"]
+    }
+    problems: list[str] = []
+
+    def walk(ref: Obj, node: Node, where: str, seen: tuple[str, ...]) -> None:
+        if "namedType" in ref:
+            if ref["namedType"] in seen:
+                return
+            seen = (*seen, ref["namedType"])
+            ref = types[ref["namedType"]]
+        if "list" in ref:
+            generated = ref["list"]
+            relation = generated.get("elementRelationship", "atomic")
+            keys = tuple(generated.get("keys") or ())
+            wanted = "atomic" if relation == "atomic" else "map" if keys else "set"
+            mine = node.kind if isinstance(node, ListOf) else "atomic" if isinstance(node, Untyped) else repr(node)
+            if mine != wanted or (isinstance(node, ListOf) and node.keys != keys):
+                problems.append(f"{where}: {wanted} list {keys}, not {node}")
+            elif isinstance(node, ListOf) and wanted != "atomic":
+                walk(generated["elementType"], node.element, f"{where}[]", seen)
+        elif "map" in ref:
+            generated = ref["map"]
+            atomic = generated.get("elementRelationship") == "atomic"
+            if "fields" in generated:  # a struct: ours may be left untyped when nothing in it is special
+                if isinstance(node, Untyped) and not atomic:
+                    node = Struct()
+                if not isinstance(node, Struct) or node.atomic != atomic:
+                    problems.append(f"{where}: struct (atomic={atomic}), not {node}")
+                elif not atomic:
+                    for field in generated["fields"]:
+                        walk(field["type"], node.child(field["name"]), f"{where}.{field['name']}", seen)
+            elif not isinstance(node, MapOf) or node.atomic != atomic:
+                problems.append(f"{where}: map (atomic={atomic}), not {node}")
+            elif not atomic:
+                walk(generated["elementType"], node.element, f"{where}.*", seen)
+        elif not isinstance(node, Scalar | Untyped):
+            problems.append(f"{where}: scalar, not {node}")
+
+    for kind, root in ROOTS.items():
+        walk({"namedType": root}, schema_for(kind), kind, ())
+    assert problems == []
