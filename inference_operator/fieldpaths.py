@@ -15,11 +15,12 @@ server writes, key for key and in the server's order.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .fieldschema import SCALAR, ListOf, MapOf, Node, Struct, Untyped, schema_for
+from .fieldschema import SCALAR, ListOf, MapOf, Node, Struct, Untyped, reset_paths, schema_for
 
 __all__ = [
     "FieldSet",
@@ -243,31 +244,13 @@ STRIPPED: Final[FieldSet] = frozenset(
 )
 """What the API server never records as owned (its ``stripMetaManager``)."""
 
-_STATUS_RESETS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
-    "Deployment": (("spec",), ("metadata", "labels")),
-    "ReplicaSet": (("spec",), ("metadata", "labels")),
-    "Service": (("spec",),),
-    "Pod": (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
-}
-_CUSTOM_STATUS_RESETS: Final = (("metadata",), ("spec",))
 
-
+@functools.cache
 def reset_fields(kind: str, subresource: str = "") -> FieldSet:
-    """The fields a write to ``subresource`` cannot set (the registry strategy's reset fields).
-
-    The main resource resets ``status``; ``/status`` resets ``spec`` and, per kind, some metadata
-    (custom resources: all of it).
-    """
-    if subresource == "status":
-        if kind in _STATUS_RESETS:
-            paths = _STATUS_RESETS[kind]
-        elif isinstance(schema_for(kind), Struct) and schema_for(kind).open:
-            paths = (("spec",),)
-        else:
-            paths = _CUSTOM_STATUS_RESETS
-    else:
-        paths = (("status",),)
-    return frozenset(tuple(field_element(name) for name in path) for path in paths)
+    """The fields a write to ``subresource`` cannot set (the registry strategy's reset fields):
+    the main resource resets ``status``; ``/status`` resets ``spec`` and, per kind, some
+    metadata (custom resources: all of it)."""
+    return frozenset(tuple(field_element(name) for name in path) for path in reset_paths(kind, subresource))
 
 
 def without_prefixes(fields: Iterable[Path], prefixes: FieldSet) -> FieldSet:

@@ -36,6 +36,7 @@ __all__ = [
     "Scalar",
     "Struct",
     "Untyped",
+    "reset_paths",
     "schema_for",
     "schema_from_openapi",
 ]
@@ -294,6 +295,24 @@ _BUILT_IN_NAMES: Final = frozenset(
         "CustomResourceDefinition",
     }
 )
+
+
+_STATUS_RESETS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
+    "Deployment": (("spec",), ("metadata", "labels")),
+    "ReplicaSet": (("spec",), ("metadata", "labels")),
+    "Service": (("spec",),),
+    "Pod": (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
+}
+
+
+def reset_paths(kind: str, subresource: str = "") -> tuple[tuple[str, ...], ...]:
+    """The field paths a write to ``subresource`` of ``kind`` cannot set: what the registry
+    strategies' ``GetResetFields`` list (``pkg/registry/…/strategy.go``)."""
+    if subresource != "status":
+        return (("status",),)
+    if kind in _STATUS_RESETS:
+        return _STATUS_RESETS[kind]
+    return (("spec",),) if schema_for(kind).open else (("metadata",), ("spec",))
 
 
 # --- CRDs -------------------------------------------------------------------------------------------

@@ -20,12 +20,12 @@ pipeline (v0.36) over :mod:`.structured`:
   the existing fields to ``before-first-apply``; more than ten Update entries are folded into
   ``ancient-changes``.
 
-Not modelled: kubectl's ``last-applied-configuration`` hand-over and version conversion.
+How entries are identified, encoded and named in conflicts is :mod:`.managedentries`. Not
+modelled: kubectl's ``last-applied-configuration`` hand-over and version conversion.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -33,16 +33,13 @@ from typing import Any, Final
 from ..errors import ApiError, Conflict, Invalid
 from ..fieldpaths import (
     FieldSet,
-    Path,
-    from_fields_v1,
-    path_string,
     raw_field_set,
     reset_fields,
     strip_server_fields,
-    to_fields_v1,
     without_prefixes,
 )
 from ..fieldschema import Node, schema_for
+from .managedentries import Entry, Managed, ManagerId, conflict_message, decode, encode, is_reset
 from .structured import (
     MISSING,
     check_no_duplicates,
@@ -82,88 +79,6 @@ class BadRequest(ApiError):
 
     code = 400
     reason = "BadRequest"
-
-
-@dataclass(frozen=True)
-class ManagerId:
-    """What identifies a managedFields entry (Apply entries are not per apiVersion)."""
-
-    manager: str
-    operation: str
-    api_version: str = ""
-    subresource: str = ""
-
-    def identifier(self) -> str:
-        """The server's identifier (a JSON object): the sort key of conflicts and capping."""
-        fields = {"manager": self.manager, "operation": self.operation}
-        if self.api_version:
-            fields["apiVersion"] = self.api_version
-        if self.subresource:
-            fields["subresource"] = self.subresource
-        return json.dumps(fields, separators=(",", ":"))
-
-    def printed(self) -> str:
-        text = json.dumps(self.manager)
-        if self.subresource:
-            text += f" with subresource {json.dumps(self.subresource)}"
-        return f"{text} using {self.api_version}" if self.operation == "Update" else text
-
-
-@dataclass(frozen=True)
-class Entry:
-    fields: FieldSet
-    api_version: str
-    time: str | None = None
-
-
-Managed = dict[ManagerId, Entry]
-
-
-# --- encoding -----------------------------------------------------------------------------------------
-
-
-def decode(entries: Any) -> Managed:
-    """The entries of ``metadata.managedFields``; :class:`ValueError` when one is malformed."""
-    managed: Managed = {}
-    for entry in entries or ():
-        if not isinstance(entry, Mapping) or entry.get("operation") not in ("Apply", "Update"):
-            raise ValueError("operation must be `Apply` or `Update`")
-        if not entry.get("apiVersion"):
-            raise ValueError("apiVersion must not be empty")
-        if entry.get("fieldsType") != "FieldsV1":
-            raise ValueError(f"invalid fieldsType {entry.get('fieldsType')!r}")
-        operation = entry["operation"]
-        key = ManagerId(
-            entry.get("manager", ""),
-            operation,
-            "" if operation == "Apply" else entry["apiVersion"],
-            entry.get("subresource", ""),
-        )
-        managed[key] = Entry(from_fields_v1(entry.get("fieldsV1") or {}), entry["apiVersion"], entry.get("time"))
-    return managed
-
-
-def encode(managed: Managed) -> list[Obj] | None:
-    """``metadata.managedFields`` as the server writes it: sorted, ``time`` only when known."""
-    entries = []
-    for key, entry in managed.items():
-        out: Obj = {"manager": key.manager, "operation": key.operation, "apiVersion": entry.api_version}
-        if entry.time is not None:
-            out["time"] = entry.time
-        out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = to_fields_v1(entry.fields)
-        if key.subresource:
-            out["subresource"] = key.subresource
-        entries.append(out)
-    entries.sort(
-        key=lambda e: (e["operation"], e.get("time") or "", e["manager"], e["apiVersion"], e.get("subresource", ""))
-    )
-    return entries or None
-
-
-def _is_reset(entries: Any) -> bool:
-    """``managedFields: []`` or ``[{}]`` in a request clears them."""
-    return isinstance(entries, list) and (entries == [] or entries == [{}])
 
 
 # --- the zero objects updates are compared with on create ------------------------------------------
@@ -245,7 +160,7 @@ def track_update(
         managed = _decode_or_empty(live)
     else:
         sent = (request.get("metadata") or {}).get("managedFields") if isinstance(request, Mapping) else None
-        if _is_reset(sent):
+        if is_reset(sent):
             managed = {}
         else:
             try:
@@ -410,33 +325,8 @@ def _resolve_conflicts(kind: str, live: Any, merged: Any, managed: Managed, key:
     conflicts = {other: entry.fields & changed for other, entry in managed.items() if other != key}
     conflicts = {other: fields for other, fields in conflicts.items() if fields}
     if conflicts and not force:
-        raise Conflict(_conflict_message(conflicts), kind=kind)
+        raise Conflict(conflict_message(conflicts), kind=kind)
     _take_from_others(managed, changed | removed, skip=key)
-
-
-def _conflict_message(conflicts: Mapping[ManagerId, FieldSet]) -> str:
-    ordered = sorted(conflicts, key=ManagerId.identifier)
-    total = sum(len(fields) for fields in conflicts.values())
-    if total == 1:
-        (key,) = ordered
-        (path,) = conflicts[key]
-        return f"Apply failed with 1 conflict: conflict with {key.printed()}: {path_string(path)}"
-    lines = []
-    for key in ordered:
-        lines.append(f"conflicts with {key.printed()}:")
-        lines.extend(f"- {path_string(path)}" for path in _iteration_order(conflicts[key]))
-    return f"Apply failed with {total} conflicts: " + "\n".join(lines)
-
-
-def _iteration_order(fields: FieldSet) -> list[Path]:
-    """SMD's ``Set.Iterate`` order: at each level the members, then the children, each sorted."""
-    out: list[Path] = []
-    level = sorted({p[:1] for p in fields})
-    out.extend(p for p in level if p in fields)
-    for head in level:
-        below = frozenset(p[1:] for p in fields if p[:1] == head and len(p) > 1)
-        out.extend((*head, *rest) for rest in _iteration_order(below))
-    return out
 
 
 def validate_field_manager(manager: str, *, kind: str, apply: bool) -> None:
