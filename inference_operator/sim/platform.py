@@ -6,6 +6,9 @@ During a rollout or a scale-up the pods that were ready stay ready. Pods asking 
 than any simulated node has never become ready, and once ``progressDeadlineSeconds`` pass the
 Deployment reports ``Progressing=False`` with reason ``ProgressDeadlineExceeded``, as the real
 controller does. It is itself a small level-triggered controller on the shared fake clock.
+
+:meth:`SimulatedDeploymentController.crash_pods` makes pods of a Deployment crash-loop after its
+rollout completed: how tests and benchmarks make an InferenceService Degraded.
 """
 
 from __future__ import annotations
@@ -70,11 +73,29 @@ class SimulatedDeploymentController:
         self.gpus_per_node = gpus_per_node
         self.nodes = nodes
         self._rollouts: dict[str, _Rollout] = {}
+        self._crashing: dict[str, int] = {}  # namespace/name → pods that crash-loop
+
+    def crash_pods(self, namespace: str, name: str, count: int) -> None:
+        """Make ``count`` pods of Deployment ``namespace/name`` crash-loop (never ready, in
+        ``CrashLoopBackOff``) until called again with 0; the rest stay as they are.
+
+        Takes effect at once: the Deployment's status is rewritten now, as the real controller
+        does when a pod's readiness changes. It lasts across rollouts, until the Deployment goes.
+        """
+        if count < 0:
+            raise ValueError(f"crash_pods count must be at least 0, got {count!r}")
+        key = f"{namespace}/{name}"
+        if count:
+            self._crashing[key] = count
+        else:
+            self._crashing.pop(key, None)
+        self.reconcile(namespace, name)
 
     def reconcile(self, namespace: str, name: str) -> Result:
         dep = self.deployments.get(namespace, name)
         if dep is None:
             self._rollouts.pop(f"{namespace}/{name}", None)
+            self._crashing.pop(f"{namespace}/{name}", None)
             return Result()
         key = f"{namespace}/{name}"
         now = self.clock.now()
@@ -95,7 +116,8 @@ class SimulatedDeploymentController:
         deadline = rollout.started_at + int(dep["spec"].get("progressDeadlineSeconds", 600))
         ts = format_timestamp(self.clock.wall())
         if done:
-            ready = updated = total = desired
+            updated = total = desired
+            ready = desired - min(self._crashing.get(key, 0), desired)
             progressing = _condition(
                 "Progressing", "True", "NewReplicaSetAvailable", f'ReplicaSet "{name}" has successfully progressed.', ts
             )
@@ -154,7 +176,9 @@ class SimulatedDeploymentController:
                 continue
             gpus = _gpus_per_pod(dep)
             status = dep.get("status") or {}
-            for i in range(int(dep["spec"].get("replicas", 1))):
+            desired = int(dep["spec"].get("replicas", 1))
+            crashing = self._crashing.get(f"{namespace}/{dep['metadata']['name']}", 0)
+            for i in range(desired):
                 name = f"{dep['metadata']['name']}-sim-{i}"
                 if gpus > self.gpus_per_node:
                     message = (
@@ -177,6 +201,8 @@ class SimulatedDeploymentController:
                             {"type": "Ready", "status": "True" if ready else "False"},
                         ],
                     }
+                    if not ready and i >= desired - crashing:
+                        pod_status["containerStatuses"] = [_crash_looping(dep)]
                 pods.append(
                     {
                         "apiVersion": "v1",
@@ -186,6 +212,19 @@ class SimulatedDeploymentController:
                     }
                 )
         return pods
+
+
+def _crash_looping(dep: Obj) -> Obj:
+    """The container status of a pod whose server exits with an error, as the kubelet shows it."""
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    return {
+        "name": container["name"],
+        "image": container.get("image", ""),
+        "ready": False,
+        "restartCount": 5,
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+    }
 
 
 def _status_differs(old: Obj, new: Obj) -> bool:
