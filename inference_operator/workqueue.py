@@ -191,6 +191,13 @@ class RateLimitingQueue:
         with self._lock:
             return self._failures.get(key, 0)
 
+    def at_max_backoff(self, key: str) -> bool:
+        """True once ``key``'s failures have pushed its backoff to ``max_delay``: it is being
+        retried as slowly as it ever will be (a stall, not a blip)."""
+        with self._lock:
+            failures = self._failures.get(key, 0)
+        return failures > 0 and self._backoff(failures - 1) >= self._max_delay
+
     # -- taking -------------------------------------------------------------------------
 
     def get(self, timeout: float | None = None) -> str | None:
@@ -332,13 +339,6 @@ class RateLimitingQueue:
             )
 
     # -- internals (call with the lock held) ---------------------------------------------
-
-    def at_max_backoff(self, key: str) -> bool:
-        """True once ``key``'s failures have pushed its backoff to ``max_delay``: it is being
-        retried as slowly as it ever will be (a stall, not a blip)."""
-        with self._lock:
-            failures = self._failures.get(key, 0)
-        return failures > 0 and self._backoff(failures - 1) >= self._max_delay
 
     def _backoff(self, failures: int) -> float:
         exponent = min(failures, _MAX_BACKOFF_EXPONENT)

@@ -15,7 +15,8 @@ Covers:
   (even of a key already waiting) and ``forget`` leaves the bucket alone; a thousand keys
   failing at once are spread out at 10 a second; ``qps=inf`` turns it off; bad settings are
   refused; ``run_until_quiescent`` still ends when a storm of failing keys finally succeeds,
-  and when a key never does (once only that stalled key is left).
+  and when a key never does (once it retries at its slowest), except that a run bounded by
+  ``until`` keeps retrying it until then; a key that failed only a few times is not stalled.
 - Shutdown: adds are ignored, getters (blocked or not) get None, waiting keys are dropped
   (``next_due`` is None, so a simulator loop ends); ``shut_down_with_drain``
   finishes ready and in-flight keys, drops keys not yet due, and reports a timeout.
