@@ -43,7 +43,7 @@ def test_a_new_object_converges_without_a_patch_of_the_inference_service(
         # Deployment controller reports while the pods start).
         writes = cluster.audit.operator_writes_since(mark)
         done = [" ".join(w.split()[:2]) for w in writes if w.endswith(f" {namespace}/guarded")]
-        assert done[:2] == ["create deployments/", "create services/"], done
+        assert done[:2] == ["patch deployments/", "patch services/"], done
         assert set(done[2:]) == {"update inferenceservices/status"}, done
 
 
