@@ -273,7 +273,7 @@ class Reconciler:
     def _apply_child(
         self, isvc: InferenceService, kind: str, desired: Obj, *, created: bool = False, fields: list[str] | None = None
     ) -> tuple[Obj, Action]:
-        applied = self.backend.apply(desired)
+        applied = self._forget_legacy_ownership(kind, self.backend.apply(desired))
         if created:
             recreated = _condition_true(isvc.raw, _child_condition(kind))
             verb = EventReason.RECREATED if recreated else EventReason.CREATED
@@ -282,6 +282,27 @@ class Reconciler:
         shown = ", ".join(fields or [])
         log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, shown)
         return applied, Done(EventReason.PATCHED, shown)
+
+    def _forget_legacy_ownership(self, kind: str, applied: Obj) -> Obj:
+        """Children written by operator versions before server-side apply (a POST, merge
+        patches) carry an ``Update`` entry of ours owning every field they had, defaults
+        included; while it stays, a field we stop applying is never removed. Once our apply
+        entry exists, drop that entry (one write, once per such child), as kubectl's
+        client-side-to-server-side upgrade does."""
+        meta = applied["metadata"]
+        entries = meta.get("managedFields") or []
+        kept = [e for e in entries if not _legacy_entry(e)]
+        if len(kept) == len(entries):
+            return applied
+        log.info(
+            "Dropped pre-apply field ownership kind=%s name=%s namespace=%s", kind, meta["name"], meta["namespace"]
+        )
+        return self.backend.patch(
+            kind,
+            meta["namespace"],
+            meta["name"],
+            {"metadata": {"managedFields": kept, "resourceVersion": meta["resourceVersion"]}},
+        )
 
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
         """One Normal Event per pass that changed something, saying everything it did.
@@ -510,6 +531,10 @@ class Reconciler:
             return Result()
         stuck_in = self._stuck_in(view)
         return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
+
+
+def _legacy_entry(entry: Obj) -> bool:
+    return entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Update" and not entry.get("subresource")
 
 
 def _child_condition(kind: str) -> str:

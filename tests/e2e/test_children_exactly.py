@@ -4,16 +4,22 @@ Covers: gpu 1 -> 0 removes the nvidia.com/gpu limit and removing nodeSelector an
 them from the Deployment (the real server's managedFields agree with the operator's field
 sets); a sidecar injected into the pod template by a mutating admission policy on every write
 and an annotation added with kubectl are kept, with zero operator writes over two resyncs, and
-the operator's own change still lands.
+the operator's own change still lands; a Deployment an operator version before server-side
+apply created (a POST, owned through an Update entry) is adopted and then loses removed fields.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from inference_operator.api import InferenceService
+from inference_operator.builders import desired_deployment
+from inference_operator.constants import FIELD_MANAGER
 
 from .conftest import Cluster
 from .harness import OperatorProcess, is_ready, wait_until
@@ -161,3 +167,25 @@ def test_an_injected_sidecar_and_a_foreign_annotation_cost_no_writes(
     assert server(dep)["image"] == "vllm/vllm-openai:v0.8.0"
     assert [c["name"] for c in pod_spec(dep)["containers"]] == ["server", "proxy"]
     assert dep["metadata"]["annotations"]["team"] == "ml"
+
+
+def test_a_child_made_before_server_side_apply_is_adopted_and_loses_removed_fields(
+    cluster: Cluster, namespace: str, operator: OperatorProcess
+) -> None:
+    operator.stop()  # the older operator version is gone; its child stays
+    try:
+        cluster.kubectl.apply(llama(gpu=1), namespace)
+        obj = cluster.kubectl.get("infsvc", "llama", namespace)
+        assert obj is not None
+        old_child = desired_deployment(InferenceService.from_object(obj))
+        cluster.kubectl.run(
+            "create", "--field-manager", FIELD_MANAGER, "-f", "-", stdin=json.dumps(old_child)
+        )  # a POST: owned through an Update entry, defaults included
+    finally:
+        operator.start()
+    dep = converge(cluster, namespace, gpu=1)
+    dep = cluster.kubectl.json("get", "deployment", "llama", "-n", namespace, "--show-managed-fields")
+    ours = [e["operation"] for e in dep["metadata"]["managedFields"] if e["manager"] == FIELD_MANAGER]
+    assert ours == ["Apply"], dep["metadata"]["managedFields"]
+    dep = converge(cluster, namespace, gpu=0)
+    assert "nvidia.com/gpu" not in (server(dep).get("resources") or {}).get("limits", {})

@@ -5,13 +5,16 @@ the nvidia.com/gpu limit; removing nodeSelector, tolerations or env removes them
 nodeSelector key leaves no old key; status is Ready only once the child matches. Fields other
 actors own are left alone with zero writes: an annotation, a sidecar injected into the pod
 template, an extra owner reference on the Service. A field the operator owns that someone else
-changes is put back with one apply, and there is no write loop.
+changes is put back with one apply, and there is no write loop. A child an operator version
+before server-side apply created is adopted: the old ownership entry goes, removals work.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from inference_operator.api import InferenceService
+from inference_operator.builders import desired_deployment
 from inference_operator.constants import DEPLOYMENT, FIELD_MANAGER, KIND, SERVICE, Phase
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
@@ -124,3 +127,15 @@ def test_a_field_the_operator_owns_is_put_back_once_without_a_loop() -> None:
     assert writes_after_quiet_passes(sim) == 0
     owners = [e["manager"] for e in deployment(sim)["metadata"]["managedFields"] if e["operation"] == "Apply"]
     assert owners == [FIELD_MANAGER]
+
+
+def test_a_child_made_before_server_side_apply_is_adopted_and_then_loses_removed_fields() -> None:
+    sim = Simulation()
+    obj = sim.api.create(llama(gpu=1))
+    # What an older operator did: a POST of the whole Deployment, owned through an Update.
+    sim.api.create(desired_deployment(InferenceService.from_object(obj)), field_manager=FIELD_MANAGER)
+    sim.run_until_quiescent()
+    entries = [(e["manager"], e["operation"]) for e in deployment(sim)["metadata"]["managedFields"]]
+    assert (FIELD_MANAGER, "Update") not in entries and (FIELD_MANAGER, "Apply") in entries
+    change(sim, gpu=0)
+    assert "nvidia.com/gpu" not in (server(sim).get("resources") or {}).get("limits", {})
