@@ -16,7 +16,8 @@ audit policy, etcd data, logs - lives in a throw-away work directory:
     workdir/logs/*.log     one log per component: read these first when paged
     workdir/state.json     pids and ports, for ``down`` and ``status``
 
-From pytest: ``start_control_plane(workdir)`` or ``with LocalControlPlane(...)``.
+From pytest: ``start_control_plane(workdir)`` or ``with LocalControlPlane(...)``;
+``plane.restart("kube-apiserver")`` stops one component and starts it again, same flags.
 From a shell::
 
     eval "$(python hack/cluster.py up)"   # prints: export KUBECONFIG=...
@@ -189,7 +190,7 @@ class LocalControlPlane:
             self._create_nodes()
             self._wait("kwok", self._nodes_ready)
             self._wait("kube-controller-manager", self._controller_manager_ready)
-            self._wait("kube-scheduler", lambda: self._healthz("kube-scheduler"))
+            self._wait("kube-scheduler", self._readiness("kube-scheduler"))
         except PkiError as error:
             self.stop()
             raise ControlPlaneError(str(error)) from error
@@ -322,6 +323,50 @@ class LocalControlPlane:
         if len(nodes["items"]) < self.nodes or waiting:
             return f"{len(nodes['items'])}/{self.nodes} fake Nodes exist; not Ready or still tainted: {waiting}"
         return None
+
+    # restart ----------------------------------------------------------------
+
+    def restart(self, name: str, *, hard: bool = False) -> float:
+        """Stop one component and start it again with the same command line (same port,
+        certificates, flags and data), as a crash-looping or upgraded pod would come back;
+        return once it is ready again, with the seconds it was away.
+
+        ``hard`` kills it with SIGKILL (a crash: no graceful shutdown, open watches cut);
+        otherwise SIGTERM, as a rolling restart. The other components keep running and
+        reconnect on their own, which is the point: clients see the outage a real one causes.
+        """
+        component = self._components.get(name)
+        if component is None or component.process is None:
+            raise ControlPlaneError(f"cannot restart {name}: it is not running (components: {', '.join(self.pids())})")
+        started = time.monotonic()
+        process = component.process
+        if hard:
+            process.kill()
+            process.wait(timeout=STOP_GRACE_SECONDS)
+        else:
+            killed = terminate({name: process.pid}, reap=process.poll)
+            process.wait(timeout=5)
+            if killed:
+                logger.warning("Killed %s, it ignored SIGTERM for %.0fs", name, STOP_GRACE_SECONDS)
+        component.process = None
+        logger.info("Stopped %s for a restart, hard=%s, pid=%d", name, hard, process.pid)
+        self._deadline = time.monotonic() + self.ready_timeout
+        self._launch(name)
+        self._wait(name, self._readiness(name))
+        away = time.monotonic() - started
+        logger.info("Restarted %s, seconds=%.1f, pid=%d", name, away, self.pids()[name])
+        return away
+
+    def _readiness(self, name: str) -> Callable[[], str | None]:
+        """The check that says ``name`` is ready (None) or what is missing, as at start."""
+        checks: dict[str, Callable[[], str | None]] = {
+            "etcd": self._etcd_healthy,
+            "kube-apiserver": self._apiserver_ready,
+            "kube-controller-manager": self._controller_manager_ready,
+            "kube-scheduler": lambda: self._healthz("kube-scheduler"),
+            "kwok": self._nodes_ready,
+        }
+        return checks[name]
 
     # stop -------------------------------------------------------------------
 

@@ -1,16 +1,20 @@
 """Operator settings, from environment variables (flags of ``inference-operator run`` set them).
 
-| env var                              | flag              | default  |
-|--------------------------------------|-------------------|----------|
-| INFERENCE_OPERATOR_WORKERS           | --workers         | 4        |
-| INFERENCE_OPERATOR_RESYNC_SECONDS    | --resync-period   | 300      |
-| INFERENCE_OPERATOR_REQUEUE_SECONDS   | --requeue-period  | 5        |
-| INFERENCE_OPERATOR_LB_PROVIDER       | --lb-provider     | memory   |
-| INFERENCE_OPERATOR_LB_URL            | --lb-url          | (none)   |
-| INFERENCE_OPERATOR_LB_TIMEOUT        | --lb-timeout      | 5        |
-| INFERENCE_OPERATOR_NAMESPACES        | --namespace (rep) | all      |
-| INFERENCE_OPERATOR_LOG_FORMAT        | --log-format      | plain    |
-| INFERENCE_OPERATOR_METRICS_ADDRESS   | --metrics-address | (off)    |
+| env var                               | flag              | default  |
+|---------------------------------------|-------------------|----------|
+| INFERENCE_OPERATOR_WORKERS            | --workers         | 4        |
+| INFERENCE_OPERATOR_RESYNC_SECONDS     | --resync-period   | 300      |
+| INFERENCE_OPERATOR_REQUEUE_SECONDS    | --requeue-period  | 5        |
+| INFERENCE_OPERATOR_LB_PROVIDER        | --lb-provider     | memory   |
+| INFERENCE_OPERATOR_LB_URL             | --lb-url          | (none)   |
+| INFERENCE_OPERATOR_LB_TIMEOUT         | --lb-timeout      | 5        |
+| INFERENCE_OPERATOR_NAMESPACES         | --namespace (rep) | all      |
+| INFERENCE_OPERATOR_LOG_FORMAT         | --log-format      | plain    |
+| INFERENCE_OPERATOR_METRICS_ADDRESS    | --metrics-address | (off)    |
+| INFERENCE_OPERATOR_CRASH_AFTER_WRITES | (none: test hook) | 0 (off)  |
+
+``CRASH_AFTER_WRITES=N`` is a test hook, never for production: the process exits (code 137)
+right after its Nth mutating call (``inference_operator.kube.crashpoint``).
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ class OperatorConfig:
     namespaces: tuple[str, ...] = field(default_factory=tuple)
     log_format: str = "plain"
     metrics_address: str = ""
+    crash_after_writes: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -90,4 +95,5 @@ class OperatorConfig:
             namespaces=namespaces,
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
             metrics_address=_address(env, "METRICS_ADDRESS"),
+            crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, integer=True)),
         )

@@ -23,6 +23,7 @@ from ..errors import Forbidden, NotFound
 from ..events import Correlated, EventCorrelator, build_event
 from .cache import ObjectCache
 from .client import KubeClient
+from .crashpoint import CrashPoint
 from .health import logged
 
 Obj = dict[str, Any]
@@ -41,6 +42,7 @@ class KubeBackend:
         *,
         events: EventPoster | None = None,
         correlator: EventCorrelator | None = None,
+        crash: CrashPoint | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -49,6 +51,8 @@ class KubeBackend:
         self.writes = 0
         self.events = events or EventPoster(client)
         self.correlator = correlator or EventCorrelator(clock)
+        self.crash = crash or CrashPoint()
+        """The crash-point test hook (off unless armed): it sees each write once answered."""
 
     def _count(self) -> None:
         with self._lock:
@@ -62,19 +66,35 @@ class KubeBackend:
 
     def create(self, obj: Obj) -> Obj:
         self._count()
-        return self._remember(obj["kind"], self.client.create(obj))
+        meta = obj["metadata"]
+        created = self.crash.call(
+            f"create {obj['kind']} {meta.get('namespace')}/{meta['name']}", lambda: self.client.create(obj)
+        )
+        return self._remember(obj["kind"], created)
 
     def apply(self, obj: Obj) -> Obj:
         self._count()
-        return self._remember(obj["kind"], self.client.apply(obj))
+        meta = obj["metadata"]
+        applied = self.crash.call(
+            f"apply {obj['kind']} {meta.get('namespace')}/{meta['name']}", lambda: self.client.apply(obj)
+        )
+        return self._remember(obj["kind"], applied)
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         self._count()
-        return self._remember(kind, self.client.patch(kind, namespace, name, patch))
+        patched = self.crash.call(
+            f"patch {kind} {namespace}/{name}", lambda: self.client.patch(kind, namespace, name, patch)
+        )
+        return self._remember(kind, patched)
 
     def update_status(self, obj: Obj) -> Obj:
         self._count()
-        return self._remember(obj["kind"], self.client.update_status(obj))
+        meta = obj["metadata"]
+        updated = self.crash.call(
+            f"update_status {obj['kind']} {meta.get('namespace')}/{meta['name']}",
+            lambda: self.client.update_status(obj),
+        )
+        return self._remember(obj["kind"], updated)
 
     def _remember(self, kind: str, written: Obj) -> Obj:
         """Write-through, like client-go's MutationCache: the next pass must not read an

@@ -41,6 +41,7 @@ from .backend import EVENT_POSTER, KubeBackend
 from .cache import ObjectCache, slim
 from .client import KubeClient
 from .consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
+from .crashpoint import CrashPoint, with_crash_point
 from .health import ThreadGroup
 from .metrics import MetricsServer
 
@@ -91,8 +92,11 @@ class OperatorRuntime:
         self.client = client
         self.clock = clock or RealClock()
         self.cache = ObjectCache(self.clock)
-        self.backend = KubeBackend(client, self.cache, self.clock)
-        self.lb = load_balancer or make_load_balancer(config)
+        # The crash-point test hook (off unless INFERENCE_OPERATOR_CRASH_AFTER_WRITES is set)
+        # counts the API writes and the load balancer's register/release calls together.
+        self.crash = CrashPoint(config.crash_after_writes)
+        self.backend = KubeBackend(client, self.cache, self.clock, crash=self.crash)
+        self.lb = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
         self.reconciler = Reconciler(
             self.backend, self.lb, self.clock, requeue_while_progressing=config.requeue_seconds
         )

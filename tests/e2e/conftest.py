@@ -43,6 +43,9 @@ class Cluster:
     kubectl: Kubectl
     nodes: int
     gpus_per_node: int
+    plane: Any = None
+    """The local control plane (hack/cluster.py ``LocalControlPlane``), None on another cluster:
+    tests that restart a component need it."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -76,6 +79,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             kubectl,
             nodes=plane.nodes,
             gpus_per_node=plane.gpus_per_node,
+            plane=plane,
         )
     finally:
         plane.stop()
