@@ -57,10 +57,15 @@ class SharedInformer:
     - ``DELETED`` → drop it from the cache, ``on_delete(last_state)``.
     """
 
-    def __init__(self, api: FakeApiServer, kind: str, *, namespace: str | None = None) -> None:
+    def __init__(
+        self, api: FakeApiServer, kind: str, *, namespace: str | None = None, label: str | None = None
+    ) -> None:
         self.api = api
         self.kind = kind
         self.namespace = namespace
+        self.label = label
+        """Only objects carrying this label key (a server-side ``labelSelector=<key>``): like a
+        filtered watch, an object that loses the label is DELETED here, one that gains it ADDED."""
         self._cache: dict[tuple[str, str], Obj] = {}
         self._handlers: list[_Handlers] = []
         self._watch: Watch | None = None
@@ -94,6 +99,7 @@ class SharedInformer:
             if self._watch is not None:
                 return
             items, self._watch = self.api.list_and_watch(self.kind, self.namespace)
+            items = [obj for obj in items if self._selects(obj)]
             for obj in items:
                 self._cache[_key(obj)] = obj
             self._synced = True
@@ -165,6 +171,7 @@ class SharedInformer:
                 self._watch.stop()
             self._backlog.clear()
             items, self._watch = self.api.list_and_watch(self.kind, self.namespace)
+            items = [obj for obj in items if self._selects(obj)]
             old_cache = self._cache
             fresh = {_key(obj): obj for obj in items}
             # Keep the first-seen order for objects that stay; new ones go at the end.
@@ -210,9 +217,16 @@ class SharedInformer:
     def __len__(self) -> int:
         return len(self._cache)
 
+    def _selects(self, obj: Obj) -> bool:
+        return self.label is None or self.label in ((obj.get("metadata") or {}).get("labels") or {})
+
     def _handle(self, event: WatchEvent) -> None:
         obj = event.object
         key = _key(obj)
+        if not self._selects(obj):
+            if key not in self._cache:
+                return  # never selected: a filtered watch does not mention it
+            event = WatchEvent("DELETED", obj)  # it stopped matching the selector
         if event.type == "DELETED":
             self._cache.pop(key, None)
             for handlers in list(self._handlers):

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from ..backend import LoadBalancerProvider, Result
 from ..clock import FakeClock
-from ..constants import DEPLOYMENT, KIND, SERVICE
+from ..constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
 from ..controller import Controller, ReconcileFunc, run_until_quiescent
 from ..errors import NotFound
 from ..jsoncopy import deep_copy
@@ -61,9 +61,12 @@ class Simulation:
         self.last_outcome: dict[str, Result | Exception] = {}
         """The result of each key's latest pass, or the exception it raised."""
         self._build_operator()
+        # The controller-manager's own watch of every Deployment, not the operator's
+        # label-selected one: it outlives operator restarts and sees foreign Deployments too.
+        self.cluster_deployments = SharedInformer(self.api, DEPLOYMENT)
         self.platform = SimulatedDeploymentController(
             self.api,
-            self.informers[DEPLOYMENT],
+            self.cluster_deployments,
             self.clock,
             ready_after=ready_after,
             gpus_per_node=gpus_per_node,
@@ -78,12 +81,26 @@ class Simulation:
             RateLimitingQueue(self.clock, name="deployment-controller"),
         )
         self._wire()
+        self.cluster_deployments.add_event_handler(
+            on_add=self._deployment_changed,
+            on_update=lambda _old, new: self._deployment_changed(new),
+            on_delete=self._deployment_changed,
+        )
+        self.cluster_deployments.start()
         for informer in self.informers.values():
             informer.start()
 
+    def _deployment_changed(self, obj: Obj) -> None:
+        self.platform_controller.enqueue(obj_key(obj))
+
     def _build_operator(self, events: list[Event] | None = None) -> None:
         """A fresh operator process: informers, backend, reconciler, controller and its queue."""
-        self.informers = {kind: SharedInformer(self.api, kind) for kind in KINDS}
+        # As on a real cluster, the operator watches its children by the owner label only.
+        self.informers = {
+            KIND: SharedInformer(self.api, KIND),
+            DEPLOYMENT: SharedInformer(self.api, DEPLOYMENT, label=OWNER_LABEL),
+            SERVICE: SharedInformer(self.api, SERVICE, label=OWNER_LABEL),
+        }
         self.backend = FakeBackend(cast(FakeApiServer, self._operator_api), self.informers, self.clock, self._timeline)
         if events is not None:
             self.backend.events = events  # Events are API objects: they outlive the process
@@ -123,9 +140,6 @@ class Simulation:
             if (key := owner_key(obj)) is not None:
                 self.controller.enqueue(key)
 
-        def deployment(obj: Obj) -> None:
-            self.platform_controller.enqueue(obj_key(obj))
-
         def own_changed(old: Obj, new: Obj) -> None:
             if changed_beyond_status(old, new):
                 own(new)
@@ -138,9 +152,6 @@ class Simulation:
 
         for kind in (DEPLOYMENT, SERVICE):
             self.informers[kind].add_event_handler(on_add=owner, on_update=owner_changed, on_delete=owner)
-        self.informers[DEPLOYMENT].add_event_handler(
-            on_add=deployment, on_update=lambda _o, n: deployment(n), on_delete=deployment
-        )
 
     # -- like kubectl ---------------------------------------------------------------------------
 
@@ -199,7 +210,6 @@ class Simulation:
         self.restarts += 1
         self._timeline.add("(operator restarted)")
         self._build_operator(events=self.backend.events)
-        self.platform.deployments = self.informers[DEPLOYMENT]
         self.backend.pods_source = self.platform.pods
         self._wire()
         for informer in self.informers.values():
@@ -233,11 +243,12 @@ class Simulation:
         """No key is queued, delayed or being processed, and no watch event is pending."""
         queues = [self.controller.queue, self.platform_controller.queue]
         return all(len(q) == 0 and q.waiting_len() == 0 and q.processing_len() == 0 for q in queues) and not any(
-            informer.pending() for informer in self.informers.values()
+            informer.pending() for informer in (self.cluster_deployments, *self.informers.values())
         )
 
     def pump(self) -> int:
-        return sum(informer.pump() for informer in self.informers.values())
+        """Deliver pending watch events: the controller-manager's first, then the operator's."""
+        return self.cluster_deployments.pump() + sum(informer.pump() for informer in self.informers.values())
 
     def run_until_quiescent(self, *, max_steps: int = 10_000_000, until: float | None = None) -> int:
         """Run until no work is left (advancing the fake clock over waits); returns reconciles run."""

@@ -189,3 +189,17 @@ def test_a_child_made_before_server_side_apply_is_adopted_and_loses_removed_fiel
     assert ours == ["Apply"], dep["metadata"]["managedFields"]
     dep = converge(cluster, namespace, gpu=0)
     assert "nvidia.com/gpu" not in (server(dep).get("resources") or {}).get("limits", {})
+
+
+def test_a_child_whose_owner_label_was_taken_off_gets_it_back(cluster: Cluster, namespace: str) -> None:
+    converge(cluster, namespace)
+    label = "serving.inference-operator.dev/inferenceservice"
+    cluster.kubectl.run("label", "deployment", "llama", f"{label}-", "-n", namespace)
+    cluster.kubectl.wait_for(
+        "deployment",
+        "llama",
+        namespace,
+        lambda d: d["metadata"].get("labels", {}).get(label) == "llama",
+        what="the owner label to be put back (the label-selected watch reported the child as deleted)",
+        timeout=TIMEOUT,
+    )

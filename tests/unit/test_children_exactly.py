@@ -139,3 +139,12 @@ def test_a_child_made_before_server_side_apply_is_adopted_and_then_loses_removed
     assert (FIELD_MANAGER, "Update") not in entries and (FIELD_MANAGER, "Apply") in entries
     change(sim, gpu=0)
     assert "nvidia.com/gpu" not in (server(sim).get("resources") or {}).get("limits", {})
+
+
+def test_a_child_whose_owner_label_was_taken_off_gets_it_back() -> None:
+    sim = converged()
+    label = "serving.inference-operator.dev/inferenceservice"
+    sim.api.patch(DEPLOYMENT, NS, NAME, {"metadata": {"labels": {label: None}}}, field_manager="kubectl-label")
+    sim.run_until_quiescent()
+    assert deployment(sim)["metadata"]["labels"][label] == NAME
+    assert writes_after_quiet_passes(sim) == 0

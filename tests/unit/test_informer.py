@@ -11,7 +11,9 @@ Covers:
   cache never alias).
 - Handlers: several handlers; one added after start is replayed the cache; resync calls
   on_update(obj, obj); a handler that raises leaves later events for the next pump.
-- Scope: a namespaced informer sees only its namespace; stop ends the watch.
+- Scope: a namespaced informer sees only its namespace; stop ends the watch; a label-selected
+  informer sees an object only while it carries the label (losing it is a delete, gaining it an
+  add), as a watch with a label selector does.
 """
 
 from __future__ import annotations
@@ -243,3 +245,23 @@ class TestScope:
         api.create(isvc("b"))
         assert informer.pump() == 0
         assert [o["metadata"]["name"] for o in informer.list()] == ["a"]
+
+
+def test_a_label_selected_informer_sees_an_object_only_while_it_carries_the_label(api: FakeApiServer) -> None:
+    labelled = {**isvc("mine"), "metadata": {"name": "mine", "namespace": "default", "labels": {"owner": "x"}}}
+    api.create(labelled)
+    api.create(isvc("foreign"))
+    informer = SharedInformer(api, KIND, label="owner")
+    recorder = Recorder()
+    recorder.register(informer)
+    informer.start()
+    assert recorder.calls == [("add", "mine")] and informer.get("default", "foreign") is None
+    api.patch(KIND, "default", "foreign", {"spec": {"replicas": 2}})
+    api.patch(KIND, "default", "mine", {"metadata": {"labels": {"owner": None}}})  # loses the label
+    informer.pump()
+    assert recorder.calls[1:] == [("delete", "mine")] and informer.get("default", "mine") is None
+    api.patch(KIND, "default", "foreign", {"metadata": {"labels": {"owner": "y"}}})  # gains it
+    api.delete(KIND, "default", "mine")  # deleted while not selected: nothing to say
+    informer.pump()
+    assert recorder.calls[2:] == [("add", "foreign")] and informer.get("default", "foreign") is not None
+    assert informer.relist() == 1, "a re-list is filtered too"
