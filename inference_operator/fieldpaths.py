@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .fieldschema import SCALAR, ListOf, MapOf, Node, Struct, Untyped, reset_paths, schema_for
+from .fieldschema import DEDUCED, SCALAR, ListOf, MapOf, Node, Struct, Untyped, reset_paths, schema_for
 
 __all__ = [
     "FieldSet",
@@ -60,30 +60,22 @@ def field_element(name: str) -> PathElement:
 
 
 def key_element(keys: Mapping[str, Any]) -> PathElement:
-    return (_KEY, tuple((name, _rank(value), value) for name, value in sorted(keys.items())))
+    if len(keys) == 1:
+        ((name, value),) = keys.items()
+        return (_KEY, ((name, _RANKS.get(type(value), 5), value),))
+    return (_KEY, tuple((name, _RANKS.get(type(value), 5), value) for name, value in sorted(keys.items())))
 
 
 def value_element(value: Any) -> PathElement:
-    return (_VALUE, _rank(value), value)
+    return (_VALUE, _RANKS.get(type(value), 5), value)
 
 
 def index_element(index: int) -> PathElement:
     return (_INDEX, index)
 
 
-def _rank(value: Any) -> int:
-    """SMD's order of value types: numbers, strings, booleans, lists, maps, null."""
-    if isinstance(value, bool):
-        return 2
-    if isinstance(value, int | float):
-        return 0
-    if isinstance(value, str):
-        return 1
-    if isinstance(value, list):
-        return 3
-    if isinstance(value, dict):
-        return 4
-    return 5
+_RANKS: Final[dict[type, int]] = {int: 0, float: 0, str: 1, bool: 2, list: 3, dict: 4}
+"""SMD's order of value types: numbers, strings, booleans, lists, maps, then null."""
 
 
 # --- schema lookups ---------------------------------------------------------------------------------
@@ -93,18 +85,24 @@ def resolve(node: Node, value: Any) -> Node:
     """The node as it applies to ``value``: untyped nodes take the value's shape; a value of the
     wrong shape is a leaf (validation, not merging, is where that is caught)."""
     if isinstance(node, Untyped):
-        if isinstance(value, dict):
-            return Struct() if node.struct_like else MapOf(node)
-        if isinstance(value, list):
-            return ListOf(node)
+        if type(value) is dict:
+            return _UNTYPED_STRUCT_NODE if node.struct_like else _DEDUCED_MAP
+        if type(value) is list:
+            return _UNTYPED_LIST
         return SCALAR
+    kind = type(node)
     if value is None:
         return node
-    if isinstance(node, Struct | MapOf) and not isinstance(value, dict):
-        return SCALAR
-    if isinstance(node, ListOf) and not isinstance(value, list):
-        return SCALAR
+    if kind is Struct or kind is MapOf:
+        return node if type(value) is dict else SCALAR
+    if kind is ListOf:
+        return node if type(value) is list else SCALAR
     return node
+
+
+_UNTYPED_STRUCT_NODE: Final = Struct()
+_DEDUCED_MAP: Final = MapOf(DEDUCED)
+_UNTYPED_LIST: Final = ListOf(DEDUCED)
 
 
 def child_node(node: Node, element: PathElement) -> Node:
@@ -184,45 +182,54 @@ def item_element(node: ListOf, item: Any) -> PathElement:
 # --- field sets ----------------------------------------------------------------------------------------
 
 
-def raw_field_set(value: Any, node: Node) -> FieldSet:
-    """Every path SMD's ``ToFieldSet`` inserts for ``value`` (nothing stripped)."""
+def raw_field_set(value: Any, node: Node, *, skip: FieldSet = frozenset(), strict: bool = False) -> FieldSet:
+    """Every path SMD's ``ToFieldSet`` inserts for ``value``, except at or below ``skip``.
+
+    ``strict``: a set or list-map holding an item twice is a :class:`ValueError` (an applied
+    configuration may not), instead of the item's path standing for all its copies.
+    """
     out: set[Path] = set()
-    _collect(value, node, (), out)
+    _collect(value, node, (), out, skip, strict)
     return frozenset(out)
 
 
-def _collect(value: Any, node: Node, path: Path, out: set[Path]) -> None:
+def _collect(value: Any, node: Node, path: Path, out: set[Path], skip: FieldSet, strict: bool) -> None:
     node = resolve(node, value)
-    if isinstance(node, ListOf):
+    if type(node) is ListOf:
         if node.kind == "atomic":
             out.add(path)
-        elif isinstance(value, list):
-            _collect_items(value, node, path, out)
-    elif isinstance(node, Struct | MapOf):
+        elif type(value) is list:
+            _collect_items(value, node, path, out, skip, strict)
+    elif type(node) is Struct or type(node) is MapOf:
         if node.atomic:
             out.add(path)
-        elif isinstance(value, dict):
+        elif type(value) is dict:
             for name, child in value.items():
                 sub = (*path, (_FIELD, name))
-                _collect(child, node.child(name), sub, out)
+                if sub in skip:
+                    continue
+                _collect(child, node.child(name), sub, out, skip, strict)
                 if child is None or child == {} or not node.declares(name):
                     out.add(sub)
     elif path:
         out.add(path)
 
 
-def _collect_items(items: list[Any], node: ListOf, path: Path, out: set[Path]) -> None:
+def _collect_items(items: list[Any], node: ListOf, path: Path, out: set[Path], skip: FieldSet, strict: bool) -> None:
     elements = [item_element(node, item) for item in items]
     seen: set[PathElement] = set()
     duplicates: set[PathElement] = set()
     for element in elements:
         (duplicates if element in seen else seen).add(element)
+    if duplicates and strict:
+        first = next(e for e in elements if e in duplicates)
+        raise ValueError(f"{path_string(path)}: duplicate entries for key {path_string((first,))}")
     for element in duplicates:
         out.add((*path, element))
     for element, item in zip(elements, items, strict=True):
         if element not in duplicates:
             sub = (*path, element)
-            _collect(item, node.element, sub, out)
+            _collect(item, node.element, sub, out, skip, strict)
             out.add(sub)
 
 
@@ -257,7 +264,8 @@ def without_prefixes(fields: Iterable[Path], prefixes: FieldSet) -> FieldSet:
     """``fields`` minus every path at or below one of ``prefixes`` (SMD's ``RecursiveDifference``)."""
     if not prefixes:
         return frozenset(fields)
-    return frozenset(p for p in fields if not any(p[:n] in prefixes for n in range(1, len(p) + 1)))
+    longest = max(len(p) for p in prefixes)
+    return frozenset(p for p in fields if not any(p[:n] in prefixes for n in range(1, min(longest, len(p)) + 1)))
 
 
 def strip_server_fields(fields: FieldSet) -> FieldSet:
@@ -267,8 +275,7 @@ def strip_server_fields(fields: FieldSet) -> FieldSet:
 def field_set(obj: Mapping[str, Any], kind: str, *, subresource: str = "") -> FieldSet:
     """The fields an applier of ``obj`` owns: SMD's field set minus what the API server strips
     (type and identity metadata, server-set metadata) and the reset fields of ``subresource``."""
-    fields = raw_field_set(dict(obj), schema_for(kind))
-    return strip_server_fields(without_prefixes(fields, reset_fields(kind, subresource)))
+    return strip_server_fields(raw_field_set(dict(obj), schema_for(kind), skip=reset_fields(kind, subresource)))
 
 
 # --- fieldsV1 ------------------------------------------------------------------------------------------
@@ -286,6 +293,7 @@ def _json(value: Any) -> str:
     )
 
 
+@functools.lru_cache(maxsize=65536)
 def element_string(element: PathElement) -> str:
     """The ``fieldsV1`` key of a path element: ``f:name``, ``k:{…}``, ``v:…`` or ``i:N``."""
     tag = element[0]
@@ -298,6 +306,7 @@ def element_string(element: PathElement) -> str:
     return f"i:{element[1]}"
 
 
+@functools.lru_cache(maxsize=65536)
 def parse_element(text: str) -> PathElement:
     tag, _, rest = text.partition(":")
     if tag == "f":
@@ -315,27 +324,37 @@ def parse_element(text: str) -> PathElement:
 
 
 def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
-    """The ``fieldsV1`` object of a field set, keys in the order the API server writes them."""
-    root: dict[PathElement, Any] = {}
-    members: set[Path] = set()
+    """The ``fieldsV1`` object of a field set, keys in the order the API server writes them
+    (path elements sorted, ``.`` first where a member also has children)."""
+    root: _Tree = {}
     for path in fields:
-        members.add(path)
         node = root
-        for element in path:
-            node = node.setdefault(element, {})
-    return _emit(root, (), members)
+        for element in path[:-1]:
+            child = node.get(element)
+            if child is None:
+                child = node[element] = [False, {}]
+            node = child[1]
+        last = node.get(path[-1])
+        if last is None:
+            node[path[-1]] = [True, {}]
+        else:
+            last[0] = True
+    return _emit(root)
 
 
-def _emit(tree: dict[PathElement, Any], prefix: Path, members: set[Path]) -> dict[str, Any]:
+_Tree = dict[PathElement, list[Any]]
+"""Path element → [is a member, the tree below it]."""
+
+
+def _emit(tree: _Tree) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for element in sorted(tree):
-        path = (*prefix, element)
-        children = tree[element]
-        if not children:
-            out[element_string(element)] = {}
-            continue
-        body: dict[str, Any] = {".": {}} if path in members else {}
-        body.update(_emit(children, path, members))
+        member, below = tree[element]
+        body: dict[str, Any] = {}
+        if below:
+            if member:
+                body["."] = {}
+            body.update(_emit(below))
         out[element_string(element)] = body
     return out
 
@@ -361,7 +380,7 @@ def _read(node: Mapping[str, Any], prefix: Path, out: set[Path]) -> bool:
             continue
         path = (*prefix, element)
         before = len(out)
-        if _read(child if isinstance(child, Mapping) else {}, path, out):
+        if _read(child if isinstance(child, dict) else {}, path, out):
             out.add(path)
         has_children = has_children or len(out) > before
     return member or not has_children

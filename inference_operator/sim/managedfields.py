@@ -27,7 +27,7 @@ modelled: kubectl's ``last-applied-configuration`` hand-over and version convers
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import ApiError, Conflict, Invalid
@@ -36,13 +36,11 @@ from ..fieldpaths import (
     raw_field_set,
     reset_fields,
     strip_server_fields,
-    without_prefixes,
 )
 from ..fieldschema import Node, schema_for
 from .managedentries import Entry, Managed, ManagerId, conflict_message, decode, encode, is_reset
 from .structured import (
     MISSING,
-    check_no_duplicates,
     compare,
     ensure_named_fields_are_members,
     merge,
@@ -130,13 +128,20 @@ def _registry_view(kind: str, new: Obj, request: Mapping[str, Any]) -> Obj:
 
 def _plain(obj: Mapping[str, Any] | None, kind: str) -> Any:
     """The object as SMD compares it: without managedFields; the zero object when there is none."""
-    return zero_object(kind) if obj is None else _without_managed_fields(obj)
+    return zero_object(kind) if obj is None else _comparable(obj)
 
 
-def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+_UNOWNED_METADATA: Final = frozenset(
+    {"managedFields", "generation", "resourceVersion", "uid", "creationTimestamp", "selfLink"}
+)
+"""Server-set metadata no entry ever holds: left out before comparing (it could only be stripped)."""
+
+
+def _comparable(obj: Mapping[str, Any], unowned: frozenset[str] = _UNOWNED_METADATA) -> Mapping[str, Any]:
+    """``obj`` without the ``unowned`` metadata fields (a shallow copy when it has some)."""
     meta = obj.get("metadata")
-    if isinstance(meta, Mapping) and "managedFields" in meta:
-        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    if type(meta) is dict and not unowned.isdisjoint(meta):
+        return {**obj, "metadata": {k: v for k, v in meta.items() if k not in unowned}}
     return obj
 
 
@@ -156,19 +161,19 @@ def track_update(
     """The managedFields of ``new`` after an Update-type write by ``manager`` (``live`` is None on
     create). ``request`` is what the client sent (its managedFields, if any, are honoured on the
     main resource, as the server does)."""
-    if subresource:
-        managed = _decode_or_empty(live)
+    stored = _managed_fields(live)
+    sent = None if subresource else _managed_fields(request)
+    if is_reset(sent):
+        managed: Managed = {}
+    elif not sent or sent == stored:  # read-modify-write sends back what is stored: decode that
+        managed = _decode_or_empty(stored)
     else:
-        sent = (request.get("metadata") or {}).get("managedFields") if isinstance(request, Mapping) else None
-        if is_reset(sent):
+        try:
+            managed = decode(sent)
+        except ValueError:
             managed = {}
-        else:
-            try:
-                managed = decode(sent)
-            except ValueError:
-                managed = {}
-            if not managed:
-                managed = _decode_or_empty(live)
+        if not managed:
+            managed = _decode_or_empty(stored)
     if not managed and live is not None:
         return None  # an untracked object stays untracked until it is applied to
     api_version = str(new.get("apiVersion") or "")
@@ -187,9 +192,14 @@ def track_update(
     return encode(managed)
 
 
-def _decode_or_empty(obj: Mapping[str, Any] | None) -> Managed:
+def _managed_fields(obj: Mapping[str, Any] | None) -> Any:
+    meta = (obj or {}).get("metadata")
+    return meta.get("managedFields") if isinstance(meta, dict) else None
+
+
+def _decode_or_empty(stored: Any) -> Managed:
     try:
-        return decode(((obj or {}).get("metadata") or {}).get("managedFields"))
+        return decode(stored, stored=True)
     except ValueError:
         return {}
 
@@ -198,23 +208,37 @@ def _update(kind: str, live: Any, new: Any, managed: Managed, key: ManagerId, *,
     """One Update through SMD's ``Updater.Update`` as ``current-operation``, merged into ``key``."""
     diff = compare(live, new, schema_for(kind), skip=reset_fields(kind, key.subresource))
     changed = frozenset(diff.modified | diff.added)
-    _take_from_others(managed, changed | diff.removed, skip=None)
+    lost = changed | diff.removed
+    _take_from_others(managed, lost, skip=key)
     taken = strip_server_fields(changed)
+    previous = managed.get(key)
+    if previous is not None and previous.owns_all(taken) and not previous.owns_any(diff.removed):
+        if taken:  # it changed only what it owned already: the same fields, a new time
+            managed[key] = previous.restamped(now(), key.api_version)
+        return
+    if previous is not None:  # like any other manager, it loses what changed, then takes it back
+        left = previous.without(lost)
+        previous = left
+        if left is None:
+            del managed[key]
+        else:
+            managed[key] = left
     if taken:
-        previous = managed.get(key)
         fields = taken | previous.fields if previous else taken
         managed[key] = Entry(fields, key.api_version, now())
 
 
 def _take_from_others(managed: Managed, fields: FieldSet, *, skip: ManagerId | None) -> None:
+    if not fields:
+        return
     for key, entry in list(managed.items()):
         if key == skip:
             continue
-        left = entry.fields - fields
-        if not left:
+        left = entry.without(fields)
+        if left is None:
             del managed[key]
-        elif left != entry.fields:
-            managed[key] = replace(entry, fields=left)
+        elif left is not entry:
+            managed[key] = left
 
 
 def _cap_update_managers(managed: Managed) -> None:
@@ -264,7 +288,7 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
         raise BadRequest("metadata.managedFields must be nil", kind=kind)
     node = schema_for(kind)
     try:
-        managed = decode(((live or {}).get("metadata") or {}).get("managedFields"))
+        managed = decode(_managed_fields(live), stored=True)
     except ValueError as err:
         raise ApiError(f"failed to decode managed fields: {err}", kind=kind) from err
     api_version = str(config.get("apiVersion") or (live or {}).get("apiVersion") or "")
@@ -273,8 +297,7 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
         _update(kind, zero_object(kind), before, managed, ManagerId(BEFORE_FIRST_APPLY, "Update", api_version), now=now)
     key = ManagerId(manager, "Apply")
     try:
-        check_no_duplicates(config, node)
-        applied = raw_field_set(config, node)
+        applied = raw_field_set(config, node, skip=reset_fields(kind), strict=True)
         merged = merge(before, config, node)
     except ValueError as err:
         raise ApiError(
@@ -282,15 +305,17 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
         ) from err
     merged = {} if merged is MISSING else merged
     last = managed.get(key)
-    managed[key] = Entry(without_prefixes(applied, reset_fields(kind)), api_version, last.time if last else None)
-    merged = _prune(merged, managed, node, last)
+    managed[key] = Entry(applied, api_version, last.time if last else None)
+    merged = _prune(merged, managed, node, last, managed[key].fields)
     _resolve_conflicts(kind, before, merged, managed, key, force=force)
     changed = not same(before, merged)
     fields = strip_server_fields(managed[key].fields)
-    if fields:
-        managed[key] = Entry(fields, api_version, now() if changed else managed[key].time)
-    else:
+    if not fields:
         del managed[key]
+    elif last is not None and last.fields == fields:  # the same fields: stored again, restamped if it wrote
+        managed[key] = last.restamped(now() if changed else last.time, api_version)
+    else:
+        managed[key] = Entry(fields, api_version, now() if changed else managed[key].time)
     return Applied(merged, encode(managed), changed)
 
 
@@ -300,10 +325,10 @@ def _name(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _prune(merged: Obj, managed: Managed, node: Node, last: Entry | None) -> Obj:
+def _prune(merged: Obj, managed: Managed, node: Node, last: Entry | None, applying: FieldSet) -> Obj:
     """Remove what the applier applied last time and not now, unless someone else owns it."""
-    if last is None or not last.fields:
-        return merged
+    if last is None or last.fields <= applying:
+        return merged  # nothing applied before is missing now: nothing to remove
 
     def named(fields: FieldSet) -> FieldSet:
         return ensure_named_fields_are_members(fields, node)
@@ -319,11 +344,14 @@ def _prune(merged: Obj, managed: Managed, node: Node, last: Entry | None) -> Obj
 
 
 def _resolve_conflicts(kind: str, live: Any, merged: Any, managed: Managed, key: ManagerId, *, force: bool) -> None:
+    if all(other == key for other in managed):
+        return  # nobody else owns anything: nothing to conflict with or take away
     diff = compare(live, merged, schema_for(kind), skip=reset_fields(kind))  # reset fields are never reported
     changed = frozenset(diff.modified | diff.added)
     removed = frozenset(diff.removed)
-    conflicts = {other: entry.fields & changed for other, entry in managed.items() if other != key}
-    conflicts = {other: fields for other, fields in conflicts.items() if fields}
+    conflicts = {
+        other: entry.fields & changed for other, entry in managed.items() if other != key and entry.owns_any(changed)
+    }
     if conflicts and not force:
         raise Conflict(conflict_message(conflicts), kind=kind)
     _take_from_others(managed, changed | removed, skip=key)
@@ -358,7 +386,8 @@ def settle_timestamps(stored: Obj, candidate: Obj) -> None:
         return
     if any(_untimed(a) != _untimed(b) for a, b in zip(old, new, strict=True)):
         return
-    if _without_managed_fields(stored) != _without_managed_fields(candidate):
+    only_entries = frozenset({"managedFields"})
+    if _comparable(stored, only_entries) != _comparable(candidate, only_entries):
         return
     candidate["metadata"] = {**candidate["metadata"], "managedFields": old}
 

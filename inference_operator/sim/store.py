@@ -9,6 +9,7 @@ writes; reads here take the same re-entrant lock.
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -51,6 +52,8 @@ class ObjectStore:
         self._frozen: dict[Key, bytes] = {}  # the same objects, frozen: thawing is the cheapest copy
         self._watches = Broadcaster(self._lock)
         self._resource_version = 0
+        self._last_wall: datetime.datetime | None = None
+        self._last_now = ""
         self.writes = 0
         """Successful mutating requests that changed something."""
         self.writes_by_verb: Counter[str] = Counter()
@@ -151,7 +154,10 @@ class ObjectStore:
         return str(self._resource_version)
 
     def _now(self) -> str:
-        return format_timestamp(self.clock.wall())
+        wall = self.clock.wall()
+        if wall != self._last_wall:  # formatting is the slow part, and many writes share a second
+            self._last_wall, self._last_now = wall, format_timestamp(wall)
+        return self._last_now
 
 
 def thaw_object(blob: bytes) -> Obj:

@@ -23,7 +23,6 @@ from ..fieldschema import ListOf, MapOf, Node, Struct, Untyped
 __all__ = [
     "MISSING",
     "Comparison",
-    "check_no_duplicates",
     "compare",
     "ensure_named_fields_are_members",
     "merge",
@@ -100,61 +99,61 @@ def _compare(lhs: Any, rhs: Any, node: Node, path: Path, out: Comparison, skip: 
         return
     if lhs == rhs:
         return  # equal subtrees (the common case, checked at C speed) have nothing to report
-    left = resolve(node, None if lhs is MISSING else lhs)
-    right = resolve(node, None if rhs is MISSING else rhs)
-    if lhs not in (MISSING, None) and rhs not in (MISSING, None) and type(left) is not type(right):
+    if lhs is not None and rhs is not None and _container(lhs) != _container(rhs):
         # Different shapes (only possible without a schema): each side is walked on its own.
         out.modified.add(path)
-        for value, into in ((lhs, "removed"), (rhs, "added")):
+        for value, into in ((lhs, out.removed), (rhs, out.added)):
             shape = resolve(node, value)
-            if _granular_map(shape) and isinstance(value, dict):
+            if type(value) is dict and isinstance(shape, Struct | MapOf) and not shape.atomic:
                 for name, child in value.items():
-                    pair = (child, MISSING) if into == "removed" else (MISSING, child)
-                    _compare(*pair, child_node(shape, (0, name)), (*path, (0, name)), out, skip)
+                    _whole(child, shape.child(name), (*path, (0, name)), into, skip)
         return
-    shape = right if rhs not in (MISSING, None) else left
-    both_empty = _empty(lhs) and _empty(rhs)
-    if _leaf(shape) or (both_empty and not isinstance(shape, Untyped)):
-        if lhs is MISSING:
-            out.added.add(path)
-        elif rhs is MISSING:
-            out.removed.add(path)
-        elif not same(lhs, rhs):
+    shape = resolve(node, rhs if rhs is not None else lhs)
+    if _leaf(shape) or (_empty(lhs) and _empty(rhs)):
+        if not same(lhs, rhs):
             out.modified.add(path)
-        return
-    if isinstance(shape, ListOf):
+    elif type(shape) is ListOf:
         _compare_items(lhs, rhs, shape, path, out, skip)
     elif isinstance(shape, Struct | MapOf):
-        left_map = lhs if isinstance(lhs, dict) else {}
-        right_map = rhs if isinstance(rhs, dict) else {}
+        left_map = lhs if type(lhs) is dict else {}
+        right_map = rhs if type(rhs) is dict else {}
         for name in {**left_map, **right_map}:
             before, after = left_map.get(name, MISSING), right_map.get(name, MISSING)
-            if before is not MISSING and after is not MISSING and before == after:
-                continue
-            _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
-    if lhs is MISSING:
-        out.added.add(path)
-    elif rhs is MISSING:
-        out.removed.add(path)
+            if before is MISSING or after is MISSING:
+                _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
+            elif before != after:
+                if _container(before) is str and _container(after) is str and (*path, (0, name)) not in skip:
+                    out.modified.add((*path, (0, name)))  # two different scalars: no need to descend
+                else:
+                    _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
+
+
+def _container(value: Any) -> type:
+    kind = type(value)
+    return kind if kind is dict or kind is list else str
 
 
 def _whole(value: Any, node: Node, path: Path, into: set[Path], skip: FieldSet) -> None:
     """A subtree only one side has: all of it is added (or removed), down to atomic leaves."""
-    if path in skip:
+    if skip and path in skip:
         return
     into.add(path)
-    shape = resolve(node, value)
-    if isinstance(shape, ListOf):
-        if shape.kind != "atomic" and isinstance(value, list):
+    kind = type(value)
+    if kind is dict:
+        shape = resolve(node, value)
+        if (type(shape) is Struct or type(shape) is MapOf) and not shape.atomic:
+            child = shape.child
+            for name, item in value.items():
+                _whole(item, child(name), (*path, (0, name)), into, skip)
+    elif kind is list:
+        shape = resolve(node, value)
+        if type(shape) is ListOf and shape.kind != "atomic":
             _order, items = _index(value, shape)
             for element, found in items.items():
                 if len(found) == 1:
                     _whole(found[0], shape.element, (*path, element), into, skip)
                 else:
                     into.add((*path, element))
-    elif isinstance(shape, Struct | MapOf) and not shape.atomic and isinstance(value, dict):
-        for name, child in value.items():
-            _whole(child, shape.child(name), (*path, (0, name)), into, skip)
 
 
 def _index(items: Any, node: ListOf) -> tuple[list[PathElement], dict[PathElement, list[Any]]]:
@@ -273,23 +272,6 @@ def _merge_items(lhs: Any, rhs: Any, node: ListOf) -> Any:
 
 def _element_text(element: PathElement) -> str:
     return path_string((element,))
-
-
-def check_no_duplicates(value: Any, node: Node, path: Path = ()) -> None:
-    """:class:`ValueError` (``.spec…containers: duplicate entries for key [name="server"]``) when
-    a set or list-map of ``value`` holds an item twice: an applied configuration may not."""
-    shape = resolve(node, value)
-    if isinstance(shape, ListOf) and shape.kind != "atomic" and isinstance(value, list):
-        seen: set[PathElement] = set()
-        for item in value:
-            element = item_element(shape, item)
-            if element in seen:
-                raise ValueError(f"{path_string(path)}: duplicate entries for key {_element_text(element)}")
-            seen.add(element)
-            check_no_duplicates(item, shape.element, (*path, element))
-    elif isinstance(shape, Struct | MapOf) and not shape.atomic and isinstance(value, dict):
-        for name, child in value.items():
-            check_no_duplicates(child, shape.child(name), (*path, (0, name)))
 
 
 # --- remove -------------------------------------------------------------------------------------------
