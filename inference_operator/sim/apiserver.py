@@ -173,8 +173,9 @@ class FakeApiServer(ObjectStore):
         """Server-side apply (PATCH ``application/apply-patch+yaml``): create or merge ``obj``.
 
         ``obj`` is the applied configuration: everything ``field_manager`` wants set, nothing
-        else. A ``resourceVersion`` in it is a precondition. :class:`Conflict` when it would
-        change a field another manager owns, unless ``force``.
+        else. A missing object is created (a ``resourceVersion`` is then ignored, as by the real
+        server); otherwise a ``resourceVersion`` in ``obj`` is a precondition. :class:`Conflict`
+        when it would change a field another manager owns, unless ``force``.
         """
         with self._lock:
             key = strategy.key_of(obj)
