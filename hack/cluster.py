@@ -344,7 +344,11 @@ class LocalControlPlane:
             process.kill()
             process.wait(timeout=STOP_GRACE_SECONDS)
         else:
-            killed = terminate({name: process.pid}, reap=process.poll)
+
+            def reap() -> None:
+                process.poll()
+
+            killed = terminate({name: process.pid}, reap=reap)
             process.wait(timeout=5)
             if killed:
                 logger.warning("Killed %s, it ignored SIGTERM for %.0fs", name, STOP_GRACE_SECONDS)
