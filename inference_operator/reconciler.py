@@ -25,7 +25,7 @@ from .api import InferenceService, SpecError
 from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
 from .builders import desired_deployment, desired_service, selector_string, service_address
 from .clock import Clock, format_timestamp, parse_timestamp
-from .compare import drift
+from .compare import NOT_APPLIED, drift
 from .conditions import Cond, is_true
 from .constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
@@ -255,6 +255,8 @@ class Reconciler:
             changed = drift(live, desired, kind=kind, manager=FIELD_MANAGER)
             if not changed:
                 return live, None
+            if NOT_APPLIED in changed:
+                self._upgrade_ownership(isvc, kind)
             return self._apply_child(isvc, kind, desired, fields=changed)
         except Conflict:
             raise  # a stale precondition: the retry reads again
@@ -273,7 +275,7 @@ class Reconciler:
     def _apply_child(
         self, isvc: InferenceService, kind: str, desired: Obj, *, created: bool = False, fields: list[str] | None = None
     ) -> tuple[Obj, Action]:
-        applied = self._forget_legacy_ownership(kind, self.backend.apply(desired))
+        applied = self.backend.apply(desired)
         if created:
             recreated = _condition_true(isvc.raw, _child_condition(kind))
             verb = EventReason.RECREATED if recreated else EventReason.CREATED
@@ -283,26 +285,28 @@ class Reconciler:
         log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, shown)
         return applied, Done(EventReason.PATCHED, shown)
 
-    def _forget_legacy_ownership(self, kind: str, applied: Obj) -> Obj:
+    def _upgrade_ownership(self, isvc: InferenceService, kind: str) -> None:
         """Children written by operator versions before server-side apply (a POST, merge
-        patches) carry an ``Update`` entry of ours owning every field they had, defaults
-        included; while it stays, a field we stop applying is never removed. Once our apply
-        entry exists, drop that entry (one write, once per such child), as kubectl's
-        client-side-to-server-side upgrade does."""
-        meta = applied["metadata"]
+        patches) are owned through an ``Update`` entry of ours holding every field they had,
+        defaults included; while it stays, a field we stop applying is never removed (and a
+        changed port would sit next to the old one). Before the first apply, turn that entry
+        into our apply entry, as kubectl's client-side-to-server-side upgrade does: the apply
+        then removes whatever it no longer sets. One read and one write, once per such child."""
+        live = self.backend.read(kind, isvc.namespace, isvc.name)
+        if live is None:
+            return
+        meta = live["metadata"]
         entries = meta.get("managedFields") or []
-        kept = [e for e in entries if not _legacy_entry(e)]
-        if len(kept) == len(entries):
-            return applied
-        log.info(
-            "Dropped pre-apply field ownership kind=%s name=%s namespace=%s", kind, meta["name"], meta["namespace"]
-        )
-        return self.backend.patch(
+        if not any(_legacy_entry(e) for e in entries):
+            return
+        upgraded = [{**e, "operation": "Apply"} if _legacy_entry(e) else e for e in entries]
+        self.backend.patch(
             kind,
-            meta["namespace"],
-            meta["name"],
-            {"metadata": {"managedFields": kept, "resourceVersion": meta["resourceVersion"]}},
+            isvc.namespace,
+            isvc.name,
+            {"metadata": {"managedFields": upgraded, "resourceVersion": meta["resourceVersion"]}},
         )
+        log.info("Upgraded field ownership to apply kind=%s name=%s namespace=%s", kind, isvc.name, isvc.namespace)
 
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
         """One Normal Event per pass that changed something, saying everything it did.

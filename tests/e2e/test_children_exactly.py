@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from inference_operator.api import InferenceService
-from inference_operator.builders import desired_deployment
+from inference_operator.builders import desired_deployment, desired_service
 from inference_operator.constants import FIELD_MANAGER
 
 from .conftest import Cluster
@@ -66,8 +66,11 @@ def test_removed_fields_disappear_from_the_deployment(cluster: Cluster, namespac
     )
     assert server(dep)["resources"]["limits"] == {"nvidia.com/gpu": "1"} and server(dep)["env"]
     assert pod_spec(dep)["nodeSelector"] == {"kubernetes.io/os": "linux"}
-    dep = converge(cluster, namespace, gpu=0)
+    dep = converge(cluster, namespace, gpu=0, port=9000)
     assert "nvidia.com/gpu" not in (server(dep).get("resources") or {}).get("limits", {})
+    assert [p["containerPort"] for p in server(dep)["ports"]] == [9000]
+    service = cluster.kubectl.get("service", "llama", namespace)
+    assert service is not None and [p["port"] for p in service["spec"]["ports"]] == [9000]
     assert "nodeSelector" not in pod_spec(dep) and "env" not in server(dep)
 
 
@@ -177,18 +180,20 @@ def test_a_child_made_before_server_side_apply_is_adopted_and_loses_removed_fiel
         cluster.kubectl.apply(llama(gpu=1), namespace)
         obj = cluster.kubectl.get("infsvc", "llama", namespace)
         assert obj is not None
-        old_child = desired_deployment(InferenceService.from_object(obj))
-        cluster.kubectl.run(
-            "create", "--field-manager", FIELD_MANAGER, "-f", "-", stdin=json.dumps(old_child)
-        )  # a POST: owned through an Update entry, defaults included
+        old = InferenceService.from_object(obj)
+        for child in (desired_deployment(old), desired_service(old)):  # POSTs: owned through Update entries
+            cluster.kubectl.run("create", "--field-manager", FIELD_MANAGER, "-f", "-", stdin=json.dumps(child))
     finally:
         operator.start()
     dep = converge(cluster, namespace, gpu=1)
     dep = cluster.kubectl.json("get", "deployment", "llama", "-n", namespace, "--show-managed-fields")
     ours = [e["operation"] for e in dep["metadata"]["managedFields"] if e["manager"] == FIELD_MANAGER]
     assert ours == ["Apply"], dep["metadata"]["managedFields"]
-    dep = converge(cluster, namespace, gpu=0)
+    dep = converge(cluster, namespace, gpu=0, port=9000)
     assert "nvidia.com/gpu" not in (server(dep).get("resources") or {}).get("limits", {})
+    assert [p["containerPort"] for p in server(dep)["ports"]] == [9000]
+    service = cluster.kubectl.get("service", "llama", namespace)
+    assert service is not None and [p["port"] for p in service["spec"]["ports"]] == [9000]
 
 
 def test_a_child_whose_owner_label_was_taken_off_gets_it_back(cluster: Cluster, namespace: str) -> None:

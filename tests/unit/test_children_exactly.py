@@ -137,8 +137,11 @@ def test_a_child_made_before_server_side_apply_is_adopted_and_then_loses_removed
     sim.run_until_quiescent()
     entries = [(e["manager"], e["operation"]) for e in deployment(sim)["metadata"]["managedFields"]]
     assert (FIELD_MANAGER, "Update") not in entries and (FIELD_MANAGER, "Apply") in entries
-    change(sim, gpu=0)
+    change(sim, gpu=0, port=9000)
     assert "nvidia.com/gpu" not in (server(sim).get("resources") or {}).get("limits", {})
+    assert [p["containerPort"] for p in server(sim)["ports"]] == [9000], "the old port went with the upgrade"
+    service = sim.get(SERVICE, NS, NAME)
+    assert service is not None and [p["port"] for p in service["spec"]["ports"]] == [9000]
 
 
 def test_a_child_whose_owner_label_was_taken_off_gets_it_back() -> None:
