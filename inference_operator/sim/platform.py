@@ -23,6 +23,7 @@ from ..compare import parse_quantity
 from ..constants import GPU_RESOURCE
 from .apiserver import FakeApiServer
 from .informer import SharedInformer
+from .managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
 
 Obj = dict[str, Any]
 
@@ -158,7 +159,7 @@ class SimulatedDeploymentController:
             ],
         }
         if _status_differs(old, status):
-            self.api.update_status({**dep, "status": status})
+            self.api.update_status({**dep, "status": status}, field_manager=CONTROLLER_MANAGER)
         if done:
             return Result()
         if not schedulable:
