@@ -879,18 +879,17 @@ class TestDefaults:
 # --- scale ---------------------------------------------------------------------------------------------
 
 
-def test_ten_thousand_creates_and_updates_stay_fast() -> None:
+def test_ten_thousand_creates_and_updates_are_all_stored_and_watched() -> None:
+    # How fast is bench/sim.py's business (a benchmark, not a timed test that flakes under load).
     api = FakeApiServer(FakeClock())
     watch = api.watch()
-    started = time.perf_counter()
     for i in range(10_000):
         api.create(isvc(f"m{i}"))
     for i in range(10_000):
         api.patch(KIND, "default", f"m{i}", {"spec": {"replicas": 2}})
-    elapsed = time.perf_counter() - started
     assert api.writes == 20_000
     assert watch.pending() == 20_000
-    assert elapsed < 10.0, f"20,000 writes took {elapsed:.2f}s"  # ~0.4 s on a laptop; generous for CI
+    assert api.get(KIND, "default", "m9999")["metadata"]["generation"] == 2
 
 
 # --- jsoncopy (the copying and patching the server is built on) -------------------------------------
