@@ -12,9 +12,11 @@
 | INFERENCE_OPERATOR_LOG_FORMAT         | --log-format      | plain    |
 | INFERENCE_OPERATOR_METRICS_ADDRESS    | --metrics-address | (off)    |
 | INFERENCE_OPERATOR_CRASH_AFTER_WRITES | (none: test hook) | 0 (off)  |
+| INFERENCE_OPERATOR_CRASH_ON           | (none: test hook) | (any)    |
 
 ``CRASH_AFTER_WRITES=N`` is a test hook, never for production: the process exits (code 137)
-right after its Nth mutating call (``inference_operator.kube.crashpoint``).
+right after its Nth mutating call (``inference_operator.kube.crashpoint``), counting only the
+calls whose label starts with ``CRASH_ON`` when that is set.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class OperatorConfig:
     log_format: str = "plain"
     metrics_address: str = ""
     crash_after_writes: int = 0
+    crash_on: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -96,4 +99,5 @@ class OperatorConfig:
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
             metrics_address=_address(env, "METRICS_ADDRESS"),
             crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, integer=True)),
+            crash_on=env.get(ENV_PREFIX + "CRASH_ON") or "",
         )

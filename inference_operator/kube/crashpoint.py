@@ -17,6 +17,12 @@ one line and ends the process with ``os._exit(137)``: no cleanup, no flush of an
 that log line, as after SIGKILL. While armed, each counted call is also logged (``Counted
 write``), so a dry run with an N larger than the path lists the crash points.
 
+``INFERENCE_OPERATOR_CRASH_ON=<prefix>`` narrows the count to calls whose label starts with it
+(labels read ``verb Kind namespace/name``, e.g. ``update_status InferenceService``, or
+``register namespace/name``): "after the 3rd status write" is then the same crash point in
+every run, however the other writes interleave with it (how many status writes a rollout
+takes depends on timing).
+
 Never set it in production: the operator dies on purpose.
 """
 
@@ -37,13 +43,16 @@ EXIT_CODE = 137  # what a shell reports for a process killed by SIGKILL (128 + 9
 
 
 class CrashPoint:
-    """Counts mutating calls; ends the process right after the ``after``-th (0: never)."""
+    """Counts mutating calls; ends the process right after the ``after``-th (0: never) of those
+    whose label starts with ``on`` (every call when empty)."""
 
-    def __init__(self, after: int = 0, *, exit: Callable[[int], object] = os._exit) -> None:
+    def __init__(self, after: int = 0, *, on: str = "", exit: Callable[[int], object] = os._exit) -> None:
         if after < 0:
             raise ValueError(f"crash point must be >= 0 (0 turns it off), got {after}")
         self.after = after
+        self.on = on
         self.count = 0
+        self.matched = 0
         self._exit = exit
         self._lock = threading.Lock()
 
@@ -65,9 +74,19 @@ class CrashPoint:
             self.count += 1
             n = self.count
             log.info("Counted write n=%d crash_after=%d call=%s", n, self.after, what)
-            if n != self.after:
+            if not what.startswith(self.on):
                 return
-            log.critical("Crashing on purpose after write n=%d call=%s exit_code=%d", n, what, EXIT_CODE)
+            self.matched += 1
+            if self.matched != self.after:
+                return
+            log.critical(
+                "Crashing on purpose after write n=%d matched=%d on=%r call=%s exit_code=%d",
+                n,
+                self.matched,
+                self.on,
+                what,
+                EXIT_CODE,
+            )
             for handler in logging.getLogger().handlers:
                 handler.flush()
             sys.stdout.flush()

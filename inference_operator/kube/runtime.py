@@ -94,7 +94,7 @@ class OperatorRuntime:
         self.cache = ObjectCache(self.clock)
         # The crash-point test hook (off unless INFERENCE_OPERATOR_CRASH_AFTER_WRITES is set)
         # counts the API writes and the load balancer's register/release calls together.
-        self.crash = CrashPoint(config.crash_after_writes)
+        self.crash = CrashPoint(config.crash_after_writes, on=config.crash_on)
         self.backend = KubeBackend(client, self.cache, self.clock, crash=self.crash)
         self.lb = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
         self.reconciler = Reconciler(

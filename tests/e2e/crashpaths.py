@@ -31,10 +31,12 @@ from .harness import FINALIZER, Kubectl, OperatorProcess, WaitTimeout, free_port
 T = TypeVar("T")
 Obj = dict[str, Any]
 CRASH_ENV = "INFERENCE_OPERATOR_CRASH_AFTER_WRITES"
+CRASH_ON_ENV = "INFERENCE_OPERATOR_CRASH_ON"
+DRY_RUN = 1_000_000  # armed (every call logged and counted), never reached
 GPU = "nvidia.com/gpu"
 PHASE_TIMEOUT = 60.0
 COUNTED = re.compile(r"Counted write n=(\d+) crash_after=\d+ call=(.+)$")
-CRASHED = re.compile(r"Crashing on purpose after write n=(\d+) call=(.+) exit_code=")
+CRASHED = re.compile(r"Crashing on purpose after write n=(\d+) matched=\d+ on=.* call=(.+) exit_code=")
 
 
 class RestartableRegistry:
@@ -128,9 +130,16 @@ class Supervised:
             time.sleep(0.2)  # a bounded poll interval, not a wait for the condition itself
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.process is not None:
-            self.revive()
+        """Stop the operator gracefully; one that already exited is only recorded in ``exits``
+        (never restarted, never raising: this also runs while a failure is being reported)."""
+        if self.proc is None or self.proc.process is None:
+            return
+        code = self.proc.process.poll()
+        if code is None:
             self.proc.stop()
+        else:
+            self.exits.append(code)
+            self.proc.process = None
 
 
 # --- the invariants ---------------------------------------------------------------------------
@@ -179,6 +188,37 @@ def children_and_record_gone(kubectl: Kubectl, registry: RestartableRegistry, na
 # --- one path ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CrashPlan:
+    """Crash right after the ``k``-th call of one kind (``apply Deployment``, ``register``, …),
+    which was call ``position`` of the dry run. Counting by kind makes it the same point in
+    every run, however many status writes a rollout takes this time."""
+
+    kind: str
+    k: int
+    position: int
+
+    @property
+    def prefix(self) -> str:
+        return self.kind + " "
+
+
+def kind_of(call: str) -> str:
+    """``update_status InferenceService ns/name`` → ``update_status InferenceService``."""
+    return call.rsplit(" ", 1)[0]
+
+
+def plans_from(writes: list[str]) -> list[CrashPlan]:
+    """One crash point after every call of a dry run, as the k-th call of its kind."""
+    seen: dict[str, int] = {}
+    plans = []
+    for position, call in enumerate(writes, 1):
+        kind = kind_of(call)
+        seen[kind] = seen.get(kind, 0) + 1
+        plans.append(CrashPlan(kind, seen[kind], position))
+    return plans
+
+
 def manifest(name: str, spec: Obj) -> Obj:
     return {
         "apiVersion": "serving.inference-operator.dev/v1",
@@ -202,9 +242,11 @@ def ready_at(kubectl: Kubectl, name: str, namespace: str, generation: int) -> Ob
 @dataclass
 class PathOutcome:
     namespace: str
-    crash_after: int
+    plan: CrashPlan | None
     crashed_after: str | None
     """The write the operator died after (from its last words), None if it never did."""
+    crashed_at: int | None
+    """Which of its mutating calls that was, counting all kinds."""
     noticed_in: str | None
     """The phase of the path in which the test saw the exit."""
     seconds: float
@@ -219,19 +261,20 @@ class PathOutcome:
 def run_path(
     kubectl: Kubectl,
     registry: RestartableRegistry,
-    make_operator: Callable[[str, int], OperatorProcess],
+    make_operator: Callable[[str, int, str], OperatorProcess],
     *,
-    crash_after: int,
+    plan: CrashPlan | None,
     label: str,
     name: str = "llama",
 ) -> PathOutcome:
     """create → Ready → update → Ready → delete → gone for one InferenceService in a namespace
-    of its own (``crash-<label>-…``), with an operator that dies right after its
-    ``crash_after``-th write (never, when the path has fewer)."""
+    of its own (``crash-<label>-…``), with an operator that dies as ``plan`` says (never, when
+    the path has fewer calls of that kind). Without a plan, a dry run: calls counted, no crash."""
     started = time.monotonic()
     namespace = f"crash-{label}-{uuid.uuid4().hex[:5]}"
     kubectl.run("create", "namespace", namespace)
-    sup = Supervised(lambda n: make_operator(namespace, n), crash_after)
+    crash_after, on = (plan.k, plan.prefix) if plan else (DRY_RUN, "")
+    sup = Supervised(lambda n: make_operator(namespace, n, on if n else ""), crash_after)
     first_log: Path | None = None
     try:
         sup.start()
@@ -262,6 +305,7 @@ def run_path(
         assert release_calls >= 1, "the object is gone but its record was never released"
         sup.enter("stop")
         sup.stop()
+        assert sup.exits in ([], [EXIT_CODE]), f"the operator exited with {sup.exits}, not once as planned"
     except BaseException:
         if sup.proc is not None and sup.proc.process is not None:
             sup.proc.process.kill()
@@ -271,15 +315,16 @@ def run_path(
         kubectl.run("delete", "namespace", namespace, "--wait=false", check=False)
     text = first_log.read_text(errors="replace") if first_log else ""
     writes = [m.group(2) for line in text.splitlines() if (m := COUNTED.search(line))]
-    crashed = [m.group(2) for line in text.splitlines() if (m := CRASHED.search(line))]
+    crashed = [m for line in text.splitlines() if (m := CRASHED.search(line))]
     return PathOutcome(
         namespace=namespace,
-        crash_after=crash_after,
-        crashed_after=crashed[0] if crashed else None,
+        plan=plan,
+        crashed_after=crashed[0].group(2) if crashed else None,
+        crashed_at=int(crashed[0].group(1)) if crashed else None,
         noticed_in=sup.revived_at[0] if sup.revived_at else None,
         seconds=time.monotonic() - started,
         phase_seconds=sup.phase_seconds,
-        writes=writes[:crash_after] if crash_after and crashed else writes,
+        writes=writes,
         register_calls=register_calls,
         release_calls=release_calls,
     )

@@ -4,13 +4,17 @@ away: on a real control plane, everything converges and nothing leaks.
 Covers:
 - crash points: a dry run lists the operator's mutating calls (API writes and load balancer
   register/release) along create → Ready → update (image, replicas, GPU removed) → delete of
-  one InferenceService; then, for each N, a fresh namespace runs that path with an operator
-  that exits (137, as kill -9) right after its Nth call, is restarted, and the invariants are
-  checked at each stop: exactly one Deployment and one Service controlled by the object and
-  equal to its spec, a registry record iff the object exists (same id across the update),
-  the finalizer gone only after the release (no record left once the object is), Ready with
-  observedGeneration == generation, nothing left after the delete, nothing stuck (every stop
-  has a deadline). The crash points and their outcome are printed.
+  one InferenceService; then, for each of those calls, taken as the k-th call of its kind
+  (``INFERENCE_OPERATOR_CRASH_ON``: "the 3rd status write" is the same point in every run), a
+  fresh namespace runs the path with an operator that exits (137, as kill -9) right after it,
+  is restarted, and the invariants are checked at each stop: exactly one Deployment and one
+  Service controlled by the object and equal to its spec, a registry record iff the object
+  exists (same id across the update), the finalizer gone only after the release (no record
+  left once the object is), Ready with observedGeneration == generation, nothing left after
+  the delete, nothing stuck (every stop has a deadline). The crash points, where each landed
+  and the seconds per stop are printed. A rollout takes a different number of status writes
+  from run to run (9 to 11 seen), so the last status writes of the dry run may not come
+  again: only those may be missed.
 - kube-apiserver killed and restarted (same port, certificates, flags) while 30
   InferenceServices converge: all Ready, no error left in any status, one record each with
   the id its status names, the operator alive throughout.
@@ -42,16 +46,17 @@ import yaml
 from .conftest import RESYNC_SECONDS, Cluster
 from .crashpaths import (
     CRASH_ENV,
+    CRASH_ON_ENV,
     PathOutcome,
     RestartableRegistry,
     Supervised,
     children_and_record_gone,
     controlled_by,
+    plans_from,
     run_path,
 )
 from .harness import FINALIZER, Obj, OperatorProcess, condition, is_ready, operator_env, wait_until
 
-DRY_RUN = 1_000_000  # armed (every call logged and counted), never reached
 STORM = 30
 TIMEOUT = 120.0
 
@@ -78,7 +83,9 @@ def session_operator_paused(operator: OperatorProcess) -> Iterator[None]:
 
 
 class OperatorFactory(Protocol):
-    def __call__(self, namespace: str, crash_after: int, *, workers: int = 1) -> OperatorProcess: ...
+    def __call__(
+        self, namespace: str, crash_after: int, crash_on: str = "", *, workers: int = 1
+    ) -> OperatorProcess: ...
 
 
 @pytest.fixture()
@@ -89,13 +96,15 @@ def make_operator(
     session_operator_paused: None,
     tmp_path: Path,
 ) -> OperatorFactory:
-    """``(namespace, crash_after) -> OperatorProcess`` watching only that namespace; one log
-    per namespace (a restarted process appends to it)."""
+    """``(namespace, crash_after, crash_on) -> OperatorProcess`` watching only that namespace;
+    one log per namespace (a restarted process appends to it)."""
 
-    def make(namespace: str, crash_after: int, *, workers: int = 1) -> OperatorProcess:
+    def make(namespace: str, crash_after: int, crash_on: str = "", *, workers: int = 1) -> OperatorProcess:
         env = operator_env(cluster.bin_dir)
         if crash_after:
             env[CRASH_ENV] = str(crash_after)
+        if crash_on:
+            env[CRASH_ON_ENV] = crash_on
         return OperatorProcess(
             operator_kubeconfig,
             env,
@@ -120,18 +129,23 @@ def make_operator(
 
 
 def report(outcomes: list[PathOutcome], total: float) -> str:
-    lines = [f"crash points: {len(outcomes) - 1} tried after a dry run, {total:.0f}s in all"]
     phases = ("start", "create", "update", "delete", "collect")
-    lines.append(
-        f"{'N':>3}  {'crashed after':<44} {'noticed in':<10} {'s':>5}  reg/rel  " + " ".join(f"{p:>7}" for p in phases)
-    )
+    head = f"{'#':>3}  {'crash after':<34} {'landed':>6} {'noticed in':<10} {'s':>5}  reg/rel  "
+    lines = [
+        f"crash points: {len(outcomes) - 1} tried after a dry run, {total:.0f}s in all",
+        head + " ".join(f"{p:>7}" for p in phases),
+    ]
     for o in outcomes:
-        label = "dry" if o.crash_after == DRY_RUN else str(o.crash_after)
-        after = (o.crashed_after or "(not reached: fewer writes)").replace(f" {o.namespace}/", " ")
+        plan = o.plan
+        label = str(plan.position) if plan else "dry"
+        point = f"{plan.kind} #{plan.k}" if plan else "(dry run: no crash)"
+        landed = "-" if o.crashed_at is None else str(o.crashed_at)
+        if plan and o.crashed_after is None:
+            landed = "missed"
         noticed = o.noticed_in or ("-" if o.crashed_after is None else "end")
         times = " ".join(f"{o.phase_seconds.get(p, 0.0):7.1f}" for p in phases)
         calls = f"{o.register_calls}/{o.release_calls}"
-        lines.append(f"{label:>3}  {after:<44} {noticed:<10} {o.seconds:5.1f}  {calls:<7}  {times}")
+        lines.append(f"{label:>3}  {point:<34} {landed:>6} {noticed:<10} {o.seconds:5.1f}  {calls:<7}  {times}")
     return "\n".join(lines)
 
 
@@ -139,23 +153,28 @@ def test_every_crash_point_along_create_update_delete_converges_with_nothing_lea
     cluster: Cluster, lb: RestartableRegistry, make_operator: OperatorFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     started = time.monotonic()
-    dry = run_path(cluster.kubectl, lb, make_operator, crash_after=DRY_RUN, label="dry")
+    dry = run_path(cluster.kubectl, lb, make_operator, plan=None, label="dry")
     assert dry.crashed_after is None and dry.writes, dry
+    plans = plans_from(dry.writes)
     outcomes = [dry]
     try:
-        for n in range(1, len(dry.writes) + 1):
-            outcomes.append(run_path(cluster.kubectl, lb, make_operator, crash_after=n, label=f"{n:02d}"))
+        for plan in plans:
+            outcomes.append(run_path(cluster.kubectl, lb, make_operator, plan=plan, label=f"{plan.position:02d}"))
     finally:
         with capsys.disabled():
             print("\n" + report(outcomes, time.monotonic() - started))
             print(
-                "dry run writes: "
+                "dry run: "
                 + "; ".join(f"{i}. {w.replace(f' {dry.namespace}/', ' ')}" for i, w in enumerate(dry.writes, 1))
             )
-    reached = [o for o in outcomes[1:] if o.crashed_after is not None]
-    # The number of status writes depends on timing (how many replicas were ready when a
-    # pass ran), so a path may be a write shorter than the dry run; most must be reached.
-    assert len(reached) >= len(dry.writes) - 2, report(outcomes, time.monotonic() - started)
+    # How many status writes a rollout takes depends on timing (how many replicas were ready
+    # when a pass ran), so the last status writes of the dry run may not come again; every
+    # other crash point is always reached.
+    status = "update_status InferenceService"
+    missed = [o.plan for o in outcomes[1:] if o.plan and o.crashed_after is None]
+    reached = [o.plan.k for o in outcomes[1:] if o.plan and o.plan.kind == status and o.crashed_after]
+    assert all(p.kind == status and p.k > max(reached) for p in missed), missed
+    assert len(missed) <= 3, report(outcomes, time.monotonic() - started)
 
 
 def storm_objects(count: int) -> list[Obj]:
@@ -220,10 +239,12 @@ def test_an_api_server_restart_mid_storm_converges_with_no_duplicate_registratio
             interval=0.02,
             what="the operator to write its first Deployment",
         )
+        existed = (
+            api.get_json(f"/apis/serving.inference-operator.dev/v1/namespaces/{namespace}/inferenceservices") or {}
+        ).get("items") or []
+        ready_before = sum(is_ready(o) for o in existed)
         away = cluster.plane.restart("kube-apiserver", hard=True)
         applying.wait(60)
-        existed = kubectl.json("get", "infsvc", "-n", namespace)["items"]
-        ready_before = sum(is_ready(o) for o in existed)
         kubectl.run("apply", "-n", namespace, "-f", "-", stdin=storm)
         items = sup.wait(
             lambda: (
@@ -252,10 +273,10 @@ def test_an_api_server_restart_mid_storm_converges_with_no_duplicate_registratio
         assert all(controlled_by(d, uids[d["metadata"]["name"]]) for d in deployments)
         with capsys.disabled():
             print(
-                f"\napi server restart mid-storm: kube-apiserver killed after the first Deployment, back in "
-                f"{away:.1f}s; then {len(existed)}/{STORM} InferenceServices existed (kubectl apply was cut: "
-                f"exit {applying.returncode}), {ready_before} Ready; all {STORM} Ready {converged:.1f}s after "
-                "the first create"
+                f"\napi server restart mid-storm: kube-apiserver killed once the first Deployment existed, when "
+                f"{len(existed)}/{STORM} InferenceServices existed and {ready_before} were Ready; back in "
+                f"{away:.1f}s (kubectl apply exit {applying.returncode}); all {STORM} Ready "
+                f"{converged:.1f}s after the apply started"
             )
         kubectl.run("delete", "infsvc", "--all", "-n", namespace, "--wait=false")
         sup.wait(lambda: children_and_record_gone(kubectl, lb, namespace), what="the storm deleted and released")
