@@ -133,14 +133,52 @@ def drift(live: dict[str, Any], desired: dict[str, Any], *, kind: str, manager: 
     applies, then those ``manager`` owns and no longer applies. A live object ``manager`` has
     never applied to (made by an older version of the operator) drifts as a whole.
     """
-    want = field_set(desired, kind)
-    leaves = sorted(_leaves(want))
-    out = [path_string(path) for path in leaves if not _same_at(live, desired, path, kind)]
+    out: list[str] = []
+    _diff(live, desired, schema_for(kind), (), out, quantities=False)
     owned = managed_fields_of(live, manager, "Apply")
     if owned is None:
         return [*out, NOT_APPLIED]
-    out.extend(path_string(path) for path in sorted(owned - want) if not _covered(path, want, leaves))
+    want = field_set(desired, kind)
+    dropped = owned - want
+    if dropped:
+        leaves = sorted(_leaves(want))
+        out.extend(path_string(path) for path in sorted(dropped) if not _covered(path, want, leaves))
     return out
+
+
+def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, quantities: bool) -> None:
+    """Append the paths under ``path`` where ``live`` lacks a value of ``desired``: one walk of
+    the applied configuration, list-map items matched by key, atomic values compared whole."""
+    node = resolve(node, desired)
+    if isinstance(node, ListOf) and node.kind == "map" and isinstance(desired, list):
+        by_element = {}
+        for item in live if isinstance(live, list) else []:
+            if (element := _element_of(node, item)) is not None:
+                by_element.setdefault(element, []).append(item)
+        for item in desired:
+            element = _element_of(node, item)
+            found = by_element.get(element, [])
+            sub = (*path, element)
+            if len(found) != 1:
+                out.append(path_string(sub))
+            else:
+                _diff(found[0], item, node.element, sub, out, quantities=quantities)
+        return
+    if isinstance(node, Struct | MapOf) and not node.atomic and isinstance(desired, dict):
+        have_all = live if isinstance(live, dict) else {}
+        for name, want in desired.items():
+            sub = (*path, (0, name))
+            if name not in have_all or have_all[name] is None:
+                if not _is_empty(want):
+                    out.append(path_string(sub))
+                continue
+            _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITY_MAPS)
+        return
+    if not contains(live, desired, quantities=quantities):
+        out.append(path_string(path))
+
+
+_QUANTITY_MAPS = ("requests", "limits")
 
 
 def _leaves(fields: FieldSet) -> Iterable[Path]:
@@ -155,44 +193,11 @@ def _covered(path: Path, want: FieldSet, leaves: list[Path]) -> bool:
     return any(path[: len(leaf)] == leaf for leaf in leaves) or any(w[: len(path)] == path for w in want)
 
 
-_MISSING = object()
-
-
-def _value_at(obj: Any, path: Path, node: Node) -> Any:
-    """The value at ``path`` (list-map items found by their keys), or ``_MISSING``."""
-    value = obj
-    for element in path:
-        node = resolve(node, value)
-        if element[0] == 0:  # a field
-            if not isinstance(value, dict) or element[1] not in value:
-                return _MISSING
-            value = value[element[1]]
-            node = node.child(element[1]) if isinstance(node, Struct | MapOf) else node
-        elif isinstance(value, list) and isinstance(node, ListOf):
-            found = [item for item in value if _element_of(node, item) == element]
-            if len(found) != 1:
-                return _MISSING
-            value, node = found[0], node.element
-        else:
-            return _MISSING
-    return value
-
-
 def _element_of(node: ListOf, item: Any) -> Any:
     try:
         return item_element(node, item)
     except ValueError:
         return None
-
-
-def _same_at(live: Any, desired: Any, path: Path, kind: str) -> bool:
-    root: Node = schema_for(kind)
-    want = _value_at(desired, path, root)
-    have = _value_at(live, path, root)
-    if have is _MISSING:
-        return want is _MISSING or _is_empty(want)
-    quantities = any(e[0] == 0 and e[1] in ("requests", "limits") for e in path)
-    return contains(have, want, quantities=quantities)
 
 
 __all__ = ["NOT_APPLIED", "contains", "differences", "drift", "parse_quantity"]
