@@ -151,7 +151,7 @@ def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, qu
     the applied configuration, list-map items matched by key, atomic values compared whole."""
     node = resolve(node, desired)
     if isinstance(node, ListOf) and node.kind == "map" and isinstance(desired, list):
-        by_element = {}
+        by_element: dict[Any, list[Any]] = {}
         for item in live if isinstance(live, list) else []:
             if (element := _element_of(node, item)) is not None:
                 by_element.setdefault(element, []).append(item)
