@@ -230,9 +230,9 @@ class FaultyApi:
         self.faults.append(fault)
         return fault
 
-    def clear(self) -> None:
-        """Drop every armed fault."""
-        self.faults.clear()
+    def clear(self, kind: str | None = None) -> None:
+        """Drop the armed faults that apply to ``kind`` (None: every fault)."""
+        self.faults = [f for f in self.faults if kind is not None and f.kind not in (None, kind)]
 
     @property
     def pending_faults(self) -> list[WriteFault]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Final, TypeVar, cast
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from ...constants import DEPLOYMENT, KIND, SERVICE
 from ..faults import API_ERRORS, ApiErrorKind
@@ -31,6 +31,8 @@ __all__ = ["NAMES", "CIExplorer", "Explorer", "InvariantViolation", "violation_t
 
 NAMES: Final = ("llama", "mistral", "llama-3.1-8b", "7b")
 """A small pool, so actions collide; the last two cannot name a Service (dots; a leading digit)."""
+NAME: Final = st.one_of(st.just(NAMES[0]), st.sampled_from(NAMES))
+"""A name from the pool, the first one about half the time: actions meet on one object more often."""
 IMAGES: Final = ("vllm/vllm-openai:v0.6.3", "vllm/vllm-openai:v0.7.0")
 MODEL: Final = "meta-llama/Llama-3.1-8B-Instruct"
 CHILD_KINDS: Final = (DEPLOYMENT, SERVICE)
@@ -69,6 +71,16 @@ CHANGES: Final = st.one_of(
 )
 """One field changed, or removed (None)."""
 
+INFORMER_PERTURBATIONS: Final = (
+    "pause",
+    "resume",
+    "drop_first",
+    "drop_last",
+    "drop_every_other",
+    "drop_all",
+    "reorder",
+    "relist",
+)
 FOREIGN_EDITS: Final = ("label", "owned_label", "annotation", "replicas", "container", "owner_reference", "delete")
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -135,59 +147,74 @@ class Explorer(RuleBasedStateMachine):
 
     # -- users -------------------------------------------------------------------------------
 
-    @rule(name=st.sampled_from(NAMES), spec=SPECS)
+    @initialize(name=NAME, spec=SPECS)
     @_action
-    def apply(self, name: str, spec: dict[str, Any]) -> None:
+    def create(self, name: str, spec: dict[str, Any]) -> None:
+        """Every sequence starts with one InferenceService."""
         self.world.apply(name, spec)
 
-    @rule(name=st.sampled_from(NAMES), change=CHANGES)
+    @rule(name=NAME, spec=SPECS)
+    @_action
+    def apply(self, name: str, spec: dict[str, Any]) -> None:
+        """``kubectl apply`` of a whole manifest: create, or replace the spec (absent fields go)."""
+        self.world.apply(name, spec)
+
+    @rule(name=NAME, change=CHANGES)
     @_action
     def edit(self, name: str, change: tuple[str, Any]) -> None:
+        """Change one spec field, or remove it (None)."""
         self.world.edit(name, *change)
 
-    @rule(name=st.sampled_from(NAMES), replicas=st.integers(0, 3))
+    @rule(name=NAME, enabled=st.booleans())
+    @_action
+    def load_balancer(self, name: str, enabled: bool) -> None:
+        """Turn registration on or off (spec.loadBalancer.enabled): the switch that decides
+        whether a balancer record must exist, so it gets a rule of its own."""
+        self.world.edit(name, "loadBalancer", {"enabled": enabled})
+
+    @rule(name=NAME, replicas=st.integers(0, 3))
     @_action
     def scale(self, name: str, replicas: int) -> None:
         self.world.scale(name, replicas)
 
-    @rule(name=st.sampled_from(NAMES))
+    @rule(name=NAME)
     @_action
     def delete(self, name: str) -> None:
         self.world.delete(name)
 
     # -- other actors ------------------------------------------------------------------------
 
-    @rule(kind=st.sampled_from(CHILD_KINDS), name=st.sampled_from(NAMES), edit=st.sampled_from(FOREIGN_EDITS))
+    @rule(kind=st.sampled_from(CHILD_KINDS), name=NAME, edit=st.sampled_from(FOREIGN_EDITS))
     @_action
     def foreign_edit(self, kind: str, name: str, edit: str) -> None:
+        """Another actor edits (or deletes) a child."""
         self.world.foreign_edit(kind, name, edit)
 
-    @rule(kind=st.sampled_from(CHILD_KINDS), name=st.sampled_from(NAMES))
+    @rule(kind=st.sampled_from(CHILD_KINDS), name=NAME)
     @_action
     def foreign_child(self, kind: str, name: str) -> None:
+        """Someone else's same-named Deployment or Service, made before the InferenceService."""
         self.world.foreign_child(kind, name)
 
     # -- the load balancer -------------------------------------------------------------------
 
-    @rule(name=st.sampled_from(NAMES))
+    @rule(name=st.none() | NAME)
     @_action
-    def lb_lose(self, name: str) -> None:
-        self.world.lb_lose(name)
+    def lb_forget(self, name: str | None) -> None:
+        """The balancer loses one record, or (None) restarts empty."""
+        if name is None:
+            self.world.lb_restart_empty()
+        else:
+            self.world.lb_lose(name)
 
-    @rule()
+    @rule(n=st.integers(1, 4), mode=st.sampled_from(["fail", "hang", "hang_applied"]))
     @_action
-    def lb_restart_empty(self) -> None:
-        self.world.lb_restart_empty()
-
-    @rule(n=st.integers(1, 4))
-    @_action
-    def lb_fail(self, n: int) -> None:
-        self.world.lb_fail(n)
-
-    @rule(n=st.integers(1, 3), applied=st.booleans())
-    @_action
-    def lb_hang(self, n: int, applied: bool) -> None:
-        self.world.lb_hang(n, applied)
+    def lb_outage(self, n: int, mode: str) -> None:
+        """The next ``n`` balancer calls fail at once, or hang and time out (done, or not)."""
+        if mode == "fail":
+            self.world.lb_fail(n)
+        else:
+            self.world.lb_hang(n, applied=mode == "hang_applied")
 
     # -- the API server ----------------------------------------------------------------------
 
@@ -195,69 +222,57 @@ class Explorer(RuleBasedStateMachine):
         verb=st.sampled_from([None, "create", "patch", "update_status", "apply", "delete"]),
         kind=st.sampled_from([None, KIND, DEPLOYMENT, SERVICE]),
         error=st.sampled_from(API_ERRORS),
-        times=st.integers(1, 4),
+        times=st.none() | st.integers(1, 4),
         applied=st.booleans(),
     )
     @_action
-    def api_fault(self, verb: str | None, kind: str | None, error: ApiErrorKind, times: int, applied: bool) -> None:
+    def api_fault(
+        self, verb: str | None, kind: str | None, error: ApiErrorKind, times: int | None, applied: bool
+    ) -> None:
+        """The operator's next ``times`` matching writes fail (None: until healed, for the
+        children only: a missing RBAC rule, an admission policy); a timeout may be applied."""
+        if times is None and kind not in CHILD_KINDS:
+            times = 4
         self.world.api_fault(verb, kind, error, times, applied)
 
-    @rule(
-        verb=st.sampled_from(["create", "patch", "apply"]),
-        kind=st.sampled_from(CHILD_KINDS),
-        error=st.sampled_from(["forbidden", "invalid"]),
-    )
+    @rule(kind=st.sampled_from([None, KIND, DEPLOYMENT, SERVICE]))
     @_action
-    def api_fault_persistent(self, verb: str, kind: str, error: ApiErrorKind) -> None:
-        """A write that fails until healed: a missing RBAC rule, an admission policy."""
-        self.world.api_fault(verb, kind, error, None)
-
-    @rule()
-    @_action
-    def heal_api(self) -> None:
-        self.world.heal_api()
+    def api_heal(self, kind: str | None) -> None:
+        """The faults on writes of ``kind`` (None: all) are gone: RBAC fixed, policy relaxed."""
+        self.world.heal_api(kind)
 
     # -- the operator process ----------------------------------------------------------------
 
-    @rule(steps=st.integers(1, 30))
+    @rule(steps=st.sampled_from([1, 2, 3, 5, 10, 30]))
     @_action
     def run(self, steps: int) -> None:
+        """Let the cluster and the operator take a few steps (mid-flight, not to quiescence)."""
         self.world.run(steps)
 
-    @rule(writes=st.integers(1, 6))
+    @rule(after_writes=st.none() | st.integers(1, 6))
     @_action
-    def crash_after(self, writes: int) -> None:
-        self.world.crash_after(writes)
+    def crash(self, after_writes: int | None) -> None:
+        """The operator dies now (None) or right after its N-th next write, and restarts."""
+        if after_writes is None:
+            self.world.restart()
+        else:
+            self.world.crash_after(after_writes)
 
-    @rule()
+    @rule(kind=st.sampled_from(INFORMER_KINDS), what=st.sampled_from(INFORMER_PERTURBATIONS))
     @_action
-    def restart(self) -> None:
-        self.world.restart()
-
-    @rule(kind=st.sampled_from(INFORMER_KINDS))
-    @_action
-    def pause_informer(self, kind: str) -> None:
-        self.world.pause_informer(kind)
-
-    @rule(kind=st.sampled_from(INFORMER_KINDS))
-    @_action
-    def resume_informer(self, kind: str) -> None:
-        self.world.resume_informer(kind)
-
-    @rule(kind=st.sampled_from(INFORMER_KINDS), which=st.sampled_from(["first", "last", "every_other", "all"]))
-    @_action
-    def drop_events(self, kind: str, which: str) -> None:
-        self.world.drop_events(kind, which)
-
-    @rule(kind=st.sampled_from(INFORMER_KINDS))
-    @_action
-    def reorder_events(self, kind: str) -> None:
-        self.world.reorder_events(kind)
-
-    @rule(kind=st.sampled_from(INFORMER_KINDS))
-    @_action
-    def relist(self, kind: str) -> None:
-        self.world.relist(kind)
+    def informer(self, kind: str, what: str) -> None:
+        """Lag (pause, resume), lose or reorder buffered events, or re-list one informer."""
+        world = self.world
+        if what == "pause":
+            world.pause_informer(kind)
+        elif what == "resume":
+            world.resume_informer(kind)
+        elif what == "reorder":
+            world.reorder_events(kind)
+        elif what == "relist":
+            world.relist(kind)
+        else:
+            world.drop_events(kind, what.removeprefix("drop_"))
 
     @rule(seconds=st.sampled_from([1, 5, 30, 300, 3600]))
     @_action

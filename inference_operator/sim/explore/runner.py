@@ -32,7 +32,7 @@ from .machine import Explorer, InvariantViolation
 
 __all__ = ["Finding", "Report", "explore", "explorer_settings", "main", "quiet_operator_logs"]
 
-CI_EXAMPLES = 12
+CI_EXAMPLES = 150
 CI_STEPS = 30
 EXPLORE_EXAMPLES = 150
 EXPLORE_STEPS = 50
@@ -79,10 +79,10 @@ class Finding:
     def as_test(self) -> str:
         """The sequence as a pytest function, ready to paste into tests/unit/test_explorer.py."""
         body = list(self.steps)
-        if body and body[0].startswith("state = "):
-            body[0] = f"state = Explorer(invariants={{{self.invariant!r}}})"
+        if body and body[0].startswith("state = ") and body[0].endswith("()"):
+            body[0] = f"{body[0][:-2]}(invariants={{{self.invariant!r}}})"
         lines = [f"def test_{self.invariant}_regression_seed_{self.seed}() -> None:"]
-        lines += [f"    {line}" for line in body]
+        lines += [_indent(step, 4) for step in body]
         return "\n".join(lines)
 
 
@@ -104,6 +104,7 @@ def explore(
     examples: int = CI_EXAMPLES,
     steps: int = CI_STEPS,
     shrink: bool = True,
+    machine: type[Explorer] = Explorer,
 ) -> tuple[Finding | None, dict[str, int]]:
     """Explore ``examples`` sequences of up to ``steps`` actions, enforcing ``invariants``
     (default: all). Returns the first broken invariant's finding (shrunk) or None, and how often
@@ -111,11 +112,11 @@ def explore(
     enforced = frozenset(INVARIANTS) if invariants is None else invariants
     observed: dict[str, int] = {}
 
-    class Run(Explorer):
+    class Run(machine):  # type: ignore[valid-type,misc]  # a fresh class: its own observed counts
         pass
 
     Run.observed = observed
-    Run.__name__ = Run.__qualname__ = "Explorer"  # what hypothesis prints: `state = Explorer()`
+    Run.__name__ = Run.__qualname__ = machine.__name__  # what hypothesis prints: `state = Explorer()`
 
     def factory() -> Explorer:
         return Run(invariants=enforced)
@@ -131,13 +132,21 @@ def explore(
             run_state_machine_as_test(seeded, settings=explorer_settings(examples=examples, steps=steps, shrink=shrink))
         except InvariantViolation as err:
             name = next(iter(err.broken))
-            return Finding(name, seed, _steps(lines), str(err)), observed
+            return Finding(name, seed, _steps([*getattr(err, "__notes__", []), *lines]), str(err)), observed
     return None, observed
 
 
-def _steps(lines: Sequence[str]) -> list[str]:
-    text = "\n".join(lines)
-    return [line for line in text.splitlines() if line.startswith("state")]
+def _steps(notes: Sequence[str]) -> list[str]:
+    """The printed steps (``state = …``, ``state.rule(…)``, each possibly spanning lines).
+
+    Hypothesis attaches them to the exception as notes (older versions reported them)."""
+    steps: list[str] = []
+    for note in notes:
+        if note.startswith("state = ") and steps:
+            break  # the same steps, reported a second way
+        if note.startswith("state"):
+            steps.append(note)
+    return steps
 
 
 def main(argv: Sequence[str] | None = None) -> int:

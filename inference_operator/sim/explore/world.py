@@ -17,7 +17,7 @@ from typing import Any, Final
 from ...constants import DEPLOYMENT, FINALIZER, KIND, SERVICE
 from ...errors import ApiError
 from ...jsoncopy import deep_copy
-from ...model import key_of, make_inference_service, obj_key
+from ...model import key_of, make_inference_service
 from ..faults import (
     LB_WRITES,
     ApiErrorKind,
@@ -147,9 +147,16 @@ class World:
             return
         meta.pop("resourceVersion", None)
         try:
-            self.sim.api.update(obj)
+            updated = self.sim.api.update(obj)
         except ApiError:
             return
+        # A foreign object's spec is what its owner last made it, this edit included.
+        self.marks = [
+            ForeignMark(m.kind, m.name, m.uid, "spec", "spec", updated["spec"])
+            if m.uid == uid and m.what == "spec"
+            else m
+            for m in self.marks
+        ]
         if mark is not None:
             self.marks.append(mark)
 
@@ -205,8 +212,8 @@ class World:
     ) -> None:
         self.api.arm(WriteFault(error, verb=verb, kind=kind, times=times, applied=applied))
 
-    def heal_api(self) -> None:
-        self.api.clear()
+    def heal_api(self, kind: str | None = None) -> None:
+        self.api.clear(kind)
 
     # -- the operator process ----------------------------------------------------------------
 
@@ -279,46 +286,66 @@ class World:
         self._reconciles_at = Counter(self.sim.reconciles_by_key)
         self._events_at = len(self.sim.events)
         self._finalizer_violations_at = len(self.finalizer_violations)
+        self._restarts_at = self.sim.restarts
 
     def settle(self) -> Observation:
-        """Lag ends and stale caches re-list; run until quiet (or ``HORIZON`` fake seconds);
-        then one more pass over every InferenceService, counting its writes."""
+        """Let the cluster come to rest, as it would given time, then look once more.
+
+        Lag ends and stale caches re-list; everything runs until quiet (at most ``HORIZON`` fake
+        seconds: a key that keeps failing never gets quiet); then a periodic resync happens (it
+        is how external state is checked) and runs until quiet too. Finally one more resync pass
+        over every InferenceService, at this instant with no crash armed, counts the operator's
+        writes: a converged system makes none.
+        """
         for kind, informer in self.sim.informers.items():
             informer.resume()
             if kind in self.stale_informers:
                 self.relist(kind)
         steps = self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
+        self.sim.resync()
+        steps += self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
         ran_out = steps >= SETTLE_STEP_BUDGET
-        failing = {
-            key: f"{type(outcome).__name__}: {outcome}"
-            for key, outcome in self.sim.last_outcome.items()
-            if isinstance(outcome, Exception)
-        }
-        # One more pass: every InferenceService once more, at this instant, with no fault left
-        # to crash the operator. A converged system must not write.
+        failing_before_pass = self._failing()
+        faults_pending = self.lb.pending_faults > 0 or any(f.times is not None for f in self.api.pending_faults)
         self.crash.disarm()
         calls_at, lb_at = len(self.api.calls), len(self.lb.calls)
-        for obj in self.sim.api.list(KIND):
-            self.sim.controller.enqueue(obj_key(obj))
+        self.sim.resync()
+        self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
+        second_at = len(self.api.calls)
+        self.sim.resync()
         self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
         reconciles = Counter(self.sim.reconciles_by_key)
         reconciles.subtract(self._reconciles_at)
-        warnings: Counter[tuple[str, str]] = Counter(
-            (key_of(e.namespace, e.name), e.reason) for e in self.sim.events[self._events_at :] if e.type == "Warning"
+        warnings: Counter[tuple[str, str, str]] = Counter(
+            (key_of(e.namespace, e.name), e.reason, e.message)
+            for e in self.sim.events[self._events_at :]
+            if e.type == "Warning"
         )
         observation = Observation(
             sim=self.sim,
             reconciles=+reconciles,
             warnings=warnings,
-            pass_calls=self.api.calls[calls_at:],
+            pass_calls=self.api.calls[calls_at:second_at],
             pass_lb=self.lb.calls[lb_at:],
-            failing=failing,
+            failing=self._failing(),
+            second_pass_calls=self.api.calls[second_at:],
+            failing_before_pass=failing_before_pass,
+            faults_pending=faults_pending,
             finalizer_violations=self.finalizer_violations[self._finalizer_violations_at :],
             marks=list(self.marks),
             ran_out=ran_out,
+            restarts=self.sim.restarts - self._restarts_at,
         )
         self._window_start()
         return observation
+
+    def _failing(self) -> dict[str, str]:
+        """Keys whose latest pass raised, with the error."""
+        return {
+            key: f"{type(outcome).__name__}: {outcome}"
+            for key, outcome in self.sim.last_outcome.items()
+            if isinstance(outcome, Exception)
+        }
 
     # -- monitors ----------------------------------------------------------------------------
 
