@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 
 from inference_operator.clock import Clock, ManualClock
+from inference_operator.ratelimit import TokenBucket
 
 __all__ = ["RateLimitingQueue"]
 
@@ -47,38 +48,6 @@ def _waker(queue: RateLimitingQueue) -> Callable[[], None]:
             target.poke()
 
     return wake
-
-
-class _TokenBucket:
-    """The overall limit: ``qps`` tokens a second, at most ``burst`` saved up.
-
-    Like ``golang.org/x/time/rate``'s ``Reserve``, a caller always gets a token, possibly one
-    that does not exist yet: the balance goes negative and the returned delay says when that
-    token will have been earned. So the n-th retry beyond the burst is due at n / qps, however
-    the calls are spread over time. It reads no clock (the caller passes ``now``), which keeps
-    it deterministic on a fake one; it has no lock (the queue's lock guards it).
-    """
-
-    def __init__(self, *, qps: float, burst: int) -> None:
-        if not (qps > 0):  # also refuses nan; inf means "no limit", like rate.Inf
-            raise ValueError(f"qps must be a positive number (inf for no limit), got {qps!r}")
-        if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
-            raise ValueError(f"burst must be a whole number of at least 1, got {burst!r}")
-        self._qps = float(qps)
-        self._burst = burst
-        self._tokens = float(burst)
-        self._last: float | None = None
-
-    def reserve(self, now: float) -> float:
-        """Take one token at ``now`` and return how many seconds until it is earned (0 if saved)."""
-        if math.isinf(self._qps):
-            return 0.0
-        if self._last is None or now > self._last:  # a clock never moves back; if it did, no refill
-            if self._last is not None:
-                self._tokens = min(float(self._burst), self._tokens + (now - self._last) * self._qps)
-            self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
 
 
 class RateLimitingQueue:
@@ -109,7 +78,7 @@ class RateLimitingQueue:
         self._clock = clock
         self._base_delay = float(base_delay)
         self._max_delay = float(max_delay)
-        self._bucket = _TokenBucket(qps=qps, burst=burst)
+        self._bucket = TokenBucket(qps=qps, burst=burst)
 
         self._lock = threading.Lock()
         self._item_ready = threading.Condition(self._lock)  # getters wait here
