@@ -45,8 +45,10 @@ from inference_operator.sim.explore import (
     InvariantViolation,
     World,
 )
-from inference_operator.sim.explore.invariants import CHECKS, Observation, check, owned_differences
+from inference_operator.sim.explore.invariants import CHECKS, check
 from inference_operator.sim.explore.machine import violation_type
+from inference_operator.sim.explore.observation import Observation
+from inference_operator.sim.explore.owned import owned_differences
 from inference_operator.sim.explore.runner import CI_EXAMPLES, CI_STEPS, Finding, explore
 from inference_operator.sim.faults import (
     CrashSwitch,

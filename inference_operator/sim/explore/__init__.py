@@ -7,6 +7,8 @@ failing load balancer, API errors, crashes, informer lag), the simulated cluster
 the invariants of issue 8 are checked; a failure is shrunk and printed as ready-to-paste code.
 
 - :mod:`.world`: the simulation with the fault wrappers wired in, and every action on it;
+- :mod:`.observation`: what settling saw, the invariants' input;
+- :mod:`.owned`: the fields the operator owns on a child, compared exactly;
 - :mod:`.invariants`: what must hold at rest, and which invariants still wait for a fix;
 - :mod:`.machine`: the hypothesis state machine (``Explorer``, ``CIExplorer``);
 - :mod:`.runner`: seeded runs and the ``make explore`` command line.

@@ -12,23 +12,20 @@ explore`` checks and reports all of them. Move a name out of the pending list wh
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ...api import InferenceService, SpecError
 from ...builders import desired_deployment, desired_service, service_address, service_url
 from ...conditions import find
 from ...constants import DEPLOYMENT, KIND, SERVICE
-from ...errors import ApiError
-from ...jsoncopy import deep_copy
 from ...model import controller_owner_uid, key_of
-from ..apiserver import FakeApiServer
-from ..faults import LB_WRITES, LbCall, WriteCall
+from ..faults import LB_WRITES
 from ..simulation import Simulation
-from ..validation import validate_name
+from .observation import Observation
+from .owned import owned_differences, service_name_valid
 
 __all__ = [
     "CHECKS",
@@ -37,10 +34,7 @@ __all__ = [
     "PENDING_INVARIANTS",
     "RECONCILES_PER_SETTLE_BOUND",
     "SIMILAR_EVENTS_BOUND",
-    "ForeignMark",
-    "Observation",
     "check",
-    "owned_differences",
 ]
 
 Obj = dict[str, Any]
@@ -89,70 +83,6 @@ PENDING_INVARIANTS: Final[dict[str, str]] = {
 ENFORCED_INVARIANTS: Final = frozenset(INVARIANTS) - frozenset(PENDING_INVARIANTS)
 
 
-@dataclass(frozen=True)
-class ForeignMark:
-    """Something another actor put on an object, which the operator must leave alone.
-
-    ``what``: ``label`` / ``annotation`` (key and value), ``container`` (its name),
-    ``owner_reference`` (the uid), ``spec`` (a foreign object's whole spec).
-    """
-
-    kind: str
-    name: str
-    uid: str
-    what: str
-    key: str
-    value: Any = None
-
-    def present_on(self, obj: Obj) -> bool:
-        meta = obj.get("metadata") or {}
-        if self.what == "label":
-            return bool((meta.get("labels") or {}).get(self.key) == self.value)
-        if self.what == "annotation":
-            return bool((meta.get("annotations") or {}).get(self.key) == self.value)
-        if self.what == "owner_reference":
-            return any(ref.get("uid") == self.key for ref in meta.get("ownerReferences") or [])
-        if self.what == "container":
-            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-            return any(c.get("name") == self.key for c in pod.get("containers") or [])
-        if self.what == "spec":
-            return bool(obj.get("spec") == self.value)
-        return True
-
-
-@dataclass
-class Observation:
-    """The settled cluster, and what was counted on the way there."""
-
-    sim: Simulation
-    reconciles: Counter[str]
-    """Reconcile passes per key while settling (and in the extra pass)."""
-    warnings: Counter[tuple[str, str, str]]
-    """Warning Events posted while settling, per (key, reason, message)."""
-    pass_calls: list[WriteCall]
-    """The operator's API writes during one more pass over the settled system."""
-    pass_lb: list[LbCall]
-    """The operator's balancer calls during that pass."""
-    failing: dict[str, str]
-    """Keys whose latest pass raised (still retrying with backoff), with the error."""
-    second_pass_calls: list[WriteCall] = field(default_factory=list)
-    """The API writes of a second such pass: a key that keeps failing may catch up on what
-    changed since its last retry in the first one, never in both (unless faults are still
-    armed: then the world is still changing)."""
-    failing_before_pass: dict[str, str] = field(default_factory=dict)
-    """``failing`` as it was before the extra passes."""
-    faults_pending: bool = False
-    """Injected faults that will run out were still armed after settling (an outage longer than
-    the backoff could get through): the world has not stopped changing."""
-    finalizer_violations: list[str] = field(default_factory=list)
-    marks: list[ForeignMark] = field(default_factory=list)
-    ran_out: bool = False
-    """Settling hit its step budget."""
-    restarts: int = 0
-    """Operator restarts since the previous settle: each starts with a fresh workqueue, so
-    backoff starts over (as in client-go) and the reconcile bound applies per process."""
-
-
 # -- helpers -------------------------------------------------------------------------------------
 
 
@@ -195,96 +125,8 @@ def _ours(child: Obj | None, isvc: _Isvc) -> bool:
     return child is not None and controller_owner_uid(child) == isvc.uid
 
 
-def service_name_valid(name: str) -> bool:
-    try:
-        validate_name(SERVICE, name)
-    except ApiError:
-        return False
-    return True
-
-
 def _ready(obj: Obj) -> dict[str, Any] | None:
     return find((obj.get("status") or {}).get("conditions") or [], "Ready")
-
-
-_scratch = FakeApiServer()
-_stored_cache: dict[str, Obj | None] = {}
-
-
-def stored_form(desired: Obj) -> Obj | None:
-    """``desired`` as the API server would store it (defaults filled in), or None if it would
-    refuse it. Computed on a scratch server, so it follows the fake's defaulting exactly."""
-    text = json.dumps(desired, sort_keys=True)
-    if text in _stored_cache:
-        cached = _stored_cache[text]
-        return deep_copy(cached) if cached is not None else None
-    body = deep_copy(desired)
-    refs = body["metadata"].pop("ownerReferences", None)  # the scratch server would collect an orphan
-    try:
-        stored: Obj | None = _scratch.create(body)
-        meta = body["metadata"]
-        _scratch.delete(body["kind"], meta.get("namespace", "default"), meta["name"])
-    except ApiError:
-        stored = None
-    if stored is not None and refs is not None:
-        stored["metadata"]["ownerReferences"] = refs
-    if len(_stored_cache) > 2000:
-        _stored_cache.clear()
-    _stored_cache[text] = stored
-    return deep_copy(stored) if stored is not None else None
-
-
-def _owned_view(obj: Obj, desired: Obj) -> Obj:
-    """The fields of ``obj`` the operator owns: its labels, its controller reference, the spec
-    without what the server allocates or other actors add (template annotations, sidecars)."""
-    meta = obj.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    spec = deep_copy(obj.get("spec") or {})
-    if obj.get("kind") == SERVICE:
-        spec.pop("clusterIP", None)
-        spec.pop("clusterIPs", None)
-    if obj.get("kind") == DEPLOYMENT:
-        template = spec.get("template") or {}
-        (template.get("metadata") or {}).pop("annotations", None)
-        pod = template.get("spec") or {}
-        wanted = {c["name"] for c in desired["spec"]["template"]["spec"]["containers"]}
-        pod["containers"] = [c for c in pod.get("containers") or [] if c.get("name") in wanted]
-    return {
-        "metadata": {
-            "labels": {k: labels.get(k) for k in desired["metadata"].get("labels") or {}},
-            "controller": [r for r in meta.get("ownerReferences") or [] if r.get("controller")],
-        },
-        "spec": spec,
-    }
-
-
-def _diff(live: Any, want: Any, path: str, out: list[str]) -> None:
-    if isinstance(live, dict) and isinstance(want, dict):
-        for k in sorted(set(live) | set(want), key=str):
-            sub = f"{path}.{k}" if path else str(k)
-            if k not in want:
-                out.append(f"{sub}: present ({json.dumps(live[k])}) but not desired")
-            elif k not in live:
-                out.append(f"{sub}: missing (desired {json.dumps(want[k])})")
-            else:
-                _diff(live[k], want[k], sub, out)
-        return
-    if isinstance(live, list) and isinstance(want, list) and len(live) == len(want):
-        for i, (a, b) in enumerate(zip(live, want, strict=True)):
-            _diff(a, b, f"{path}[{i}]", out)
-        return
-    if live != want:
-        out.append(f"{path}: {json.dumps(live)} (desired {json.dumps(want)})")
-
-
-def owned_differences(live: Obj, desired: Obj) -> list[str]:
-    """Where ``live`` differs from ``desired`` on the fields the operator owns (empty: equal)."""
-    stored = stored_form(desired)
-    if stored is None:
-        return ["the desired object would be refused by the API server"]
-    out: list[str] = []
-    _diff(_owned_view(live, desired), _owned_view(stored, desired), "", out)
-    return out
 
 
 def _desired(isvc: _Isvc, kind: str) -> Obj:

@@ -30,7 +30,7 @@ from ..faults import (
 )
 from ..simulation import Simulation
 from ..watch import WatchEvent
-from .invariants import ForeignMark, Observation
+from .observation import ForeignMark, Observation
 
 __all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
 
