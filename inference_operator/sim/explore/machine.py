@@ -24,7 +24,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from ...constants import DEPLOYMENT, KIND, SERVICE
 from ..faults import API_ERRORS, ApiErrorKind
-from .invariants import ENFORCED_INVARIANTS, INVARIANTS, Observation, check
+from .invariants import ENFORCED_INVARIANTS, INVARIANTS, check
+from .observation import Observation
 from .world import World
 
 __all__ = ["NAMES", "CIExplorer", "Explorer", "InvariantViolation", "violation_type"]
