@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-SERVICE_CIDR = "10.96.0.0/12"
-KUBERNETES_SERVICE_IP = "10.96.0.1"  # first address of the service CIDR
-POD_CIDR = "10.244.0.0/16"
+# Pod and Service addresses come from 198.18.0.0/15, the range reserved for network tests
+# (RFC 2544): nothing in it can be mistaken for, or routed to, an address off this machine.
+SERVICE_CIDR = "198.19.0.0/16"
+KUBERNETES_SERVICE_IP = "198.19.0.1"  # first address of the service CIDR
+POD_CIDR = "198.18.0.0/16"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 CONTEXT_NAME = "inference-operator-local"
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")  # what kwok is told to manage

@@ -52,18 +52,19 @@ def initial_status(kind: str) -> Obj | None:
 
 
 class Allocator:
-    """Hands out Service cluster IPs (10.96.0.0/12) and node ports, deterministically."""
+    """Hands out Service cluster IPs (198.19.0.0/16, as the local control plane) and node
+    ports, deterministically."""
 
-    SERVICE_CIDR: Final = ipaddress.IPv4Network("10.96.0.0/12")
+    SERVICE_CIDR: Final = ipaddress.IPv4Network("198.19.0.0/16")
     NODE_PORTS: Final = range(30000, 32768)
 
     def __init__(self) -> None:
-        self._next_ip = 10  # 10.96.0.1 is the kubernetes Service, .10 is usually kube-dns
+        self._next_ip = 10  # .1 is the kubernetes Service, .10 is usually kube-dns
         self._next_port = 0
 
     def cluster_ip(self) -> str:
         if self._next_ip >= self.SERVICE_CIDR.num_addresses - 1:
-            raise Invalid("spec.clusterIPs: Internal error: range is full (10.96.0.0/12)", kind="Service")
+            raise Invalid(f"spec.clusterIPs: Internal error: range is full ({self.SERVICE_CIDR})", kind="Service")
         address = self.SERVICE_CIDR.network_address + self._next_ip
         self._next_ip += 1
         return str(address)

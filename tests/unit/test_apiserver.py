@@ -795,7 +795,7 @@ class TestDefaults:
         spec = first["spec"]
         assert spec["type"] == "ClusterIP"
         assert spec["sessionAffinity"] == "None"
-        assert spec["clusterIP"].startswith("10.")
+        assert spec["clusterIP"].startswith("198.19.")
         assert spec["clusterIPs"] == [spec["clusterIP"]]
         assert spec["ipFamilies"] == ["IPv4"]
         assert spec["ipFamilyPolicy"] == "SingleStack"
@@ -826,7 +826,7 @@ class TestDefaults:
         assert updated["spec"]["clusterIP"] == svc["spec"]["clusterIP"]
         assert updated["spec"]["ports"][0]["port"] == 8080
         forged = deep_copy(updated)
-        forged["spec"]["clusterIP"] = forged["spec"]["clusterIPs"][0] = "10.96.99.99"
+        forged["spec"]["clusterIP"] = forged["spec"]["clusterIPs"][0] = "198.19.99.99"
         with pytest.raises(Invalid, match="clusterIP"):
             api.update(forged)
 
