@@ -61,7 +61,7 @@ INVARIANTS: Final[dict[str, str]] = {
     "to the desired template with every replica ready, the Service in place and the balancer record "
     "status names actually there",
     "stall_explained": "an object that is not Ready says why: Ready=False, a reason and a message; one that "
-    "keeps failing names itself in that message",
+    "keeps failing (being deleted or not) names itself in that message",
     "no_hot_loop": f"at most {RECONCILES_PER_SETTLE_BOUND} reconciles per object and operator process while "
     "settling, and settling ends",
     "zero_writes_when_converged": "one more pass over the settled system writes nothing (API or balancer)",
@@ -190,7 +190,9 @@ def lb_record_iff_service(o: Observation) -> list[str]:
         service = _get(o.sim, SERVICE, "default", isvc.name)
         enabled = isvc.parsed.spec.loadBalancer.enabled
         wanted = not isvc.deleting and enabled and _ours(service, isvc)
-        if wanted and record is None and isvc.key not in o.failing:
+        if isvc.key in o.failing:
+            continue  # still retrying (a balancer outage outlasting the backoff): stall_explained's case
+        if wanted and record is None:
             out.append(f"{isvc.key} is enabled and has its Service, but the balancer holds no record")
         elif record is not None and not wanted:
             why = "being deleted" if isvc.deleting else ("disabled" if not enabled else "without its Service")
@@ -285,10 +287,10 @@ def _ready_problems(o: Observation, isvc: _Isvc, ready: Obj) -> list[str]:
 def stall_explained(o: Observation) -> list[str]:
     out = []
     for isvc in _isvcs(o.sim):
-        if isvc.deleting:
-            continue
-        ready = _ready(isvc.obj)
         failing = o.failing.get(isvc.key)
+        if isvc.deleting and failing is None:
+            continue  # on its way out
+        ready = _ready(isvc.obj)
         if ready is not None and ready.get("status") == "True" and failing is None:
             continue
         what = f"keeps failing ({failing})" if failing else "is not Ready"
