@@ -180,17 +180,9 @@ class SharedInformer:
             self._synced = True
             for key, old in old_cache.items():
                 if key not in fresh:
-                    for handlers in list(self._handlers):
-                        if handlers.on_delete is not None:
-                            handlers.on_delete(old)
+                    self._notify_delete(old)
             for key, obj in fresh.items():
-                previous = old_cache.get(key)
-                for handlers in list(self._handlers):
-                    if previous is None:
-                        if handlers.on_add is not None:
-                            handlers.on_add(obj)
-                    elif handlers.on_update is not None:
-                        handlers.on_update(previous, obj)
+                self._notify(old_cache.get(key), obj)
             return len(items)
 
     def resync(self) -> int:
@@ -229,18 +221,25 @@ class SharedInformer:
             event = WatchEvent("DELETED", obj)  # it stopped matching the selector
         if event.type == "DELETED":
             self._cache.pop(key, None)
-            for handlers in list(self._handlers):
-                if handlers.on_delete is not None:
-                    handlers.on_delete(obj)
+            self._notify_delete(obj)
             return
         old = self._cache.get(key)
         self._cache[key] = obj
+        self._notify(old, obj)
+
+    def _notify(self, old: Obj | None, new: Obj) -> None:
+        """``on_add(new)`` if nothing was cached before, else ``on_update(old, new)``."""
         for handlers in list(self._handlers):
             if old is None:
                 if handlers.on_add is not None:
-                    handlers.on_add(obj)
+                    handlers.on_add(new)
             elif handlers.on_update is not None:
-                handlers.on_update(old, obj)
+                handlers.on_update(old, new)
+
+    def _notify_delete(self, last: Obj) -> None:
+        for handlers in list(self._handlers):
+            if handlers.on_delete is not None:
+                handlers.on_delete(last)
 
 
 def _key(obj: Obj) -> tuple[str, str]:
