@@ -15,7 +15,10 @@ Covers:
 - Simulation: restart_operator loses the operator's memory, converges again without writes;
   interposed wrappers see only the operator's writes and survive restarts.
 - Invariants: a converged world breaks none; each checker sees a planted violation; the owned-field
-  comparison ignores defaults and other actors' fields but not a leftover field.
+  comparison ignores defaults and other actors' fields but not a leftover field; the finalizer
+  monitor flags a finalizer removed while the balancer holds the record.
+- Crash points: the operator killed right after each of its writes along create, update and
+  delete restarts and converges with every enforced invariant holding.
 - The explorer: findings print as a test that replays them; a bounded, seeded exploration keeps
   every enforced invariant; pending invariants name the issue item they wait for.
 - Regressions: every bug the explorer found, as the minimal sequence it printed, named after the
@@ -56,6 +59,7 @@ from inference_operator.sim.faults import (
     FaultyLoadBalancer,
     OperatorCrash,
     ServerTimeout,
+    WriteCall,
     WriteFault,
 )
 from inference_operator.sim.informer import SharedInformer
@@ -381,6 +385,58 @@ def test_owned_differences_ignore_defaults_and_other_actors_fields_but_not_lefto
     assert owned_differences(live, desired_deployment(isvc)) == [
         'spec.template.spec.containers[0].env: present ([{"name": "OLD", "value": "1"}]) but not desired'
     ]
+
+
+def test_the_finalizer_monitor_flags_a_finalizer_removed_while_the_balancer_holds_the_record() -> None:
+    world = settled_world("llama")
+    world.settle()
+    obj = world.isvc("llama")
+    assert obj is not None
+    deleting = {**obj, "metadata": {**obj["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    removed = {**deleting, "metadata": {**deleting["metadata"], "finalizers": []}}
+    assert world.api.observe is not None
+    world.api.observe(WriteCall("patch", KIND, NS, "llama", {}, before=deleting, after=removed))
+    assert check(world.settle()).get("finalizer_after_release") == [
+        "the finalizer left default/llama while the balancer still held lb-1 -> llama.default.svc.cluster.local:8000"
+    ]
+
+
+def crash_points(flow: str) -> int:
+    """How many writes (API and balancer) the operator makes along ``flow`` when nothing fails."""
+    world = World()
+    if flow != "create":
+        world.apply("llama", {**SPEC, "gpu": 1})
+        world.settle()
+    before = len(world.api.calls) + sum(1 for c in world.lb.calls if c.call in ("register", "release"))
+    act(world, flow)
+    world.settle()
+    after = len(world.api.calls) + sum(1 for c in world.lb.calls if c.call in ("register", "release"))
+    return after - before
+
+
+def act(world: World, flow: str) -> None:
+    if flow == "create":
+        world.apply("llama", {**SPEC, "gpu": 1})
+    elif flow == "update":
+        world.apply("llama", {**SPEC, "image": "vllm/vllm-openai:v0.7.0", "env": [{"name": "A", "value": "b"}]})
+    else:
+        world.delete("llama")
+
+
+@pytest.mark.parametrize("flow", ["create", "update", "delete"])
+def test_the_operator_killed_right_after_any_of_its_writes_recovers(flow: str) -> None:
+    points = crash_points(flow)
+    assert points >= 2
+    for point in range(1, points + 1):
+        world = World()
+        if flow != "create":
+            world.apply("llama", {**SPEC, "gpu": 1})
+            world.settle()
+        world.crash_after(point)
+        act(world, flow)
+        observation = world.settle()
+        assert world.sim.restarts == 1, f"crash point {point} of {points} ({flow})"
+        assert check(observation, ENFORCED_INVARIANTS) == {}, f"crash point {point} of {points} ({flow})"
 
 
 def test_every_invariant_has_a_checker_and_every_pending_one_names_its_issue_item() -> None:
