@@ -598,6 +598,26 @@ def test_ready_is_not_claimed_over_a_lost_balancer_record() -> None:
     state.teardown()
 
 
+@pending("zero_writes_when_converged")
+def test_a_conflict_after_re_registering_a_lost_record_does_not_leave_the_old_id_in_status() -> None:
+    state = machine_for("zero_writes_when_converged")
+    state.create(name="llama", spec=SPEC)
+    state.settle()
+    state.lb_forget(name=None)
+    state.api_fault(verb="update_status", kind="InferenceService", error="conflict", times=1, applied=False)
+    state.teardown()
+
+
+@pending("ready_only_when_true")
+def test_ready_never_names_a_registration_the_balancer_no_longer_has() -> None:
+    state = machine_for("ready_only_when_true")
+    state.create(name="llama", spec=SPEC)
+    state.settle()
+    state.lb_forget(name=None)
+    state.api_fault(verb=None, kind=None, error="conflict", times=4, applied=False)
+    state.teardown()
+
+
 def test_disabling_before_the_first_status_write_releases_the_record() -> None:
     state = machine_for("lb_record_iff_service")
     state.create(name="llama", spec=SPEC)

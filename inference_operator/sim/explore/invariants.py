@@ -76,6 +76,11 @@ PENDING_INVARIANTS: Final[dict[str, str]] = {
     "observed_generation_current": "issue 8 item 2 (every stall explained): child writes answered 409 Conflict "
     "every time leave status unwritten (422, 403, 500 and timeouts are explained)",
     "stall_explained": "issue 8 item 2 (every stall explained): the same stall has no Ready condition at all",
+    "ready_only_when_true": "issue 8 item 4 (lost records repaired): when the status write after a resync "
+    "re-registered a lost record answers 409, the retry trusts status (the record counts as checked this "
+    "resync), so Ready=True names the old registration id until the next resync",
+    "zero_writes_when_converged": "issue 8 item 4: the same stale registration id, corrected only by the next "
+    "resync's status write",
 }
 """Invariants today's operator breaks, each with the issue item whose fix it waits for.
 ``make test`` does not enforce these; ``make explore`` still checks and reports them."""

@@ -42,6 +42,8 @@ HORIZON: Final = 1200.0
 retries (about 20) to tell a key that keeps failing from one that recovers."""
 SETTLE_STEP_BUDGET: Final = 20_000
 PASS_STEP_BUDGET: Final = 1_000
+EVENT_TTL: Final = 3600.0
+"""The API server's default ``--event-ttl``: an Event repeated later than this is a new one."""
 FOREIGN_OWNER: Final = "team-policy"
 """A ConfigMap other actors point extra ownerReferences at."""
 SIDECAR: Final = "mesh-proxy"
@@ -293,9 +295,11 @@ class World:
 
         Lag ends and stale caches re-list; everything runs until quiet (at most ``HORIZON`` fake
         seconds: a key that keeps failing never gets quiet); then a periodic resync happens (it
-        is how external state is checked) and runs until quiet too. Finally one more resync pass
-        over every InferenceService, at this instant with no crash armed, counts the operator's
-        writes: a converged system makes none.
+        is how external state is checked) and runs until quiet too. Then, unless injected faults
+        are still armed (an outage that outlasted the backoff: the world is still changing, and
+        a pass would only use them up), two more resync passes over every InferenceService, at
+        this instant with no crash armed, count the operator's writes: a converged system makes
+        none (a key still retrying may catch up in the first).
         """
         for kind, informer in self.sim.informers.items():
             informer.resume()
@@ -309,22 +313,19 @@ class World:
         faults_pending = self.lb.pending_faults > 0 or any(f.times is not None for f in self.api.pending_faults)
         self.crash.disarm()
         calls_at, lb_at = len(self.api.calls), len(self.lb.calls)
-        self.sim.resync()
-        self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
-        second_at = len(self.api.calls)
-        self.sim.resync()
-        self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
+        second_at = calls_at
+        if not faults_pending:
+            self.sim.resync()
+            self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
+            second_at = len(self.api.calls)
+            self.sim.resync()
+            self._run(max_steps=PASS_STEP_BUDGET, until=self.sim.now)
         reconciles = Counter(self.sim.reconciles_by_key)
         reconciles.subtract(self._reconciles_at)
-        warnings: Counter[tuple[str, str, str]] = Counter(
-            (key_of(e.namespace, e.name), e.reason, e.message)
-            for e in self.sim.events[self._events_at :]
-            if e.type == "Warning"
-        )
         observation = Observation(
             sim=self.sim,
             reconciles=+reconciles,
-            warnings=warnings,
+            warnings=self._warnings(),
             pass_calls=self.api.calls[calls_at:second_at],
             pass_lb=self.lb.calls[lb_at:],
             failing=self._failing(),
@@ -338,6 +339,23 @@ class World:
         )
         self._window_start()
         return observation
+
+    def _warnings(self) -> Counter[tuple[str, str, str]]:
+        """Warning Events posted while settling, per (key, reason, message); one posted more than
+        ``EVENT_TTL`` after the same one counts afresh (that one has expired by then)."""
+        counts: Counter[tuple[str, str, str]] = Counter()  # the most posted within one TTL
+        run: Counter[tuple[str, str, str]] = Counter()
+        last: dict[tuple[str, str, str], float] = {}
+        for event in self.sim.events[self._events_at :]:
+            if event.type != "Warning":
+                continue
+            key = (key_of(event.namespace, event.name), event.reason, event.message)
+            if key in last and event.time - last[key] >= EVENT_TTL:
+                run[key] = 0
+            run[key] += 1
+            last[key] = event.time
+            counts[key] = max(counts[key], run[key])
+        return counts
 
     def _failing(self) -> dict[str, str]:
         """Keys whose latest pass raised, with the error."""
