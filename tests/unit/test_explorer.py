@@ -598,6 +598,14 @@ def test_ready_is_not_claimed_over_a_lost_balancer_record() -> None:
     state.teardown()
 
 
+def test_a_balancer_outage_over_a_stuck_rollout_is_explained_by_the_balancer_condition() -> None:
+    state = machine_for("stall_explained")
+    state.create(name="llama", spec={**SPEC, "gpu": 12})  # fits no node: the rollout is stuck
+    for _ in range(6):
+        state.lb_outage(n=4, mode="fail")
+    state.teardown()
+
+
 @pending("zero_writes_when_converged")
 def test_a_conflict_after_re_registering_a_lost_record_does_not_leave_the_old_id_in_status() -> None:
     state = machine_for("zero_writes_when_converged")
