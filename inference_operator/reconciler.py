@@ -102,6 +102,9 @@ class Blocked:
         if err.code == 403:
             reason = Reason.CHILD_FORBIDDEN
             hint = "check the operator's RBAC, resource quotas and admission policies"
+        elif isinstance(err, Conflict):
+            reason = Reason.API_UNAVAILABLE
+            hint = "someone else changed it at the same moment; retrying"
         elif 400 <= err.code < 500:
             reason = Reason.CHILD_REJECTED
             hint = "change the InferenceService (or what rejects it) so the child is valid"
@@ -258,8 +261,6 @@ class Reconciler:
             if NOT_APPLIED in changed:
                 self._upgrade_ownership(isvc, kind)
             return self._apply_child(isvc, kind, desired, fields=changed)
-        except Conflict:
-            raise  # a stale precondition: the retry reads again
         except ApiError as err:
             blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
             log.warning(
@@ -350,12 +351,16 @@ class Reconciler:
             return LoadBalancerState("waiting"), ""
         target = service_address(isvc)
         note = ""
-        known = None
+        recorded = None
         if previous.get("id") and previous.get("target") == target:
-            self._registered.pop(isvc.uid, None)
-            known = Registration(previous["id"], previous.get("address", ""), target)
-        elif (recent := self._registered.get(isvc.uid)) is not None and recent.target == target:
-            known = recent  # registered by an earlier pass whose status write was deferred
+            recorded = Registration(previous["id"], previous.get("address", ""), target)
+        # A registration this process made wins over status, which may not show it yet (its
+        # write was deferred, or failed): trusting status would name a record that is gone.
+        known = self._registered.get(isvc.uid)
+        if known is None or known.target != target:
+            known = recorded
+        elif recorded is not None and recorded.id == known.id:
+            del self._registered[isvc.uid]  # status has it now
         if known is not None and not self._check_due(isvc.uid):
             return LoadBalancerState("registered", known), ""
         try:

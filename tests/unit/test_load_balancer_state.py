@@ -4,7 +4,8 @@ Covers: a record the balancer lost (restored from a backup, restarted empty) is 
 again on the next resync, and status follows; a record pointing elsewhere is corrected; the
 check costs one lookup per object per resync and none per event; a failed lookup is reported
 and retried; disabling registration releases a record the status never knew about, also after
-an operator restart; a long outage is one Event with a count, as on a real cluster.
+an operator restart; a long outage is one Event with a count, as on a real cluster; a record
+registered again is what status names even when that status write conflicted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from inference_operator.backend import Registration
 from inference_operator.constants import KIND, EventReason, Phase, Reason
+from inference_operator.errors import Conflict
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
 
@@ -115,3 +117,30 @@ def test_a_long_outage_is_one_event_with_a_count_not_one_event_per_retry() -> No
     failures = [e for e in sim.events if e.reason == EventReason.LB_FAILED]
     assert len(failures) == 1 and failures[0].count == 12
     assert status(sim)["phase"] == Phase.READY
+
+
+class ConflictingStatus:
+    """The simulator's backend, except that the next status write answers 409 Conflict."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.armed = True
+
+    def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.armed:
+            self.armed = False
+            raise Conflict("the object has been modified", kind=KIND, namespace=NS, name=NAME)
+        return dict(self.inner.update_status(obj))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_record_registered_again_is_what_status_names_even_if_that_status_write_conflicted() -> None:
+    sim = converged()
+    sim.lb.registrations.clear()
+    sim.reconciler.backend = ConflictingStatus(sim.backend)  # type: ignore[assignment]
+    sim.resync()
+    sim.run_until_quiescent()
+    assert status(sim)["loadBalancer"]["id"] == sim.lb.registrations[KEY].id, "not the lost record's id"
+    assert status(sim)["url"] == sim.lb.registrations[KEY].address

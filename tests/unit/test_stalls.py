@@ -5,7 +5,8 @@ Covers: a name that cannot become a Service is reported as InvalidSpec naming me
 Ready=False/ChildRejected quoting the API and naming the object, one Warning Event however
 many retries, the other child still written, and a simulated run that ends and says which key
 did not converge; a 403 (RBAC, quota) gives ChildForbidden; a 500 gives ApiUnavailable without
-calling the object Failed, and the object converges once the API server recovers.
+calling the object Failed, and the object converges once the API server recovers; a child
+write answering 409 Conflict every time is explained too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from inference_operator.cli import main
 from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, Phase, Reason
-from inference_operator.errors import ApiError, Forbidden, Invalid
+from inference_operator.errors import ApiError, Conflict, Forbidden, Invalid
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
@@ -120,3 +121,13 @@ def test_an_unavailable_api_server_is_not_called_failed_and_the_object_converges
     assert phase(sim) != Phase.FAILED
     sim.run_until_quiescent()
     assert phase(sim) == Phase.READY and not sim.stalled()
+
+
+def test_a_child_write_that_conflicts_every_time_is_explained_without_calling_it_failed() -> None:
+    sim = refusing(DEPLOYMENT, Conflict("the object has been modified", kind=DEPLOYMENT, namespace=NS, name=NAME))
+    sim.run_until_quiescent()
+    cond = ready(sim)
+    assert cond["reason"] == Reason.API_UNAVAILABLE and "409 Conflict" in cond["message"]
+    assert phase(sim) != Phase.FAILED
+    obj = sim.get(KIND, NS, NAME)
+    assert obj is not None and obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
