@@ -499,8 +499,9 @@ def test_a_bounded_exploration_keeps_every_enforced_invariant() -> None:
 
 
 def pending(invariant: str) -> pytest.MarkDecorator:
-    """For a bug not fixed yet: expected to fail (strictly: the fix makes it pass loudly) while
-    ``invariant`` is in PENDING_INVARIANTS, an ordinary test once it is enforced."""
+    """Mark the regression test of a bug not fixed yet: expected to fail (strictly: the fix makes
+    it pass loudly) while ``invariant`` is in PENDING_INVARIANTS, an ordinary test once enforced.
+    (No test needs it today: every bug found so far is fixed.)"""
     return pytest.mark.xfail(
         invariant in PENDING_INVARIANTS,
         reason=PENDING_INVARIANTS.get(invariant, ""),
@@ -558,7 +559,6 @@ def test_a_service_create_forbidden_for_good_is_explained() -> None:
     state.teardown()
 
 
-@pending("stall_explained")
 def test_deployment_writes_that_conflict_for_good_are_explained() -> None:
     state = machine_for("stall_explained")
     state.create(name="llama", spec=SPEC)
@@ -566,7 +566,6 @@ def test_deployment_writes_that_conflict_for_good_are_explained() -> None:
     state.teardown()
 
 
-@pending("observed_generation_current")
 def test_deployment_writes_that_conflict_for_good_still_get_the_generation_observed() -> None:
     state = machine_for("observed_generation_current")
     state.create(name="llama", spec=SPEC)
@@ -606,7 +605,6 @@ def test_a_balancer_outage_over_a_stuck_rollout_is_explained_by_the_balancer_con
     state.teardown()
 
 
-@pending("zero_writes_when_converged")
 def test_a_conflict_after_re_registering_a_lost_record_does_not_leave_the_old_id_in_status() -> None:
     state = machine_for("zero_writes_when_converged")
     state.create(name="llama", spec=SPEC)
@@ -616,7 +614,6 @@ def test_a_conflict_after_re_registering_a_lost_record_does_not_leave_the_old_id
     state.teardown()
 
 
-@pending("ready_only_when_true")
 def test_ready_never_names_a_registration_the_balancer_no_longer_has() -> None:
     state = machine_for("ready_only_when_true")
     state.create(name="llama", spec=SPEC)
