@@ -597,6 +597,14 @@ def test_ready_is_not_claimed_over_a_lost_balancer_record() -> None:
     state.teardown()
 
 
+def test_status_is_not_asked_to_explain_while_status_writes_themselves_are_refused() -> None:
+    state = machine_for("stall_explained")
+    state.create(name="llama", spec=SPEC)
+    for _ in range(16):
+        state.api_fault(verb=None, kind=None, error="conflict", times=None, applied=False)
+    state.teardown()  # 64 refused writes outlast the settle: the check waits for the next one
+
+
 def test_a_balancer_outage_over_a_stuck_rollout_is_explained_by_the_balancer_condition() -> None:
     state = machine_for("stall_explained")
     state.create(name="llama", spec={**SPEC, "gpu": 12})  # fits no node: the rollout is stuck

@@ -217,6 +217,8 @@ def finalizer_after_release(o: Observation) -> list[str]:
 
 
 def observed_generation_current(o: Observation) -> list[str]:
+    if o.status_blocked:
+        return []
     out = []
     for isvc in _isvcs(o.sim):
         if isvc.deleting:
@@ -281,6 +283,8 @@ def _ready_problems(o: Observation, isvc: _Isvc, ready: Obj) -> list[str]:
 
 
 def stall_explained(o: Observation) -> list[str]:
+    if o.status_blocked:
+        return []
     out = []
     for isvc in _isvcs(o.sim):
         failing = o.failing.get(isvc.key)

@@ -72,6 +72,9 @@ class Observation:
     armed: then the world is still changing)."""
     failing_before_pass: dict[str, str] = field(default_factory=dict)
     """``failing`` as it was before the extra passes."""
+    status_blocked: bool = False
+    """Injected faults still refuse the operator's writes to InferenceServices: no status can be
+    written, so none can be asked to explain anything (that needs the next settle)."""
     faults_pending: bool = False
     """Injected faults that will run out were still armed after settling (an outage longer than
     the backoff could get through): the world has not stopped changing."""

@@ -311,6 +311,7 @@ class World:
         ran_out = steps >= SETTLE_STEP_BUDGET
         failing_before_pass = self._failing()
         faults_pending = self.lb.pending_faults > 0 or any(f.times is not None for f in self.api.pending_faults)
+        status_blocked = any(f.kind in (None, KIND) for f in self.api.pending_faults)
         self.crash.disarm()
         calls_at, lb_at = len(self.api.calls), len(self.lb.calls)
         second_at = calls_at
@@ -332,6 +333,7 @@ class World:
             second_pass_calls=self.api.calls[second_at:],
             failing_before_pass=failing_before_pass,
             faults_pending=faults_pending,
+            status_blocked=status_blocked,
             finalizer_violations=self.finalizer_violations[self._finalizer_violations_at :],
             marks=list(self.marks),
             ran_out=ran_out,
