@@ -112,7 +112,15 @@ def version_entry() -> Schema:
                 "type": "object",
                 "description": "InferenceService runs an inference server (vLLM and the like) on GPUs.",
                 "required": ["spec"],
-                "x-kubernetes-validations": [{"rule": NAME_RULE.cel, "message": NAME_RULE.message}],
+                # On create only (oldSelf is absent): an object named so before the rule existed
+                # must still take status writes and lose its finalizer, or it could never go.
+                "x-kubernetes-validations": [
+                    {
+                        "rule": f"oldSelf.hasValue() || ({NAME_RULE.cel})",
+                        "optionalOldSelf": True,
+                        "message": NAME_RULE.message,
+                    }
+                ],
                 "properties": {
                     "apiVersion": {"type": "string"},
                     "kind": {"type": "string"},

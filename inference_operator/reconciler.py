@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .api import InferenceService, SpecError
+from .api import NAME_RULE, InferenceService, SpecError
 from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
 from .builders import desired_deployment, desired_service, selector_string, service_address
 from .clock import Clock, format_timestamp, parse_timestamp
@@ -435,7 +435,12 @@ class Reconciler:
         self._checked_epoch.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
         try:
-            self._release(obj, key)
+            if NAME_RULE.check(meta["name"]):
+                self._release(obj, key)
+            else:  # no Service can have this name, so no version of the operator registered it
+                log.info(
+                    "Skipped release, name cannot have a record name=%s namespace=%s", meta["name"], meta["namespace"]
+                )
         except LoadBalancerError as err:
             message = (
                 f"releasing the load balancer record of {key} failed: {err}; the finalizer stays "

@@ -5,7 +5,9 @@ Covers: negative replicas, missing image, missing model, too many GPUs, port out
 --port/--model in args, duplicate env names, env with both value and valueFrom, a toleration
 with Exists and a value, a bad quantity, an unknown field, a bad health path; names that
 cannot become a Service (a dot, over 63 characters) are refused saying what is allowed, a
-name starting with a digit is accepted (an RFC 1123 label, valid for a Service since 1.36).
+name starting with a digit is accepted (an RFC 1123 label, valid for a Service since 1.36); an
+object named so before the rule existed (an upgraded CRD) still gets its status written and can
+be deleted (the rule holds on create only).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from inference_operator.crd import crd
+
 from .conftest import Cluster
+from .harness import condition, wait_until
 
 BASE: dict[str, Any] = {"image": "vllm/vllm-openai:v0.7.0", "model": "m"}
 
@@ -96,3 +101,36 @@ def test_a_name_starting_with_a_digit_is_accepted(cluster: Cluster, namespace: s
     obj = {**manifest(BASE), "metadata": {"name": "7b"}}
     assert cluster.kubectl.apply(obj, namespace, check=False).returncode == 0
     assert cluster.kubectl.get("infsvc", "7b", namespace) is not None
+
+
+def test_an_object_named_before_the_name_rule_existed_is_reported_and_can_be_deleted(
+    cluster: Cluster, namespace: str
+) -> None:
+    """Upgrading the CRD must not trap old objects: the name rule holds on create only."""
+    old = crd()
+    old["spec"]["versions"][0]["schema"]["openAPIV3Schema"].pop("x-kubernetes-validations")
+    try:
+        cluster.kubectl.apply(old)
+        wait_until(
+            lambda: (
+                cluster.kubectl.apply(
+                    {**manifest(BASE), "metadata": {"name": "llama-3.1-8b"}}, namespace, check=False
+                ).returncode
+                == 0
+            ),
+            timeout=30,
+            what="the CRD without the name rule to be served",
+        )
+    finally:
+        cluster.kubectl.apply(crd())
+    obj = cluster.kubectl.wait_for(
+        "infsvc",
+        "llama-3.1-8b",
+        namespace,
+        lambda o: condition(o, "Ready").get("reason") == "InvalidSpec",
+        what="the operator's status write on the old object",
+        timeout=60,
+    )
+    assert "metadata.name" in condition(obj, "Ready")["message"]
+    cluster.kubectl.run("delete", "infsvc", "llama-3.1-8b", "-n", namespace, "--wait=false")
+    cluster.kubectl.wait_gone("infsvc", "llama-3.1-8b", namespace, what="the old object to go", timeout=60)

@@ -185,3 +185,10 @@ def test_status_conditions_are_a_map_list_keyed_by_type() -> None:
 def test_checked_in_crd_matches_the_models() -> None:
     assert CRD_FILE.read_text() == crd_yaml(), "deploy/crds is stale: run `make crd`"
     assert yaml.safe_load(CRD_FILE.read_text()) == crd()
+
+
+def test_the_name_rule_holds_on_create_only_so_old_objects_can_still_be_written() -> None:
+    schema = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    (rule,) = schema["x-kubernetes-validations"]
+    assert rule["optionalOldSelf"] is True and rule["rule"].startswith("oldSelf.hasValue() || (")
+    assert rule["message"].startswith("metadata.name must be at most 63 characters")

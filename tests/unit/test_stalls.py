@@ -6,7 +6,9 @@ Ready=False/ChildRejected quoting the API and naming the object, one Warning Eve
 many retries, the other child still written, and a simulated run that ends and says which key
 did not converge; a 403 (RBAC, quota) gives ChildForbidden; a 500 gives ApiUnavailable without
 calling the object Failed, and the object converges once the API server recovers; a child
-write answering 409 Conflict every time is explained too.
+write answering 409 Conflict every time is explained too; an object whose name cannot become a
+Service (it got past admission, e.g. made before the rule existed) is deleted without a release
+that the registry would refuse forever.
 """
 
 from __future__ import annotations
@@ -131,3 +133,13 @@ def test_a_child_write_that_conflicts_every_time_is_explained_without_calling_it
     assert phase(sim) != Phase.FAILED
     obj = sim.get(KIND, NS, NAME)
     assert obj is not None and obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+
+
+def test_an_object_whose_name_cannot_become_a_service_is_deleted_without_a_release() -> None:
+    sim = Simulation()
+    sim.api.create(make_inference_service("llama-3.1-8b", image="vllm:0.6.3", model="m"))  # past admission
+    sim.run_until_quiescent()
+    sim.lb.fail_next_releases(1_000)  # a registry that refuses the name, as the reference one does
+    sim.delete(KIND, NS, "llama-3.1-8b")
+    sim.run_until_quiescent()
+    assert sim.get(KIND, NS, "llama-3.1-8b") is None and sim.lb.release_calls == []
