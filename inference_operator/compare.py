@@ -174,7 +174,13 @@ def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, qu
                 continue
             _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITY_MAPS)
         return
-    if not contains(live, desired, quantities=quantities):
+    if isinstance(desired, dict | list):
+        # An atomic value is the applier's as a whole: a key or item it no longer has must go
+        # too, so compare both ways (the builders set no field the server defaults in one).
+        same = contains(live, desired, quantities=quantities) and contains(desired, live, quantities=quantities)
+    else:
+        same = contains(live, desired, quantities=quantities)
+    if not same:
         out.append(path_string(path))
 
 

@@ -151,3 +151,11 @@ def test_a_child_whose_owner_label_was_taken_off_gets_it_back() -> None:
     sim.run_until_quiescent()
     assert deployment(sim)["metadata"]["labels"][label] == NAME
     assert writes_after_quiet_passes(sim) == 0
+
+
+def test_a_value_removed_inside_an_atomic_field_goes_too() -> None:
+    toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    sim = converged(nodeSelector={"gpu": "a100", "zone": "a"}, tolerations=[toleration])
+    change(sim, nodeSelector={"gpu": "a100"}, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    assert pod_spec(sim)["nodeSelector"] == {"gpu": "a100"}
+    assert pod_spec(sim)["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
