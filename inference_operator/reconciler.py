@@ -48,6 +48,7 @@ DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
 STUCK_AFTER = datetime.timedelta(seconds=10)
 DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
 STUCK_MARGIN = 0.5  # look again this long after a rollout would count as stuck
+LB_RECHECK_SECONDS = 30.0  # when a balancer record could not be checked, ask again this much later
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
 
 
@@ -175,7 +176,10 @@ class Reconciler:
             raise blocked[0].error  # back to the queue, with backoff: status already says why
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
-        return self._next(status, view)
+        result = self._next(status, view)
+        if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
+            return Result(requeue_after=LB_RECHECK_SECONDS)
+        return result
 
     def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
@@ -343,12 +347,11 @@ class Reconciler:
         self, isvc: InferenceService, obj: Obj, service: Obj | None
     ) -> tuple[LoadBalancerState, str]:
         """Register once the Service exists; returns the outcome and a note for the Event."""
+        epoch = self._resync_epoch  # read first: a resync starting meanwhile still gets its check
         key = key_of(isvc.namespace, isvc.name)
         previous = (obj.get("status") or {}).get("loadBalancer") or {}
         if not isvc.spec.loadBalancer.enabled:
             return self._ensure_released(isvc, obj, key, recorded=bool(previous))
-        if service is None:
-            return LoadBalancerState("waiting"), ""
         target = service_address(isvc)
         note = ""
         recorded = None
@@ -361,31 +364,47 @@ class Reconciler:
             known = recorded
         elif recorded is not None and recorded.id == known.id:
             del self._registered[isvc.uid]  # status has it now
+        if service is None:
+            # Status keeps a record the balancer still holds, so that it is released later.
+            return LoadBalancerState("waiting", registration=known), ""
         if known is not None and not self._check_due(isvc.uid):
             return LoadBalancerState("registered", known), ""
-        try:
-            if known is not None:
+        if known is not None:
+            try:
                 held = self.lb.lookup(key)
-                if held is not None and held.target == target:
-                    self._checked_epoch[isvc.uid] = self._resync_epoch
-                    return LoadBalancerState("registered", held), ""
-                lost = "had no record" if held is None else f"pointed at {held.target}"
-                note = f"; the load balancer {lost}"
+            except LoadBalancerError as err:
+                # Not knowing is no evidence the record is gone: status stays, we ask again.
                 log.warning(
-                    "Found load balancer record lost name=%s namespace=%s id=%s found=%s",
+                    "Failed to check load balancer record, keeping it and checking again in %gs "
+                    "name=%s namespace=%s id=%s error=%s",
+                    LB_RECHECK_SECONDS,
                     isvc.name,
                     isvc.namespace,
                     known.id,
-                    held,
+                    err,
                 )
+                return LoadBalancerState("registered", known, recheck=True), ""
+            if held is not None and held.target == target:
+                self._checked_epoch[isvc.uid] = epoch
+                return LoadBalancerState("registered", held), ""
+            lost = "had no record" if held is None else f"pointed at {held.target}"
+            note = f"; the load balancer {lost}"
+            log.warning(
+                "Found load balancer record %s name=%s namespace=%s id=%s",
+                "missing" if held is None else f"pointing at {held.target}",
+                isvc.name,
+                isvc.namespace,
+                known.id,
+            )
+        try:
             registration = self.lb.register(key, target=target)
         except LoadBalancerError as err:
-            doing = "registering" if known is None or note else "checking the record of"
-            message = f"{doing} {key} with the load balancer failed: {err}; retrying with backoff"
-            log.warning("Failed %s load balancer name=%s namespace=%s error=%s", doing, isvc.name, isvc.namespace, err)
+            message = f"registering {key} with the load balancer failed: {err}; retrying with backoff"
+            log.warning(
+                "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
+            )
             self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            # A record we could not check is still the last one we know of: status keeps it.
-            return LoadBalancerState("failed", registration=None if note else known, message=message), ""
+            return LoadBalancerState("failed", message=message), ""
         log.info(
             "Registered load balancer name=%s namespace=%s id=%s address=%s",
             isvc.name,
@@ -394,7 +413,7 @@ class Reconciler:
             registration.address,
         )
         self._registered[isvc.uid] = registration
-        self._checked_epoch[isvc.uid] = self._resync_epoch
+        self._checked_epoch[isvc.uid] = epoch
         verb = "Registered" if known is None else "Registered again"
         note = f"{verb} {target} with the load balancer as {registration.id} at {registration.address}{note}"
         return LoadBalancerState("registered", registration), note

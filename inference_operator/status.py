@@ -30,6 +30,8 @@ class LoadBalancerState:
     state: Literal["registered", "disabled", "waiting", "failed"]
     registration: Registration | None = None
     message: str = ""
+    recheck: bool = False
+    """The record could not be checked this time (the balancer did not answer): look again soon."""
 
 
 @dataclass(frozen=True)
