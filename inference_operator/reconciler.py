@@ -4,11 +4,14 @@ It follows the four rules of reconcile (DESIGN.md):
 
 1. level-triggered: every pass reads the whole current state from the cache and never asks
    which event woke it; a missing InferenceService means there is nothing to do;
-2. idempotent: get before create or patch, compare only the fields it sets, write status only
-   when it changed; a converged object costs zero writes;
+2. idempotent: children are written with server-side apply only when what the operator
+   applies differs from the live child or it owns a field it no longer sets (``drift``); fields
+   others own are never compared; status is written only when it changed; a converged object
+   costs zero writes;
 3. never block: waiting for pods is ``requeue_after``, never a sleep;
-4. optimistic: every write carries the resourceVersion it read; a Conflict is raised and the
-   controller retries with backoff.
+4. optimistic: status and finalizer writes carry the resourceVersion they read (a Conflict
+   goes back to the queue with backoff); child applies carry none: the API server merges only
+   the operator's own fields, so a stale read cannot clobber anyone else's.
 
 It knows nothing about Kopf or the simulator: it talks to a ``Backend`` and a
 ``LoadBalancerProvider``. Errors are raised; the controller turns them into backoff.
@@ -30,7 +33,7 @@ from .conditions import Cond, is_true
 from .constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
 from .errors import ApiError, Conflict
-from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of, owner_key
 from .status import (
     DeploymentView,
     LoadBalancerState,
@@ -59,6 +62,7 @@ class PodsRead:
     version: str
     at: float
     problem: PodProblem | None
+    epoch: int
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,15 @@ class Blocked:
 
     @classmethod
     def conflict(cls, isvc: InferenceService, kind: str, live: Obj) -> Blocked:
+        if owner_key(live) == key_of(isvc.namespace, isvc.name):
+            # The child of a deleted InferenceService of the same name: the garbage collector
+            # takes it soon, then ours is created. Nothing for a person to do.
+            message = (
+                f"{kind} {isvc.namespace}/{isvc.name} still belongs to a deleted InferenceService of the same "
+                "name; waiting for the garbage collector to remove it"
+            )
+            error = ChildConflict(message, kind=kind, namespace=isvc.namespace, name=isvc.name)
+            return cls(Cond(_child_condition(kind), "False", Reason.WAITING_FOR_CHILDREN, message), error)
         owner = _controller_of(live)
         message = (
             f"{kind} {isvc.namespace}/{isvc.name} already exists but is not controlled by this InferenceService "
@@ -106,6 +119,9 @@ class Blocked:
         elif isinstance(err, Conflict):
             reason = Reason.API_UNAVAILABLE
             hint = "someone else changed it at the same moment; retrying"
+        elif err.code in (408, 429):
+            reason = Reason.API_UNAVAILABLE
+            hint = "the API server is busy (throttling or a timeout); retrying"
         elif 400 <= err.code < 500:
             reason = Reason.CHILD_REJECTED
             hint = "change the InferenceService (or what rejects it) so the child is valid"
@@ -219,10 +235,11 @@ class Reconciler:
             return None
         now = self.clock.now()
         seen = self._pods_read.get(isvc.uid)
-        if seen is not None and seen.version == view.version and now - seen.at < POD_RECHECK:
-            return seen.problem
+        fresh = now - seen.at < POD_RECHECK if seen is not None and seen.problem else False
+        if seen is not None and seen.version == view.version and (fresh or seen.epoch == self._resync_epoch):
+            return seen.problem  # "nothing wrong found" is asked again at the next resync
         problem = pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
-        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem)
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self._resync_epoch)
         return problem
 
     def _ensure_finalizer(self, obj: Obj) -> Obj:

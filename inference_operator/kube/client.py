@@ -78,6 +78,7 @@ def error_for(status: int, body: bytes, *, kind: str, namespace: str, name: str,
     err = cls(text, kind=kind, namespace=namespace, name=name, api_message=message or reason or f"HTTP {status}")
     if cls is ApiError:
         err.code = status
+        err.reason = reason or f"HTTP{status}"  # e.g. TooManyRequests, Timeout, InternalError
     return err
 
 

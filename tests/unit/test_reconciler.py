@@ -7,7 +7,8 @@ releases the load balancer before the finalizer goes, children are garbage-colle
 release failing twice keeps the finalizer with growing backoff, then completes; an invalid
 spec written past admission gives Ready=False/InvalidSpec with no child and no hot loop; a
 storm of 1,000 events for one key gives one reconcile; a foreign child with our name is not
-touched; disabling the load balancer releases it; the reconciler never mutates the cache.
+touched; disabling the load balancer releases it; the reconciler never mutates the cache; a pod
+diagnosis that found nothing is asked again at the next resync.
 """
 
 from __future__ import annotations
@@ -285,3 +286,19 @@ def test_a_missing_inference_service_is_nothing_to_do() -> None:
     sim = Simulation()
     assert sim.reconciler.reconcile(NS, "ghost").requeue_after is None
     assert sim.api.writes == 0
+
+
+def test_a_pod_diagnosis_that_found_nothing_is_asked_again_at_the_next_resync() -> None:
+    sim = Simulation(ready_after=100_000.0)  # the pods never become ready here
+    waiting: dict[str, Any] = {"reason": "ContainerCreating"}
+    pod = {"metadata": {"name": "p"}, "status": {"containerStatuses": [{"image": "i", "state": {"waiting": waiting}}]}}
+    sim.backend.pods_source = lambda _ns, _selector: [pod]
+    sim.apply(llama())
+    sim.run_until_quiescent(until=60.0)
+    assert cond(sim, "DeploymentReady")["reason"] != Reason.IMAGE_PULL_FAILED
+    waiting.update(reason="ImagePullBackOff", message="pull access denied")  # the Deployment's status stays
+    sim.run_until_quiescent(until=120.0)
+    assert cond(sim, "DeploymentReady")["reason"] != Reason.IMAGE_PULL_FAILED, "no LIST without a reason"
+    sim.resync()
+    sim.run_until_quiescent(until=180.0)
+    assert cond(sim, "DeploymentReady")["reason"] == Reason.IMAGE_PULL_FAILED

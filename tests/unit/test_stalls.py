@@ -8,7 +8,8 @@ did not converge; a 403 (RBAC, quota) gives ChildForbidden; a 500 gives ApiUnava
 calling the object Failed, and the object converges once the API server recovers; a child
 write answering 409 Conflict every time is explained too; an object whose name cannot become a
 Service (it got past admission, e.g. made before the rule existed) is deleted without a release
-that the registry would refuse forever.
+that the registry would refuse forever; throttling (429) is not called a rejection; the child of
+a deleted InferenceService of the same name is waited for, not called a conflict.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Any
 
 import pytest
 
+from inference_operator.api import InferenceService
 from inference_operator.cli import main
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, Phase, Reason
+from inference_operator.constants import API_VERSION, DEPLOYMENT, KIND, SERVICE, Phase, Reason
 from inference_operator.errors import ApiError, Conflict, Forbidden, Invalid
 from inference_operator.model import make_inference_service
+from inference_operator.reconciler import Blocked
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
 
@@ -143,3 +146,33 @@ def test_an_object_whose_name_cannot_become_a_service_is_deleted_without_a_relea
     sim.delete(KIND, NS, "llama-3.1-8b")
     sim.run_until_quiescent()
     assert sim.get(KIND, NS, "llama-3.1-8b") is None and sim.lb.release_calls == []
+
+
+def test_throttling_is_not_called_a_rejection() -> None:
+    throttled = ApiError("Too many requests, please try again later.", kind=SERVICE)
+    throttled.code, throttled.reason = 429, "TooManyRequests"
+    sim = refusing(SERVICE, throttled, times=3)
+    sim.run_until_quiescent(until=0.02)
+    cond = ready(sim)
+    assert cond["reason"] == Reason.API_UNAVAILABLE and "429 TooManyRequests" in cond["message"]
+    assert phase(sim) != Phase.FAILED
+
+
+def test_the_child_of_a_deleted_namesake_is_waited_for_not_called_a_conflict() -> None:
+    # The real garbage collector takes a moment; the simulator's is instant, so build the case.
+    new = InferenceService.from_object(
+        make_inference_service(NAME, image="vllm:0.6.3", model="m") | {"metadata": {"name": NAME, "uid": "new"}}
+    )
+    old_child = {
+        "metadata": {
+            "name": NAME,
+            "namespace": NS,
+            "ownerReferences": [
+                {"apiVersion": API_VERSION, "kind": KIND, "name": NAME, "uid": "old", "controller": True}
+            ],
+        }
+    }
+    blocked = Blocked.conflict(new, DEPLOYMENT, old_child)
+    assert blocked.condition.reason == Reason.WAITING_FOR_CHILDREN
+    assert "garbage collector" in blocked.condition.message
+    assert Reason.WAITING_FOR_CHILDREN not in Reason.NEEDS_ACTION
