@@ -36,8 +36,9 @@ class Backend(Protocol):
         ...
 
     def read(self, kind: str, namespace: str, name: str) -> Obj | None:
-        """The object as the API server has it now (no cache), or None. Rare: only to see
-        what stands in the way of a create that answered AlreadyExists."""
+        """The object as the API server has it now (no cache), or None. Rare: before creating
+        a child the label-selected cache does not show (is a foreign object in the way?), and
+        once per child written by an operator version before server-side apply."""
         ...
 
     def create(self, obj: Obj) -> Obj:

@@ -7,11 +7,11 @@ difference), and it owns no field it no longer applies (``managedFields`` says w
 a field it stopped setting — a GPU limit, a nodeSelector key — is a difference until an apply
 removes it). Fields only others own are never compared, so there is never a write loop.
 
-Rule 2 of reconcile: compare only the fields the operator sets. The API server adds defaults
-(``dnsPolicy``, ``clusterIP``, probe timeouts …), drops empty lists and maps, and rewrites
-quantities into canonical form (``0.5`` becomes ``500m``); comparing whole objects would see a
-difference on every pass and patch forever. ``contains(live, desired)`` is true when every field
-of ``desired`` is present in ``live`` with an equal value, recursively.
+Values compare as the API server stores them: it adds defaults (``dnsPolicy``, probe timeouts
+…) beside the applied fields, drops empty lists and maps, and rewrites quantities into
+canonical form (``0.5`` becomes ``500m``); ``contains(live, desired)`` is true when every
+field of ``desired`` is present in ``live`` with an equal value, recursively. An atomic value
+(a nodeSelector, a toleration list) is the applier's as a whole and compares both ways.
 """
 
 from __future__ import annotations
@@ -67,27 +67,6 @@ def parse_quantity(value: Any) -> Decimal | None:
 
 def _is_empty(value: Any) -> bool:
     return value is None or value == {} or value == [] or value == ""
-
-
-def differences(live: Any, desired: Any, path: str = "") -> list[str]:
-    """The field paths where ``live`` lacks what ``desired`` asks for (for logs and Events)."""
-    if isinstance(desired, dict) and isinstance(live, dict):
-        out: list[str] = []
-        for k, want in desired.items():
-            sub = f"{path}.{k}" if path else k
-            have = live.get(k)
-            if have is None and _is_empty(want):
-                continue
-            if not contains(have, want, quantities=k in ("requests", "limits") or "resources" in path):
-                out.extend(differences(have, want, sub) or [sub])
-        return out
-    if isinstance(desired, list) and isinstance(live, list) and len(live) == len(desired):
-        out = []
-        for i, (have, want) in enumerate(zip(live, desired, strict=True)):
-            if not contains(have, want, quantities="resources" in path):
-                out.extend(differences(have, want, f"{path}[{i}]") or [f"{path}[{i}]"])
-        return out
-    return [] if contains(live, desired) else [path]
 
 
 def contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
@@ -206,4 +185,4 @@ def _element_of(node: ListOf, item: Any) -> Any:
         return None
 
 
-__all__ = ["NOT_APPLIED", "contains", "differences", "drift", "parse_quantity"]
+__all__ = ["NOT_APPLIED", "contains", "drift", "parse_quantity"]
