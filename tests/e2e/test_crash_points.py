@@ -168,12 +168,12 @@ def test_every_crash_point_along_create_update_delete_converges_with_nothing_lea
                 + "; ".join(f"{i}. {w.replace(f' {dry.namespace}/', ' ')}" for i, w in enumerate(dry.writes, 1))
             )
     # How many status writes a rollout takes depends on timing (how many replicas were ready
-    # when a pass ran), so the last status writes of the dry run may not come again; every
-    # other crash point is always reached.
+    # when a pass ran), so a run may make fewer status writes than the dry run and miss one of
+    # them (not always the last: the next run may make more again); every other crash point is
+    # always reached.
     status = "update_status InferenceService"
     missed = [o.plan for o in outcomes[1:] if o.plan and o.crashed_after is None]
-    reached = [o.plan.k for o in outcomes[1:] if o.plan and o.plan.kind == status and o.crashed_after]
-    assert all(p.kind == status and p.k > max(reached) for p in missed), missed
+    assert all(p.kind == status for p in missed), missed
     assert len(missed) <= 3, report(outcomes, time.monotonic() - started)
 
 
