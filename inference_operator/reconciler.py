@@ -24,16 +24,19 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .announce import Action, Done, action_summary, transition_events
 from .api import NAME_RULE, InferenceService, SpecError
-from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Registration, Result
-from .builders import desired_deployment, desired_service, selector_string, service_address
+from .backend import Backend, LoadBalancerError, LoadBalancerProvider, Result
+from .balancer import LB_RECHECK_SECONDS, BalancerSync
+from .builders import desired_deployment, desired_service, selector_string
 from .clock import Clock, format_timestamp, parse_timestamp
 from .compare import NOT_APPLIED, drift
 from .conditions import Cond, is_true
 from .constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
-from .errors import ApiError, Conflict
-from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of, owner_key
+from .errors import ApiError
+from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from .stalls import Blocked
 from .status import (
     DeploymentView,
     LoadBalancerState,
@@ -51,7 +54,6 @@ DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
 STUCK_AFTER = datetime.timedelta(seconds=10)
 DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
 STUCK_MARGIN = 0.5  # look again this long after a rollout would count as stuck
-LB_RECHECK_SECONDS = 30.0  # when a balancer record could not be checked, ask again this much later
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
 
 
@@ -63,73 +65,6 @@ class PodsRead:
     at: float
     problem: PodProblem | None
     epoch: int
-
-
-@dataclass(frozen=True)
-class Done:
-    """What a pass did to a child, for the Event: a verb, and the fields it patched."""
-
-    verb: str
-    fields: str = ""
-
-
-Action = Done | None
-
-
-class ChildConflict(ApiError):
-    """A child with the InferenceService's name exists but is controlled by something else."""
-
-    code = 409
-    reason = "ChildConflict"
-
-
-@dataclass(frozen=True)
-class Blocked:
-    """A child the pass could not write: the condition that says why, and the error to raise
-    once status is written (so the key goes back to the queue with backoff)."""
-
-    condition: Cond
-    error: ApiError
-
-    @classmethod
-    def conflict(cls, isvc: InferenceService, kind: str, live: Obj) -> Blocked:
-        if owner_key(live) == key_of(isvc.namespace, isvc.name):
-            # The child of a deleted InferenceService of the same name: the garbage collector
-            # takes it soon, then ours is created. Nothing for a person to do.
-            message = (
-                f"{kind} {isvc.namespace}/{isvc.name} still belongs to a deleted InferenceService of the same "
-                "name; waiting for the garbage collector to remove it"
-            )
-            error = ChildConflict(message, kind=kind, namespace=isvc.namespace, name=isvc.name)
-            return cls(Cond(_child_condition(kind), "False", Reason.WAITING_FOR_CHILDREN, message), error)
-        owner = _controller_of(live)
-        message = (
-            f"{kind} {isvc.namespace}/{isvc.name} already exists but is not controlled by this InferenceService "
-            f"(uid {isvc.uid}): {owner}; delete or rename that {kind}, or rename the InferenceService"
-        )
-        error = ChildConflict(message, kind=kind, namespace=isvc.namespace, name=isvc.name)
-        return cls(Cond(_child_condition(kind), "False", Reason.CHILD_CONFLICT, message), error)
-
-    @classmethod
-    def from_error(cls, isvc: InferenceService, kind: str, verb: str, err: ApiError) -> Blocked:
-        where = f"{kind} {isvc.namespace}/{isvc.name}"
-        if err.code == 403:
-            reason = Reason.CHILD_FORBIDDEN
-            hint = "check the operator's RBAC, resource quotas and admission policies"
-        elif isinstance(err, Conflict):
-            reason = Reason.API_UNAVAILABLE
-            hint = "someone else changed it at the same moment; retrying"
-        elif err.code in (408, 429):
-            reason = Reason.API_UNAVAILABLE
-            hint = "the API server is busy (throttling or a timeout); retrying"
-        elif 400 <= err.code < 500:
-            reason = Reason.CHILD_REJECTED
-            hint = "change the InferenceService (or what rejects it) so the child is valid"
-        else:
-            reason = Reason.API_UNAVAILABLE
-            hint = "the API server should recover by itself"
-        message = f"cannot {verb} {where}: the API server answered {err.code} {err.reason}: {err.api_message}; {hint}"
-        return cls(Cond(_child_condition(kind), "False", reason, message), err)
 
 
 class Reconciler:
@@ -145,19 +80,24 @@ class Reconciler:
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
     ) -> None:
         self.backend = backend
-        self.lb = load_balancer
         self.clock = clock
         self.requeue_while_progressing = requeue_while_progressing
         # Per-uid memory between passes. No lock: the workqueue never hands one key to two
         # workers, so an entry is only touched by one thread at a time, and single dict
-        # operations are atomic. Registrations not yet recorded in status (their pass
-        # deferred its status write); the status is the durable record, this only saves calls.
-        self._registered: dict[str, Registration] = {}
+        # operations are atomic.
         self._deferred_since: dict[str, float] = {}  # when the status write was first held
         self._pods_read: dict[str, PodsRead] = {}
-        # Load balancer checks: one per object per resync (see begin_resync).
-        self._resync_epoch = 0
-        self._checked_epoch: dict[str, int] = {}
+        # Events follow ``self.backend``, even when a test puts a wrapper in its place.
+        self.balancer = BalancerSync(load_balancer, lambda *a, **k: self.backend.record_event(*a, **k))
+
+    @property
+    def lb(self) -> LoadBalancerProvider:
+        """The load balancer (settable: the simulator puts fault-injecting wrappers in between)."""
+        return self.balancer.lb
+
+    @lb.setter
+    def lb(self, provider: LoadBalancerProvider) -> None:
+        self.balancer.lb = provider
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -178,7 +118,7 @@ class Reconciler:
         deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
         service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
         obj = self._ensure_finalizer(obj)
-        lb, lb_note = self._ensure_load_balancer(isvc, obj, service)
+        lb, lb_note = self.balancer.ensure(isvc, obj, service)
         self._announce_actions(obj, isvc.name, {DEPLOYMENT: deployment_action, SERVICE: service_action}, lb_note)
         view = DeploymentView.of(deployment)
         previous = obj.get("status") or {}
@@ -236,10 +176,10 @@ class Reconciler:
         now = self.clock.now()
         seen = self._pods_read.get(isvc.uid)
         fresh = now - seen.at < POD_RECHECK if seen is not None and seen.problem else False
-        if seen is not None and seen.version == view.version and (fresh or seen.epoch == self._resync_epoch):
+        if seen is not None and seen.version == view.version and (fresh or seen.epoch == self.balancer.resync_epoch):
             return seen.problem  # "nothing wrong found" is asked again at the next resync
         problem = pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
-        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self._resync_epoch)
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch)
         return problem
 
     def _ensure_finalizer(self, obj: Obj) -> Obj:
@@ -331,134 +271,13 @@ class Reconciler:
         log.info("Upgraded field ownership to apply kind=%s name=%s namespace=%s", kind, isvc.name, isvc.namespace)
 
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
-        """One Normal Event per pass that changed something, saying everything it did.
-
-        Events are writes too: a new InferenceService gets one ("Created Deployment x and
-        Service x; registered … with the load balancer"), not three.
-        """
-        by_verb: dict[str, list[str]] = {}
-        for kind, action in children.items():
-            if action is not None:
-                detail = f" ({action.fields})" if action.fields else ""
-                by_verb.setdefault(action.verb, []).append(f"{kind} {name}{detail}")
-        parts = [f"{verb} {' and '.join(kinds)}" for verb, kinds in by_verb.items()]
-        if lb_note:
-            parts.append(lb_note if not parts else lb_note[0].lower() + lb_note[1:])
-        if parts:
-            reason = next(iter(by_verb), EventReason.LB_REGISTERED)
-            self.backend.record_event(owner, type="Normal", reason=reason, message="; ".join(parts))
+        if (summary := action_summary(name, children, lb_note)) is not None:
+            reason, message = summary
+            self.backend.record_event(owner, type="Normal", reason=reason, message=message)
 
     def begin_resync(self) -> None:
-        """A resync started: each object's next pass checks its load balancer record once.
-
-        Status is a record, not the truth about the balancer: it may have been restored from a
-        backup or restarted empty. One cheap lookup per object per resync (never per event)
-        finds a lost or wrong record, which the pass then registers again.
-        """
-        self._resync_epoch += 1
-
-    def _check_due(self, uid: str) -> bool:
-        return self._checked_epoch.get(uid) != self._resync_epoch
-
-    def _ensure_load_balancer(
-        self, isvc: InferenceService, obj: Obj, service: Obj | None
-    ) -> tuple[LoadBalancerState, str]:
-        """Register once the Service exists; returns the outcome and a note for the Event."""
-        epoch = self._resync_epoch  # read first: a resync starting meanwhile still gets its check
-        key = key_of(isvc.namespace, isvc.name)
-        previous = (obj.get("status") or {}).get("loadBalancer") or {}
-        if not isvc.spec.loadBalancer.enabled:
-            return self._ensure_released(isvc, obj, key, recorded=bool(previous))
-        target = service_address(isvc)
-        note = ""
-        recorded = None
-        if previous.get("id") and previous.get("target") == target:
-            recorded = Registration(previous["id"], previous.get("address", ""), target)
-        # A registration this process made wins over status, which may not show it yet (its
-        # write was deferred, or failed): trusting status would name a record that is gone.
-        known = self._registered.get(isvc.uid)
-        if known is None or known.target != target:
-            known = recorded
-        elif recorded is not None and recorded.id == known.id:
-            del self._registered[isvc.uid]  # status has it now
-        if service is None:
-            # Status keeps a record the balancer still holds, so that it is released later.
-            return LoadBalancerState("waiting", registration=known), ""
-        if known is not None and not self._check_due(isvc.uid):
-            return LoadBalancerState("registered", known), ""
-        if known is not None:
-            try:
-                held = self.lb.lookup(key)
-            except LoadBalancerError as err:
-                # Not knowing is no evidence the record is gone: status stays, we ask again.
-                log.warning(
-                    "Failed to check load balancer record, keeping it and checking again in %gs "
-                    "name=%s namespace=%s id=%s error=%s",
-                    LB_RECHECK_SECONDS,
-                    isvc.name,
-                    isvc.namespace,
-                    known.id,
-                    err,
-                )
-                return LoadBalancerState("registered", known, recheck=True), ""
-            if held is not None and held.target == target:
-                self._checked_epoch[isvc.uid] = epoch
-                return LoadBalancerState("registered", held), ""
-            lost = "had no record" if held is None else f"pointed at {held.target}"
-            note = f"; the load balancer {lost}"
-            log.warning(
-                "Found load balancer record %s name=%s namespace=%s id=%s",
-                "missing" if held is None else f"pointing at {held.target}",
-                isvc.name,
-                isvc.namespace,
-                known.id,
-            )
-        try:
-            registration = self.lb.register(key, target=target)
-        except LoadBalancerError as err:
-            message = f"registering {key} with the load balancer failed: {err}; retrying with backoff"
-            log.warning(
-                "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
-            )
-            self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            return LoadBalancerState("failed", message=message), ""
-        log.info(
-            "Registered load balancer name=%s namespace=%s id=%s address=%s",
-            isvc.name,
-            isvc.namespace,
-            registration.id,
-            registration.address,
-        )
-        self._registered[isvc.uid] = registration
-        self._checked_epoch[isvc.uid] = epoch
-        verb = "Registered" if known is None else "Registered again"
-        note = f"{verb} {target} with the load balancer as {registration.id} at {registration.address}{note}"
-        return LoadBalancerState("registered", registration), note
-
-    def _ensure_released(
-        self, isvc: InferenceService, obj: Obj, key: str, *, recorded: bool
-    ) -> tuple[LoadBalancerState, str]:
-        """Registration disabled: release whatever the balancer holds. Status may lack the
-        record (its write was deferred, or the last register failed midway), so the balancer
-        itself is asked once per resync; a release is cheap and idempotent."""
-        try:
-            remembered = self._registered.pop(isvc.uid, None) is not None
-            if recorded or remembered or (self._check_due(isvc.uid) and self.lb.lookup(key) is not None):
-                self._release(obj, key)
-        except LoadBalancerError as err:
-            message = f"releasing the load balancer record of {key} failed: {err}; retrying with backoff"
-            log.warning("Failed to release load balancer key=%s error=%s", key, err)
-            self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            return LoadBalancerState("failed", message=message), ""
-        self._checked_epoch[isvc.uid] = self._resync_epoch
-        return LoadBalancerState("disabled"), ""
-
-    def _release(self, obj: Obj, key: str) -> None:
-        self.lb.release(key)
-        log.info("Released load balancer key=%s", key)
-        self.backend.record_event(
-            obj, type="Normal", reason=EventReason.LB_RELEASED, message=f"Released the load balancer record of {key}"
-        )
+        """A resync started: each object's next pass checks its load balancer record once."""
+        self.balancer.begin_resync()
 
     def _finalize(self, obj: Obj) -> Result:
         """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
@@ -466,13 +285,12 @@ class Reconciler:
             return Result()
         meta = obj["metadata"]
         key = key_of(meta["namespace"], meta["name"])
-        self._registered.pop(meta.get("uid", ""), None)
+        self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
-        self._checked_epoch.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
         try:
             if NAME_RULE.check(meta["name"]):
-                self._release(obj, key)
+                self.balancer.release(obj, key)
             else:  # no Service can have this name, so no version of the operator registered it
                 log.info(
                     "Skipped release, name cannot have a record name=%s namespace=%s", meta["name"], meta["namespace"]
@@ -516,36 +334,8 @@ class Reconciler:
         return written
 
     def _announce_transitions(self, obj: Obj, previous: Obj, status: Obj) -> None:
-        """Events for the transitions a person cares about: ready, degraded, failed."""
-        old: dict[str, dict[str, Any]] = {c["type"]: c for c in previous.get("conditions") or []}
-        new: dict[str, dict[str, Any]] = {c["type"]: c for c in status.get("conditions") or []}
-        name = obj["metadata"]["name"]
-
-        def flipped(type_: str, status_: str, reason: str | None = None) -> dict[str, Any] | None:
-            c = new.get(type_)
-            if c is None or c["status"] != status_ or (reason and c["reason"] != reason):
-                return None
-            o = old.get(type_)
-            if (
-                o is not None
-                and o["status"] == c["status"]
-                and o["reason"] == c["reason"]
-                and (reason not in Reason.NEEDS_ACTION or o["message"] == c["message"])
-            ):
-                return None
-            return c
-
-        if c := flipped(CT.READY, "True"):
-            self._event(obj, "Normal", EventReason.READY, f"InferenceService {name} is ready: {c['message']}")
-        if c := flipped(CT.DEGRADED, "True"):
-            self._event(obj, "Warning", EventReason.DEGRADED, f"InferenceService {name} is degraded: {c['message']}")
-        if c := flipped(CT.PROGRESSING, "False", Reason.PROGRESS_DEADLINE_EXCEEDED):
-            self._event(obj, "Warning", EventReason.FAILED, f"InferenceService {name} failed: {c['message']}")
-        if c := flipped(CT.READY, "False", Reason.INVALID_SPEC):
-            self._event(obj, "Warning", EventReason.INVALID_SPEC, f"Invalid spec: {c['message']}")
-        for reason in (Reason.CHILD_CONFLICT, Reason.CHILD_REJECTED, Reason.CHILD_FORBIDDEN, Reason.API_UNAVAILABLE):
-            if c := flipped(CT.READY, "False", reason):
-                self._event(obj, "Warning", reason, f"InferenceService {name} is stalled: {c['message']}")
+        for type_, reason, message in transition_events(obj["metadata"]["name"], previous, status):
+            self._event(obj, type_, reason, message)
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
@@ -589,13 +379,6 @@ def _legacy_entry(entry: Obj) -> bool:
 
 def _child_condition(kind: str) -> str:
     return CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY
-
-
-def _controller_of(obj: Obj) -> str:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return f"its controller is {ref.get('kind')} {ref.get('name')} (uid {ref.get('uid')})"
-    return "it has no controller"
 
 
 def _condition_true(obj: Obj, type_: str) -> bool:
