@@ -20,8 +20,9 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .fieldpaths import FieldSet, Path, field_set, item_element, managed_fields_of, path_string, resolve
+from .fieldpaths import FieldSet, Path, field_set, item_element, path_string, resolve
 from .fieldschema import ListOf, MapOf, Node, Struct, schema_for
+from .fieldsv1 import managed_fields_of
 
 _SUFFIX = {
     "n": Decimal("1e-9"),

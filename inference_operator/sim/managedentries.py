@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..fieldpaths import FieldSet, Path, element_string, from_fields_v1, path_string, to_fields_v1
+from ..fieldpaths import FieldSet, Path, path_string
+from ..fieldsv1 import element_string, from_fields_v1, to_fields_v1
 
 __all__ = [
     "Entry",

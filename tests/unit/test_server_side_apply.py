@@ -49,16 +49,14 @@ from inference_operator.fieldpaths import Path as FieldPath
 from inference_operator.fieldpaths import (
     field_element,
     field_set,
-    from_fields_v1,
     is_atomic,
     key_element,
     list_map_keys,
-    managed_fields_of,
     path_string,
-    to_fields_v1,
     value_element,
 )
 from inference_operator.fieldschema import ListOf, MapOf, Node, Scalar, Struct, Untyped, schema_for
+from inference_operator.fieldsv1 import from_fields_v1, managed_fields_of, to_fields_v1
 from inference_operator.model import make_inference_service
 from inference_operator.sim.apiserver import ApiError, ApiRequest, BadRequest, Conflict, FakeApiServer, Invalid
 
