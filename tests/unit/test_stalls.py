@@ -23,9 +23,9 @@ from inference_operator.cli import main
 from inference_operator.constants import API_VERSION, DEPLOYMENT, KIND, SERVICE, Phase, Reason
 from inference_operator.errors import ApiError, Conflict, Forbidden, Invalid
 from inference_operator.model import make_inference_service
-from inference_operator.stalls import Blocked
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
+from inference_operator.stalls import Blocked
 
 NS, NAME, KEY = "default", "llama", "default/llama"
 Obj = dict[str, Any]
