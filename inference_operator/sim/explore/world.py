@@ -30,6 +30,7 @@ from ..faults import (
 )
 from ..simulation import Simulation
 from ..watch import WatchEvent
+from .foreign import foreign_child_manifest
 from .observation import ForeignMark, Observation
 
 __all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
@@ -166,26 +167,7 @@ class World:
         """Someone else's Deployment or Service with this name, made before the InferenceService."""
         if self.isvc(name) is not None or self.sim.get(kind, NAMESPACE, name) is not None:
             return
-        labels = {"app": name}
-        if kind == DEPLOYMENT:
-            spec: Obj = {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
-                },
-            }
-            api_version = "apps/v1"
-        else:
-            spec = {"selector": labels, "ports": [{"port": 80}]}
-            api_version = "v1"
-        manifest = {
-            "apiVersion": api_version,
-            "kind": kind,
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
-            "spec": spec,
-        }
+        manifest = foreign_child_manifest(kind, name, NAMESPACE)
         try:
             created = self.sim.api.create(manifest)
         except ApiError:
