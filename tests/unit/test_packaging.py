@@ -144,6 +144,6 @@ def test_requirements_lock_pins_the_runtime_dependencies() -> None:
         for line in (ROOT / "requirements.lock").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    for name in ("kopf", "kubernetes", "pydantic", "pyyaml"):
+    for name in ("kopf", "kubernetes", "pydantic", "pyyaml", "prometheus-client"):
         assert name in pins and re.match(r"^\d+(\.\d+)+", pins[name]), name
     assert "requirements.lock" in dockerfile()
