@@ -66,7 +66,9 @@ def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
         from ..lb.http import HttpLoadBalancer
 
         assert config.lb_url is not None  # checked by OperatorConfig
-        return HttpLoadBalancer(config.lb_url, timeout=config.lb_timeout)
+        return HttpLoadBalancer(
+            config.lb_url, timeout=config.lb_timeout, token=config.lb_token, ca_file=config.lb_ca_file
+        )
     return InMemoryLoadBalancer()
 
 

@@ -9,7 +9,9 @@ aggregate into view/edit/admin with exactly deploy/rbac/user_roles.yaml's rules,
 only; the image allow-list policy is off by default, lists the prefixes in its CEL expression, is
 bound to the watched namespaces in namespaced mode, refuses to render with no prefix, and has
 the shape of deploy/optional/image-allowlist.yaml; `kubectl kustomize deploy/rbac/namespaced`
-puts the Role and RoleBinding in the watched namespace and leaves the subject in the operator's.
+puts the Role and RoleBinding in the watched namespace and leaves the subject in the operator's;
+the registry's bearer token reaches the operator from a Secret (secretKeyRef) and its CA bundle
+from a mounted ConfigMap, neither by default, and a CA bundle without an https URL is refused.
 """
 
 from __future__ import annotations
@@ -138,3 +140,31 @@ def test_the_namespaced_rbac_kustomization_sets_the_watched_namespace() -> None:
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "inference-operator", "namespace": "inference-operator"}
     ]
+
+
+def test_the_registry_token_comes_from_a_secret_and_the_ca_from_a_configmap(
+    render: Render, template: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    values = {
+        "loadBalancer": {
+            "provider": "http",
+            "url": "https://lb.example:8443",
+            "tokenSecret": {"name": "lb-token", "key": "bearer"},
+            "caBundle": {"configMap": "lb-ca", "key": "bundle.pem"},
+        }
+    }
+    pod = only(render(values), "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["INFERENCE_OPERATOR_LB_TOKEN"]["valueFrom"] == {"secretKeyRef": {"name": "lb-token", "key": "bearer"}}
+    assert env["INFERENCE_OPERATOR_LB_CA_FILE"]["value"] == "/etc/inference-operator/lb-ca/bundle.pem"
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "lb-ca")
+    assert mount == {"name": "lb-ca", "mountPath": "/etc/inference-operator/lb-ca", "readOnly": True}
+    volume = next(v for v in pod["volumes"] if v["name"] == "lb-ca")
+    assert volume["configMap"] == {"name": "lb-ca", "items": [{"key": "bundle.pem", "path": "bundle.pem"}]}
+    default_env = {e["name"] for e in only(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert not {"INFERENCE_OPERATOR_LB_TOKEN", "INFERENCE_OPERATOR_LB_CA_FILE"} & default_env
+    plain = template(
+        {"loadBalancer": {"provider": "http", "url": "http://lb:9090", "caBundle": {"configMap": "lb-ca"}}}
+    )
+    assert plain.returncode != 0 and "loadBalancer.caBundle.configMap" in plain.stderr
