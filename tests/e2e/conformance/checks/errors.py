@@ -1,0 +1,134 @@
+"""The failures of the generic verbs: missing objects (404), bodies that disagree with the URL
+(400), malformed patches (400), changes to identity (400 or 422), writes to deleted objects.
+
+Only the status code, the reason and (for 422) the fields named are compared: the wording of a
+message is the server's own.
+"""
+
+from __future__ import annotations
+
+from ..objects import configmap, isvc
+from ..recorder import Api
+from ..registry import check
+
+
+@check("errors/update-of-a-missing-object-is-404")
+def update_missing(api: Api) -> None:
+    api.update(configmap("missing", {"k": "v"}))
+
+
+@check("errors/update-of-a-missing-object-with-resource-version-is-404")
+def update_missing_rv(api: Api) -> None:
+    api.update(configmap("missing", {"k": "v"}, resourceVersion="1"))
+
+
+@check("errors/patch-of-a-missing-object-is-404")
+def patch_missing(api: Api) -> None:
+    api.patch("ConfigMap", "missing", {"data": {"k": "v"}})
+
+
+@check("errors/delete-of-a-missing-object-is-404")
+def delete_missing(api: Api) -> None:
+    api.delete("ConfigMap", "missing")
+
+
+@check("errors/status-write-of-a-missing-object-is-404")
+def status_missing(api: Api) -> None:
+    body = isvc("missing")
+    api.update({**body, "status": {"observedGeneration": 1}}, subresource="status")
+    api.patch("InferenceService", "missing", {"status": {"observedGeneration": 1}}, subresource="status")
+
+
+@check("errors/create-of-another-kind-than-the-url-is-400")
+def create_wrong_kind(api: Api) -> None:
+    api.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}, url_kind="ConfigMap")
+    api.create({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, url_kind="ConfigMap")
+    api.create({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "x"}}, url_kind="ConfigMap")
+    api.get("ConfigMap", "x")
+
+
+@check("errors/create-without-kind-takes-the-url-kind")
+def create_no_kind(api: Api) -> None:
+    api.create({"metadata": {"name": "x"}, "data": {"k": "v"}}, url_kind="ConfigMap")
+
+
+@check("errors/create-in-another-namespace-than-the-url-is-400")
+def create_wrong_namespace(api: Api) -> None:
+    api.create(configmap("x", namespace="default"), url_namespace=api.ns)
+
+
+@check("errors/update-naming-another-object-than-the-url-is-400")
+def update_wrong_name(api: Api) -> None:
+    first = api.create(configmap("x", {"k": "1"}))
+    api.update({**first, "metadata": {**first["metadata"], "name": "y"}}, url_name="x")
+    api.update({**first, "metadata": {**first["metadata"], "namespace": "default"}}, url_namespace=api.ns)
+    api.get("ConfigMap", "x", keep=("data", "metadata.resourceVersion"))
+
+
+@check("errors/merge-patch-that-is-no-object-is-400")
+def patch_malformed(api: Api) -> None:
+    api.create(configmap("x", {"k": "1"}))
+    api.patch("ConfigMap", "x", [{"op": "add", "path": "/data/k", "value": "2"}])
+    api.patch("ConfigMap", "x", "data")
+    api.patch("ConfigMap", "x", None)
+    api.get("ConfigMap", "x", keep=("data", "metadata.resourceVersion"))
+
+
+@check("errors/patch-of-name-or-namespace-is-400")
+def patch_identity(api: Api) -> None:
+    api.create(configmap("x"))
+    api.patch("ConfigMap", "x", {"metadata": {"name": "y"}})
+    api.patch("ConfigMap", "x", {"metadata": {"namespace": "default"}})
+
+
+@check("errors/patch-of-uid-is-422")
+def patch_uid(api: Api) -> None:
+    api.create(configmap("x"))
+    api.patch("ConfigMap", "x", {"metadata": {"uid": "3a1f5b2e-0000-4000-8000-000000000001"}})
+
+
+@check("errors/patch-with-stale-resource-version-is-409")
+def patch_stale(api: Api) -> None:
+    first = api.create(configmap("x", {"k": "1"}))
+    api.patch("ConfigMap", "x", {"data": {"k": "2"}})
+    api.patch(
+        "ConfigMap", "x", {"data": {"k": "3"}, "metadata": {"resourceVersion": first["metadata"]["resourceVersion"]}}
+    )
+
+
+@check("errors/update-of-a-deleted-object-is-404")
+def update_deleted(api: Api) -> None:
+    first = api.create(configmap("x", {"k": "1"}))
+    api.delete("ConfigMap", "x")
+    api.update({**first, "data": {"k": "2"}})
+    api.patch("ConfigMap", "x", {"data": {"k": "2"}})
+
+
+@check("errors/update-with-another-uid-is-409")
+def update_other_uid(api: Api) -> None:
+    first = api.create(configmap("x", {"k": "1"}))
+    meta = {**first["metadata"], "uid": "3a1f5b2e-0000-4000-8000-000000000001"}
+    api.update({**first, "metadata": meta, "data": {"k": "2"}})
+
+
+@check("errors/recreated-object-refuses-the-old-uid")
+def update_recreated(api: Api) -> None:
+    first = api.create(configmap("x", {"k": "1"}))
+    api.delete("ConfigMap", "x")
+    api.create(configmap("x", {"k": "new"}))
+    meta = {k: v for k, v in first["metadata"].items() if k != "resourceVersion"}
+    api.update({**first, "metadata": meta, "data": {"k": "2"}})
+
+
+@check("errors/delete-twice-is-404")
+def delete_twice(api: Api) -> None:
+    api.create(configmap("x"))
+    api.delete("ConfigMap", "x")
+    api.delete("ConfigMap", "x")
+
+
+@check("errors/delete-with-unknown-propagation-is-422")
+def delete_bad_propagation(api: Api) -> None:
+    api.create(configmap("x"))
+    api.delete("ConfigMap", "x", propagation="Sideways")
+    api.get("ConfigMap", "x", keep=("metadata.name",))
