@@ -5,7 +5,10 @@ controller does, following ``ownerReferences``. It keeps a graph from owner uid 
 and, once an owner is gone, deletes its dependents (``Background``); or it deletes them first
 and only then lets the owner go (``Foreground``, via the ``foregroundDeletion`` finalizer); or
 it strips the reference and leaves them alone (``Orphan``). A dependent created for an owner
-that is already gone is collected as well.
+that is already gone is collected as well. Like the real collector, an owner is looked up by what
+the reference names (kind, name, and the dependent's namespace for a namespaced owner) and must
+have the reference's uid: a reference to another kind, name or namespace than the uid's object
+names an absent owner.
 
 The fake runs that controller synchronously at the end of every request, so a test sees the
 cascade finished when the call returns. It is a separate controller with its own state (the
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from ..errors import Invalid
-from .strategy import Key
+from .strategy import Key, key_for
 
 __all__ = [
     "FOREGROUND_FINALIZER",
@@ -152,10 +155,10 @@ class GarbageCollector:
         solid: list[str] = []
         gone: set[str] = set()
         waiting: set[str] = set()
-        for uid in _owner_uids(dependent["metadata"]):
-            owner_key = self._keys.get(uid)
-            owner = self._lookup(owner_key) if owner_key is not None else None
-            if owner is None:
+        for ref in _owner_refs(dependent["metadata"]):
+            uid = ref["uid"]
+            owner = self._lookup(key_for(str(ref.get("kind", "")), key[1], str(ref.get("name", ""))))
+            if owner is None or owner["metadata"]["uid"] != uid:  # looked up by what the reference names
                 gone.add(uid)
             elif FOREGROUND_FINALIZER in owner["metadata"].get("finalizers", ()):
                 waiting.add(uid)
@@ -233,5 +236,9 @@ class GarbageCollector:
         self._queue.append(owner_uid)  # a foreground-deleting owner may be free to go now
 
 
+def _owner_refs(meta: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [ref for ref in meta.get("ownerReferences", ()) if isinstance(ref, Mapping) and ref.get("uid")]
+
+
 def _owner_uids(meta: Mapping[str, Any]) -> set[str]:
-    return {ref["uid"] for ref in meta.get("ownerReferences", ()) if isinstance(ref, Mapping) and ref.get("uid")}
+    return {ref["uid"] for ref in _owner_refs(meta)}

@@ -14,6 +14,7 @@ from typing import Any
 from ..objects import configmap, owner_ref, secret
 from ..recorder import Api
 from ..registry import check
+from ..transports import Request
 
 HOLD = "conformance.example/hold"
 """A finalizer nobody but the check removes: keeps a dependent there, marked, for as long as needed."""
@@ -186,3 +187,44 @@ def gc_reference_removed(api: Api) -> None:
     api.delete("ConfigMap", "owner")
     api.wait_gone("ConfigMap", "owner")
     api.get("ConfigMap", "dependent", keep=("metadata.ownerReferences",))
+
+
+@check("gc/reference-naming-another-kind-is-an-absent-owner")
+def gc_wrong_kind(api: Api) -> None:
+    owner = api.create(configmap("owner"))
+    api.create(configmap("dependent", ownerReferences=[{**owner_ref(owner), "kind": "Secret"}]), keep=())
+    api.wait_gone("ConfigMap", "dependent")
+    api.get("ConfigMap", "owner", keep=("metadata.name",))
+
+
+@check("gc/reference-naming-another-name-is-an-absent-owner")
+def gc_wrong_name(api: Api) -> None:
+    owner = api.create(configmap("owner"))
+    api.create(configmap("dependent", ownerReferences=[{**owner_ref(owner), "name": "somebody"}]), keep=())
+    api.wait_gone("ConfigMap", "dependent")
+
+
+@check("gc/owner-in-another-namespace-is-absent")
+def gc_other_namespace(api: Api) -> None:
+    other = f"{api.ns}-other"
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}, keep=("metadata.name",))
+    try:
+        owner = api.create(configmap("owner", namespace=other), keep=("metadata.namespace",))
+        api.create(configmap("dependent", ownerReferences=[owner_ref(owner)]), keep=())
+        api.wait_gone("ConfigMap", "dependent")
+        api.get("ConfigMap", "owner", namespace=other, keep=("metadata.name",))
+    finally:  # not recorded: what deleting a namespace answers is the namespaces area's
+        api.transport.request(Request("delete", "Namespace", name=other))
+
+
+@check("gc/cluster-scoped-owner-of-a-namespaced-dependent")
+def gc_cluster_scoped_owner(api: Api) -> None:
+    other = f"{api.ns}-owner"
+    owner = api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}, keep=("metadata.uid",))
+    try:
+        api.create(configmap("dependent", ownerReferences=[owner_ref(owner)]), keep=("metadata.ownerReferences",))
+        api.get("ConfigMap", "dependent", keep=("metadata.ownerReferences",))
+        api.transport.request(Request("delete", "Namespace", name=other))
+        api.wait_gone("ConfigMap", "dependent")
+    finally:
+        api.transport.request(Request("delete", "Namespace", name=other))

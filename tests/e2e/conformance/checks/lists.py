@@ -74,6 +74,15 @@ def list_empty_value(api: Api) -> None:
     api.names("ConfigMap", selector="app!=")
 
 
+@check("list/label-set-edge-cases")
+def list_set_edges(api: Api) -> None:
+    api.create(configmap("blank", labels={"app": ""}), keep=())
+    api.create(configmap("a", labels={"app": "a", "example.com/team": "x"}), keep=())
+    api.create(configmap("none"), keep=())
+    for selector in ("app in ()", "app notin ()", "app in (a,)", "app in ( a , b )", "example.com/team=x", "!app,app"):
+        api.names("ConfigMap", selector=selector)
+
+
 @check("list/label-invalid-selectors-are-400")
 def list_invalid(api: Api) -> None:
     for selector in ("app in (a", "app in ()", "a b", "=a", "app=a,", "!app=a", "app=-x", "bad key=1", "app>x"):

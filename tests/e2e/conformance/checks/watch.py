@@ -113,3 +113,25 @@ def watch_writes(api: Api) -> None:
     for value in ("1", "2", "3"):
         api.patch("ConfigMap", "w", {"data": {"k": value}}, keep=("metadata.resourceVersion",))
     api.events(handle, 4, keep=("metadata.resourceVersion", "data"))
+
+
+@check("watch/orphan-delete-sequence")
+def watch_orphan(api: Api) -> None:
+    handle = api.watch("ConfigMap")
+    owner = api.create(configmap("owner"), keep=())
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    api.create(configmap("dependent", ownerReferences=[ref]), keep=())
+    api.delete("ConfigMap", "owner", propagation="Orphan")
+    api.wait_gone("ConfigMap", "owner")
+    api.events(handle, 5, keep=("metadata.name", "metadata.finalizers", "metadata.ownerReferences"))
+
+
+@check("watch/foreground-delete-sequence")
+def watch_foreground(api: Api) -> None:
+    handle = api.watch("ConfigMap")
+    owner = api.create(configmap("owner"), keep=())
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    api.create(configmap("dependent", ownerReferences=[{**ref, "blockOwnerDeletion": True}]), keep=())
+    api.delete("ConfigMap", "owner", propagation="Foreground")
+    api.wait_gone("ConfigMap", "owner")
+    api.events(handle, 5, keep=("metadata.name", "metadata.finalizers"))
