@@ -96,11 +96,10 @@ class ObjectStore:
             self.reads += 1
             frozen = self._frozen
             key_of = strategy.key_of_stored
-            return [
-                thaw_object(frozen[key_of(obj)])
-                for obj in self._select(kind, namespace, labels)
-                if selector.matches(obj["metadata"].get("labels") or {}) and fields(obj)
-            ]
+            chosen = self._select(kind, namespace, labels)
+            if selector or field_selector:
+                chosen = [o for o in chosen if selector.matches(o["metadata"].get("labels") or {}) and fields(o)]
+            return [thaw_object(frozen[key_of(obj)]) for obj in chosen]
 
     def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
         """List and open a watch atomically: the watch sees exactly the changes after the list."""

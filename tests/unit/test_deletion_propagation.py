@@ -11,7 +11,8 @@ Covers:
 - Owners are looked up by what a reference names: another kind, name or namespace than the
   uid's object is an absent owner, and the dependent is collected; a cluster-scoped owner of a
   namespaced dependent is a real owner.
-- An unknown propagation policy is Invalid, naming ``propagationPolicy``.
+- An unknown propagation policy is Invalid, naming ``propagationPolicy``; an owner reference
+  without uid, name or kind is Invalid at ``metadata.ownerReferences.<field>`` (no index, as for real).
 """
 
 from __future__ import annotations
@@ -143,3 +144,10 @@ def test_an_unknown_propagation_policy_names_the_field(api: FakeApiServer) -> No
     api.create(configmap("cm"))
     with pytest.raises(Invalid, match=r"propagationPolicy: Unsupported value"):
         api.delete("ConfigMap", "default", "cm", propagation="Sideways")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("field", ["uid", "name", "kind"])
+def test_an_owner_reference_without_a_field_is_invalid_at_the_real_path(api: FakeApiServer, field: str) -> None:
+    owner = api.create(configmap("owner"))
+    with pytest.raises(Invalid, match=rf'metadata\.ownerReferences\.{field}: Invalid value: "": '):
+        api.create(configmap("dependent", ownerReferences=[ref(owner, **{field: ""})]))

@@ -158,3 +158,34 @@ def apply_after_update(api: Api) -> None:
     api.create(configmap("a", {"x": "1"}, labels={"made": "by-create"}))
     api.apply(configmap("a", {"y": "2"}), manager="alice")
     api.apply(configmap("a", {"z": "3"}), manager="alice")
+
+
+@check("apply/an-update-takes-a-field-from-its-applier")
+def apply_then_update(api: Api) -> None:
+    applied = api.apply(configmap("a", {"x": "1", "y": "1"}), manager="alice")
+    api.update({**applied, "data": {"x": "2", "y": "1"}}, keep=("metadata.managedFields",))
+    api.apply(configmap("a", {"x": "1", "y": "1"}), manager="alice")
+    api.apply(configmap("a", {"y": "1"}), manager="alice")
+
+
+@check("apply/list-map-item-shared-by-two-appliers")
+def apply_list_item_shared(api: Api) -> None:
+    api.apply(_svc("s", ports=[80, 81], selector={"app": "s"}), manager="alice", keep=SERVICE_KEEP)
+    api.apply(_svc("s", ports=[81]), manager="bob", keep=SERVICE_KEEP)
+    api.apply(_svc("s", ports=[80], selector={"app": "s"}), manager="alice", keep=SERVICE_KEEP)
+    api.apply(_svc("s", ports=[]), manager="bob", keep=SERVICE_KEEP)
+
+
+@check("apply/to-a-terminating-object")
+def apply_terminating(api: Api) -> None:
+    api.apply(configmap("a", {"x": "1"}, finalizers=["conformance.example/hold"]), manager="alice")
+    api.delete("ConfigMap", "a")
+    api.apply(configmap("a", {"x": "2"}, finalizers=["conformance.example/hold"]), manager="alice")
+    api.apply(configmap("a", {"x": "2"}), manager="alice", keep=("data",))
+    api.wait_gone("ConfigMap", "a")
+
+
+@check("apply/metadata-labels-and-annotations-removed-when-no-longer-applied")
+def apply_metadata_prune(api: Api) -> None:
+    api.apply(configmap("a", labels={"l": "1"}, annotations={"n": "1"}), manager="alice")
+    api.apply(configmap("a"), manager="alice")

@@ -7,7 +7,7 @@ message is the server's own.
 
 from __future__ import annotations
 
-from ..objects import configmap, isvc
+from ..objects import configmap, isvc, owner_ref
 from ..recorder import Api
 from ..registry import check
 
@@ -132,3 +132,32 @@ def delete_bad_propagation(api: Api) -> None:
     api.create(configmap("x"))
     api.delete("ConfigMap", "x", propagation="Sideways")
     api.get("ConfigMap", "x", keep=("metadata.name",))
+
+
+@check("errors/update-without-kind-takes-the-url-kind")
+def update_no_kind(api: Api) -> None:
+    first = api.create(configmap("x", {"k": "1"}))
+    body = {k: v for k, v in first.items() if k not in ("kind", "apiVersion")}
+    api.update({**body, "kind": "ConfigMap", "data": {"k": "2"}}, keep=("data",))
+    api.get("ConfigMap", "x", keep=("kind", "apiVersion", "data"))
+
+
+@check("errors/get-and-list-in-a-missing-namespace")
+def missing_namespace(api: Api) -> None:
+    api.get("ConfigMap", "x", namespace=f"{api.ns}-missing")
+    api.list("ConfigMap", namespace=f"{api.ns}-missing", keep=("items",))
+
+
+@check("errors/two-controller-references-is-422")
+def two_controllers(api: Api) -> None:
+    first = api.create(configmap("first"))
+    second = api.create(configmap("second"))
+    refs = [owner_ref(first, controller=True), owner_ref(second, controller=True)]
+    api.create(configmap("dependent", ownerReferences=refs))
+
+
+@check("errors/owner-reference-without-uid-or-name-is-422")
+def ref_incomplete(api: Api) -> None:
+    owner = api.create(configmap("owner"))
+    api.create(configmap("no-uid", ownerReferences=[{**owner_ref(owner), "uid": ""}]))
+    api.create(configmap("no-name", ownerReferences=[{**owner_ref(owner), "name": ""}]))
