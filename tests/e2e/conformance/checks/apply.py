@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..objects import configmap
+from ..objects import configmap, isvc
 from ..recorder import Api
 from ..registry import check
 
@@ -189,3 +189,14 @@ def apply_terminating(api: Api) -> None:
 def apply_metadata_prune(api: Api) -> None:
     api.apply(configmap("a", labels={"l": "1"}, annotations={"n": "1"}), manager="alice")
     api.apply(configmap("a"), manager="alice")
+
+
+@check("apply/custom-resource-atomic-list-and-granular-map")
+def apply_custom_resource(api: Api) -> None:
+    keep = ("spec.args", "spec.nodeSelector", "metadata.managedFields")
+    api.apply(isvc("m", args=["--a", "--b"], nodeSelector={"pool": "gpu"}), manager="alice", keep=keep)
+    api.apply(isvc("m", args=["--c"], nodeSelector={"zone": "z1"}), manager="bob", keep=keep)
+    api.apply(isvc("m", args=["--c"], nodeSelector={"zone": "z1"}), manager="bob", force=True, keep=keep)
+    api.apply(isvc("m"), manager="alice", keep=keep)
+    api.patch("InferenceService", "m", {"metadata": {"finalizers": None}}, keep=())
+    api.delete("InferenceService", "m")

@@ -228,3 +228,15 @@ def gc_cluster_scoped_owner(api: Api) -> None:
         api.wait_gone("ConfigMap", "dependent")
     finally:
         api.transport.request(Request("delete", "Namespace", name=other))
+
+
+@check("gc/foreground-owner-goes-when-the-blocking-reference-is-removed")
+def gc_foreground_unblocked(api: Api) -> None:
+    owner = api.create(configmap("owner"))
+    api.create(configmap("dependent", finalizers=[HOLD], ownerReferences=[owner_ref(owner, block=True)]))
+    api.delete("ConfigMap", "owner", propagation="Foreground", keep=("metadata.finalizers",))
+    api.wait_for("ConfigMap", "dependent", _terminating, what="is terminating", keep=("metadata.finalizers",))
+    api.patch("ConfigMap", "dependent", {"metadata": {"ownerReferences": None}}, keep=("metadata.ownerReferences",))
+    api.wait_gone("ConfigMap", "owner")
+    _release(api, "dependent")
+    api.wait_gone("ConfigMap", "dependent")
