@@ -170,7 +170,7 @@ class FakeApiServer(ObjectStore):
 
             def build(stored: Obj) -> tuple[Obj, Obj]:
                 patched = merge_patch(stored, patch, copy=False)
-                check_patch(url, stored, patched)
+                check_patch(url, stored=stored, patched=patched)
                 return self._prepare_update(key, stored, defaults.ingest(kind, patched)), patched
 
             return self._write("patch", key, build, precondition=patch_preconditions(patch), manager=field_manager)
@@ -186,7 +186,7 @@ class FakeApiServer(ObjectStore):
 
             def build(stored: Obj) -> tuple[Obj, Obj]:
                 patched = merge_patch(stored, patch, copy=False)
-                check_patch(url, stored, patched)
+                check_patch(url, stored=stored, patched=patched)
                 return strategy.prepare_status_update(key, stored, patched), patched
 
             checked = patch_preconditions(patch)
@@ -345,7 +345,7 @@ class FakeApiServer(ObjectStore):
     def _delete(self, key: Key, propagation: Propagation) -> bool:
         stored = self._stored(key)
         uid = stored["metadata"]["uid"]
-        finalizers = deletion_finalizers(key, stored["metadata"], propagation)
+        finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
         if not finalizers:
             self._remove(key, stored, self._next_resource_version())
             return True

@@ -52,7 +52,7 @@ class _Orphaning:
     owner_uid: str
 
 
-def deletion_finalizers(key: Key, meta: Mapping[str, Any], propagation: str) -> list[str]:
+def deletion_finalizers(key: Key, meta: Mapping[str, Any], *, propagation: str) -> list[str]:
     """The finalizers an object has once a delete with ``propagation`` marked it: its own, plus the
     policy's (added whether or not it has dependents, as by the real API server). :class:`Invalid`
     for a policy the API server does not know."""

@@ -159,7 +159,7 @@ def _json_type(value: Any) -> str:
     return "number"
 
 
-def check_patch(target: Target, stored: Mapping[str, Any], patched: Mapping[str, Any]) -> None:
+def check_patch(target: Target, *, stored: Mapping[str, Any], patched: Mapping[str, Any]) -> None:
     """A patch may not move the object (400 when the patched name or namespace is not the URL's)
     nor change its uid (422: a patch carries no uid precondition, the field is immutable)."""
     meta = _meta(patched)

@@ -81,16 +81,19 @@ class Watch:
         """One change: ``new`` is the object now (DELETED: its last state), ``old`` the version
         before a MODIFIED. A selector's leave is DELETED with the old state at the new version."""
         if self.selector:
-            now = self.selector.matches(_labels(new))
-            before = event == "MODIFIED" and old is not None and self.selector.matches(_labels(old))
-            if event == "DELETED" or not now:
-                if not (now if event == "DELETED" else before):
+            matches_now = self.selector.matches(_labels(new))
+            if event == "DELETED":
+                if not matches_now:
                     return
-                if event == "MODIFIED" and old is not None:
+            else:
+                matched_before = event == "MODIFIED" and old is not None and self.selector.matches(_labels(old))
+                if not matches_now and not matched_before:
+                    return  # outside the selector before and after
+                if matches_now and not matched_before:
+                    event = "ADDED"  # it entered the selector
+                elif not matches_now and old is not None:  # it left: its old state, at the new version
                     rv = new["metadata"]["resourceVersion"]
                     event, blob = "DELETED", freeze({**old, "metadata": {**old["metadata"], "resourceVersion": rv}})
-            elif not before:
-                event = "ADDED"
         self._events.append((event, blob))
 
 
