@@ -200,3 +200,9 @@ def apply_custom_resource(api: Api) -> None:
     api.apply(isvc("m"), manager="alice", keep=keep)
     api.patch("InferenceService", "m", {"metadata": {"finalizers": None}}, keep=())
     api.delete("InferenceService", "m")
+
+
+@check("apply/duplicate-list-map-keys-is-500")
+def apply_duplicate_keys(api: Api) -> None:
+    api.apply(_svc("s", ports=[80, 80]), manager="alice")
+    api.get("Service", "s", keep=("metadata.name",))
