@@ -240,3 +240,36 @@ def gc_foreground_unblocked(api: Api) -> None:
     api.wait_gone("ConfigMap", "owner")
     _release(api, "dependent")
     api.wait_gone("ConfigMap", "dependent")
+
+
+@check("gc/orphan-of-an-owner-with-its-own-finalizer-keeps-that-finalizer")
+def gc_orphan_own_finalizer(api: Api) -> None:
+    api.create(configmap("owner", finalizers=[HOLD]))
+    api.delete("ConfigMap", "owner", propagation="Orphan", keep=("metadata.finalizers",))
+    api.wait_for(
+        "ConfigMap",
+        "owner",
+        lambda obj: obj["metadata"].get("finalizers") == [HOLD],
+        what="holds only its own finalizer",
+        keep=("metadata.finalizers", "metadata.deletionTimestamp"),
+    )
+    _release(api, "owner")
+    api.wait_gone("ConfigMap", "owner")
+
+
+@check("gc/second-delete-with-a-policy-of-a-terminating-owner")
+def gc_second_delete(api: Api) -> None:
+    owner = api.create(configmap("owner", finalizers=[HOLD]))
+    api.create(configmap("blocking", ownerReferences=[owner_ref(owner, block=True)]))
+    api.delete("ConfigMap", "owner", keep=("metadata.finalizers",))
+    api.delete("ConfigMap", "owner", propagation="Foreground", keep=("metadata.finalizers",))
+    api.wait_gone("ConfigMap", "blocking")
+    api.wait_for(
+        "ConfigMap",
+        "owner",
+        lambda obj: obj["metadata"].get("finalizers") == [HOLD],
+        what="holds only its own finalizer",
+        keep=("metadata.finalizers",),
+    )
+    _release(api, "owner")
+    api.wait_gone("ConfigMap", "owner")
