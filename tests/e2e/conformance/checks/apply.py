@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..objects import configmap, isvc
+from ..objects import configmap, deployment, isvc, service
 from ..recorder import Api
 from ..registry import check
 
@@ -206,3 +206,36 @@ def apply_custom_resource(api: Api) -> None:
 def apply_duplicate_keys(api: Api) -> None:
     api.apply(_svc("s", ports=[80, 80]), manager="alice")
     api.get("Service", "s", keep=("metadata.name",))
+
+
+@check("apply/deployment-replicas-handed-over-to-an-updater")
+def apply_replicas_handover(api: Api) -> None:
+    keep = ("spec.replicas", "metadata.managedFields")
+    api.apply(deployment("d", replicas=2), manager="alice", keep=keep)
+    api.patch("Deployment", "d", {"spec": {"replicas": 3}}, keep=keep)
+    without = deployment("d")
+    del without["spec"]["replicas"]
+    api.apply(without, manager="alice", keep=keep)
+    api.apply(deployment("d", replicas=5), manager="alice", keep=keep)
+
+
+@check("apply/deployment-container-env-items-by-name")
+def apply_env(api: Api) -> None:
+    keep = ("spec.template.spec.containers", "metadata.managedFields")
+    first = deployment("d")
+    first["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"},
+        {"name": "B", "value": "2"},
+    ]
+    api.apply(first, manager="alice", keep=keep)
+    second = deployment("d")
+    second["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "B", "value": "3"}]
+    api.apply(second, manager="bob", keep=keep)
+    api.apply(second, manager="bob", force=True, keep=keep)
+
+
+@check("apply/service-ports-changed-in-place")
+def apply_service(api: Api) -> None:
+    api.apply(service("s"), manager="alice")
+    changed = {"selector": {"app": "s"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+    api.apply({**service("s"), "spec": changed}, manager="alice")

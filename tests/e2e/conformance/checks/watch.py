@@ -135,3 +135,12 @@ def watch_foreground(api: Api) -> None:
     api.delete("ConfigMap", "owner", propagation="Foreground")
     api.wait_gone("ConfigMap", "owner")
     api.events(handle, 5, keep=("metadata.name", "metadata.finalizers"))
+
+
+@check("watch/apply-by-a-second-manager-of-the-same-value-is-modified")
+def watch_second_manager(api: Api) -> None:
+    handle = api.watch("ConfigMap")
+    api.apply(configmap("a", {"x": "1"}), manager="alice", keep=("metadata.resourceVersion",))
+    api.apply(configmap("a", {"x": "1"}), manager="bob", keep=("metadata.resourceVersion",))
+    api.apply(configmap("a", {"x": "1"}), manager="bob", keep=("metadata.resourceVersion",))
+    api.events(handle, 2, keep=("metadata.resourceVersion", "metadata.managedFields"))
