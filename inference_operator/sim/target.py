@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..errors import Invalid
+from .decoding import check_body_decodes, check_patch_decodes
 from .managedfields import BadRequest
 
 __all__ = [
@@ -100,6 +101,7 @@ def _check_name(target: Target, meta: Mapping[str, Any]) -> None:
 def body_for_create(target: Target, obj: Any) -> Obj:
     """A create's body as the server takes it: kind, version and namespace from the URL."""
     decoded = _decoded(target, obj)
+    check_body_decodes(target.kind, decoded)
     decoded["metadata"] = _check_namespace(target, _meta(decoded), fill=True)
     return decoded
 
@@ -108,6 +110,7 @@ def check_update_body(target: Target, obj: Any) -> Obj:
     """A PUT's body as the server takes it (kind and version from the URL); 400 when it names another
     object than the URL."""
     decoded = _decoded(target, obj)
+    check_body_decodes(target.kind, decoded)
     meta = _check_namespace(target, _meta(decoded), fill=True)
     _check_name(target, meta)
     decoded["metadata"] = meta
@@ -160,8 +163,10 @@ def _json_type(value: Any) -> str:
 
 
 def check_patch(target: Target, *, stored: Mapping[str, Any], patched: Mapping[str, Any]) -> None:
-    """A patch may not move the object (400 when the patched name or namespace is not the URL's)
-    nor change its uid (422: a patch carries no uid precondition, the field is immutable)."""
+    """A patch's result must decode into the kind and keep its kind and version (422, :mod:`.decoding`),
+    may not move the object (400 when the patched name or namespace is not the URL's) nor change
+    its uid (422: a patch carries no uid precondition, the field is immutable)."""
+    check_patch_decodes(target.kind, target.name, stored, patched)
     meta = _meta(patched)
     _check_namespace(target, meta, fill=False)
     _check_name(target, meta)

@@ -7,7 +7,7 @@ message is the server's own.
 
 from __future__ import annotations
 
-from ..objects import configmap, isvc, owner_ref
+from ..objects import configmap, isvc, owner_ref, secret
 from ..recorder import Api
 from ..registry import check
 
@@ -161,3 +161,42 @@ def ref_incomplete(api: Api) -> None:
     owner = api.create(configmap("owner"))
     api.create(configmap("no-uid", ownerReferences=[{**owner_ref(owner), "uid": ""}]))
     api.create(configmap("no-name", ownerReferences=[{**owner_ref(owner), "name": ""}]))
+
+
+@check("errors/create-with-values-of-the-wrong-type-is-400")
+def create_wrong_types(api: Api) -> None:
+    api.create({**configmap("a"), "data": "text"})
+    api.create({**configmap("b"), "data": {"k": 1}})
+    api.create({**configmap("c"), "data": {"k": True}})
+    api.create({**configmap("d"), "metadata": {"name": "d", "labels": {"a": 1}}})
+    api.create({**configmap("e"), "metadata": {"name": "e", "annotations": {"a": 1}}})
+    api.create({**configmap("f"), "metadata": {"name": "f", "finalizers": "x"}})
+    api.create({**configmap("g"), "metadata": {"name": "g", "finalizers": [1]}})
+    api.create({**configmap("h"), "metadata": {"name": "h", "ownerReferences": ["x"]}})
+    api.create({**secret("i"), "stringData": {"k": 1}})
+    api.create({**configmap("j"), "data": None}, keep=("data",))
+
+
+@check("errors/patch-to-values-of-the-wrong-type-is-422")
+def patch_wrong_types(api: Api) -> None:
+    api.create(configmap("x", {"k": "1"}))
+    for patch in (
+        {"metadata": "x"},
+        {"data": "x"},
+        {"data": {"k": 1}},
+        {"binaryData": {"b": 3}},
+        {"metadata": {"labels": "x"}},
+        {"metadata": {"labels": {"a": 1}}},
+        {"metadata": {"annotations": {"a": False}}},
+        {"metadata": {"finalizers": "x"}},
+    ):
+        api.patch("ConfigMap", "x", patch)
+    api.get("ConfigMap", "x", keep=("data", "metadata.resourceVersion"))
+
+
+@check("errors/patch-of-kind-or-api-version-is-422")
+def patch_kind(api: Api) -> None:
+    api.create(configmap("x", {"k": "1"}))
+    api.patch("ConfigMap", "x", {"kind": "Secret"})
+    api.patch("ConfigMap", "x", {"apiVersion": "v2"})
+    api.patch("ConfigMap", "x", {"kind": "ConfigMap", "apiVersion": "v1"}, keep=("metadata.resourceVersion",))
