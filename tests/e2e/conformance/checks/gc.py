@@ -219,14 +219,23 @@ def gc_other_namespace(api: Api) -> None:
 
 @check("gc/cluster-scoped-owner-of-a-namespaced-dependent")
 def gc_cluster_scoped_owner(api: Api) -> None:
+    """A living Namespace is a solid owner: deleting the other owner only strips that reference.
+    (Not waiting for the Namespace to go: that is the namespace controller's pace, not the GC's.)"""
     other = f"{api.ns}-owner"
-    owner = api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}, keep=("metadata.uid",))
+    namespace = api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}, keep=())
     try:
-        api.create(configmap("dependent", ownerReferences=[owner_ref(owner)]), keep=("metadata.ownerReferences",))
-        api.get("ConfigMap", "dependent", keep=("metadata.ownerReferences",))
-        api.transport.request(Request("delete", "Namespace", name=other))
-        api.wait_gone("ConfigMap", "dependent")
-    finally:
+        owner = api.create(configmap("owner"))
+        refs = [owner_ref(namespace), owner_ref(owner)]
+        api.create(configmap("dependent", ownerReferences=refs), keep=("metadata.ownerReferences",))
+        api.delete("ConfigMap", "owner")
+        api.wait_for(
+            "ConfigMap",
+            "dependent",
+            lambda obj: len(obj["metadata"].get("ownerReferences", ())) == 1,
+            what="keeps the Namespace as its owner",
+            keep=("metadata.ownerReferences", "metadata.deletionTimestamp"),
+        )
+    finally:  # not recorded: what deleting a namespace answers is the namespaces area's
         api.transport.request(Request("delete", "Namespace", name=other))
 
 
