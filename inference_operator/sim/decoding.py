@@ -5,7 +5,9 @@ validating it, so a value of the wrong JSON type (a number where a string goes, 
 map goes) never reaches validation: a create or an update answers 400 BadRequest ("cannot be
 handled as a ConfigMap: json: cannot unmarshal number into Go struct field ..."), and a merge
 patch whose result does not decode answers 422 with the one field error ``patch: Invalid value``.
-Changing ``kind`` or ``apiVersion`` in a patch is refused the same way. This module checks the
+Changing ``kind`` or ``apiVersion`` in a patch is refused the same way. And a ``null`` in a map
+of strings decodes as the empty string (a Go map cannot hold nil): ``data: {k: null}`` stores
+``k: ""``, where the simulator's own writes would drop it. This module checks the
 parts of that typing that every built-in kind shares (metadata) plus the plain data kinds
 (ConfigMap and Secret maps of strings); a custom resource's types are its CRD schema's business.
 """
@@ -19,7 +21,7 @@ from ..errors import Invalid
 from .kinds import traits_of
 from .managedfields import BadRequest
 
-__all__ = ["check_body_decodes", "check_patch_decodes", "decode_error"]
+__all__ = ["check_body_decodes", "check_patch_decodes", "decode_error", "decoded"]
 
 _STRING_MAPS: Final[dict[str, tuple[str, ...]]] = {
     "ConfigMap": ("data", "binaryData"),
@@ -91,6 +93,27 @@ def check_body_decodes(kind: str, obj: Mapping[str, Any]) -> None:
     if problem:
         version = obj.get("apiVersion", "")
         raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
+
+
+def decoded(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as its Go type holds it (call after :func:`check_body_decodes`): nulls in maps of
+    strings are empty strings. ``obj`` itself is left alone."""
+    if not traits_of(kind).built_in:
+        return obj
+    out = dict(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = {**meta, **{f: _no_nulls(meta[f]) for f in ("labels", "annotations") if f in meta}}
+    for field in _STRING_MAPS.get(kind, ()):
+        if field in out:
+            out[field] = _no_nulls(out[field])
+    return out
+
+
+def _no_nulls(values: Any) -> Any:
+    if not isinstance(values, dict):
+        return values
+    return {key: "" if value is None else value for key, value in values.items()}
 
 
 def check_patch_decodes(kind: str, name: str, stored: Mapping[str, Any], patched: Mapping[str, Any]) -> None:

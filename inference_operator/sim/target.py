@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..errors import Invalid
-from .decoding import check_body_decodes, check_patch_decodes
+from .decoding import check_body_decodes, check_patch_decodes, decoded
 from .managedfields import BadRequest
 
 __all__ = [
@@ -100,21 +100,23 @@ def _check_name(target: Target, meta: Mapping[str, Any]) -> None:
 
 def body_for_create(target: Target, obj: Any) -> Obj:
     """A create's body as the server takes it: kind, version and namespace from the URL."""
-    decoded = _decoded(target, obj)
-    check_body_decodes(target.kind, decoded)
-    decoded["metadata"] = _check_namespace(target, _meta(decoded), fill=True)
-    return decoded
+    body = _decoded(target, obj)
+    check_body_decodes(target.kind, body)
+    body = decoded(target.kind, body)
+    body["metadata"] = _check_namespace(target, _meta(body), fill=True)
+    return body
 
 
 def check_update_body(target: Target, obj: Any) -> Obj:
     """A PUT's body as the server takes it (kind and version from the URL); 400 when it names another
     object than the URL."""
-    decoded = _decoded(target, obj)
-    check_body_decodes(target.kind, decoded)
-    meta = _check_namespace(target, _meta(decoded), fill=True)
+    body = _decoded(target, obj)
+    check_body_decodes(target.kind, body)
+    body = decoded(target.kind, body)
+    meta = _check_namespace(target, _meta(body), fill=True)
     _check_name(target, meta)
-    decoded["metadata"] = meta
-    return decoded
+    body["metadata"] = meta
+    return body
 
 
 def check_apply_body(target: Target, obj: Any) -> Obj:
@@ -127,7 +129,7 @@ def check_apply_body(target: Target, obj: Any) -> Obj:
         raise BadRequest(f"invalid object type: {group}/{plain}, Kind={kind}", kind=target.kind)
     meta = _check_namespace(target, _meta(obj), fill=True)
     _check_name(target, meta)
-    return {**obj, "metadata": meta}
+    return decoded(target.kind, {**obj, "metadata": meta})
 
 
 def patch_body(target: Target, patch: Any) -> Obj:

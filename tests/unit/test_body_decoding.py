@@ -6,6 +6,8 @@ Covers:
   maps of strings is BadRequest (400), before any validation; a null map is simply absent.
 - A merge patch whose result does not decode, or that changes ``kind`` or ``apiVersion``, is
   Invalid (422) with the single field error ``patch: Invalid value``; the object is unchanged.
+- A null in a map of strings decodes as "" (create, update, apply); an empty string in ConfigMap
+  data is a value (kept), an empty data map is dropped.
 - Custom resources are left to their CRD schema (no decoding check here).
 """
 
@@ -82,3 +84,19 @@ def test_a_patch_that_does_not_decode_is_invalid_as_patch(patch: Obj) -> None:
 
 def test_a_custom_resource_is_left_to_its_schema() -> None:
     assert decode_error("InferenceService", {"metadata": {"labels": {"a": 1}}, "spec": "x"}) == ""
+
+
+def test_a_null_in_a_map_of_strings_is_an_empty_string() -> None:
+    api = FakeApiServer()
+    body = configmap(data={"k": None, "j": "1"}, metadata={"name": "cm", "labels": {"l": None}})
+    created = api.create(body, target=URL)
+    assert created["data"] == {"k": "", "j": "1"} and created["metadata"]["labels"] == {"l": ""}
+    config = {**configmap(data={"x": None}), "metadata": {"name": "applied"}}
+    applied = api.apply(config, field_manager="alice", target=URL._replace(name="applied"))
+    assert applied["data"] == {"x": ""}
+
+
+def test_an_empty_value_in_configmap_data_is_kept_and_an_empty_map_dropped() -> None:
+    api = FakeApiServer()
+    assert api.create(configmap(data={"k": ""}))["data"] == {"k": ""}
+    assert "data" not in api.create({**configmap(data={}), "metadata": {"name": "other"}})

@@ -200,3 +200,14 @@ def patch_kind(api: Api) -> None:
     api.patch("ConfigMap", "x", {"kind": "Secret"})
     api.patch("ConfigMap", "x", {"apiVersion": "v2"})
     api.patch("ConfigMap", "x", {"kind": "ConfigMap", "apiVersion": "v1"}, keep=("metadata.resourceVersion",))
+
+
+@check("errors/null-and-empty-values-in-string-maps")
+def null_in_maps(api: Api) -> None:
+    meta = {"name": "f", "labels": {"l": None}, "annotations": {"a": None}}
+    api.create({**configmap("f"), "data": {"k": None, "j": "1", "e": ""}, "metadata": meta})
+    first = api.create(configmap("g", {"k": "1"}), keep=())
+    api.update({**first, "data": {"k": None}}, keep=("data",))
+    api.create(configmap("empty", {}), keep=("data",))
+    api.apply({**configmap("h"), "data": {"x": None, "y": "2"}}, manager="alice")
+    api.apply({**configmap("h"), "data": {"y": "2"}}, manager="alice")
