@@ -239,3 +239,13 @@ def apply_service(api: Api) -> None:
     api.apply(service("s"), manager="alice")
     changed = {"selector": {"app": "s"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
     api.apply({**service("s"), "spec": changed}, manager="alice")
+
+
+@check("apply/after-managed-fields-are-reset-before-first-apply-owns-everything")
+def apply_after_reset(api: Api) -> None:
+    api.apply(configmap("a", {"x": "1"}), manager="alice")
+    current = api.get("ConfigMap", "a", keep=())
+    reset = {**current, "metadata": {**current["metadata"], "managedFields": [{}]}}
+    api.update(reset, keep=("metadata.managedFields", "metadata.resourceVersion"))
+    api.apply(configmap("a", {"x": "2"}), manager="alice")
+    api.apply(configmap("a", {"x": "2"}), manager="alice", force=True, keep=("metadata.managedFields",))

@@ -211,3 +211,13 @@ def null_in_maps(api: Api) -> None:
     api.create(configmap("empty", {}), keep=("data",))
     api.apply({**configmap("h"), "data": {"x": None, "y": "2"}}, manager="alice")
     api.apply({**configmap("h"), "data": {"y": "2"}}, manager="alice")
+
+
+@check("errors/field-manager-longer-than-128-is-422")
+def long_field_manager(api: Api) -> None:
+    long = "m" * 129
+    api.create(configmap("a"), fieldManager=long)
+    first = api.create(configmap("b"), fieldManager="m" * 128, keep=("metadata.managedFields",))
+    api.update({**first, "data": {"k": "1"}}, fieldManager=long)
+    api.patch("ConfigMap", "b", {"data": {"k": "2"}}, fieldManager=long)
+    api.apply(configmap("b", {"k": "3"}), manager=long)
