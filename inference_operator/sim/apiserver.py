@@ -91,7 +91,10 @@ class FakeApiServer(ObjectStore):
         super().__init__(clock if clock is not None else FakeClock())
         self._defaulters = dict(defaulters or {})
         self._gc = GarbageCollector(
-            lookup=self._lookup, stored=self._stored, delete=self._delete, commit=self._commit_for_gc
+            lookup=self._lookup,
+            stored=self._stored,
+            delete=lambda key, propagation: self._delete(key, propagation)[0],
+            commit=self._commit_for_gc,
         )
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
@@ -108,6 +111,7 @@ class FakeApiServer(ObjectStore):
             key = strategy.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
+                strategy.check_create(key, obj)
                 created = self._create(key, obj, manager=field_manager)
             except ApiError as err:
                 self._log("create", key, error=err)
@@ -152,7 +156,7 @@ class FakeApiServer(ObjectStore):
                 patched = merge_patch(stored, patch, copy=False)
                 return self._prepare_update(key, stored, defaults.ingest(kind, patched)), patched
 
-            return self._write("patch", key, build, precondition=patch, manager=field_manager)
+            return self._write("patch", key, build, precondition=patch, manager=field_manager, write="patch")
 
     def patch_status(
         self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
@@ -166,7 +170,13 @@ class FakeApiServer(ObjectStore):
                 return strategy.prepare_status_update(key, stored, patched), patched
 
             return self._write(
-                "patch_status", key, build, precondition=patch, manager=field_manager, subresource="status"
+                "patch_status",
+                key,
+                build,
+                precondition=patch,
+                manager=field_manager,
+                subresource="status",
+                write="patch",
             )
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False) -> Obj:
@@ -186,7 +196,7 @@ class FakeApiServer(ObjectStore):
                     applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
                     result, changed = self._create(key, applied.merged, applied=applied), True
                 else:
-                    strategy.check_preconditions(key, stored, obj)
+                    strategy.check_preconditions(key, stored, obj, write="apply")
                     applied = managedfields.apply(
                         key[0], stored, obj, manager=field_manager, force=force, now=self._now
                     )
@@ -201,12 +211,14 @@ class FakeApiServer(ObjectStore):
             self.gc_writes += self._gc.run()
             return thaw_object(result)
 
-    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> None:
+    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
 
         ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
         (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` strips the
-        owner reference from the dependents and leaves them alone.
+        owner reference from the dependents and leaves them alone. The answer is the real
+        server's: the object while it is only marked (also when it already was), the deleted
+        object for kinds that return it (Services), else a success ``Status``.
         """
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
@@ -218,12 +230,13 @@ class FakeApiServer(ObjectStore):
                         namespace=key[1],
                         name=name,
                     )
-                changed = self._delete(key, propagation)
+                changed, answer = self._delete(key, propagation)
             except ApiError as err:
                 self._log("delete", key, error=err)
                 raise
             self._log("delete", key, changed=changed)
             self.gc_writes += self._gc.run()
+            return answer
 
     # --- write paths --------------------------------------------------------------------------
 
@@ -236,12 +249,16 @@ class FakeApiServer(ObjectStore):
         precondition: Mapping[str, Any],
         manager: str,
         subresource: str = "",
+        write: str = "update",
     ) -> Obj:
-        """One Update-type write: ``build`` turns the stored object into (candidate, request)."""
+        """One Update-type write: ``build`` turns the stored object into (candidate, request).
+
+        ``write`` is ``"update"`` (PUT) or ``"patch"``: what the preconditions are (see
+        :func:`.strategy.check_preconditions`)."""
         try:
             managedfields.validate_field_manager(manager, kind=key[0], apply=False)
             stored = self._stored(key)
-            strategy.check_preconditions(key, stored, precondition)
+            strategy.check_preconditions(key, stored, precondition, write=write)
             candidate, request = build(stored)
             self._track(key, stored, candidate, request=request, manager=manager, subresource=subresource)
             result, changed = self._commit(key, stored, candidate)
@@ -309,16 +326,18 @@ class FakeApiServer(ObjectStore):
         meta = candidate["metadata"]
         rv = self._next_resource_version()
         if "deletionTimestamp" in meta and not meta.get("finalizers"):
-            # Like the real API server: the update turns into the delete; the object that is
-            # reported (and returned) is the last stored state.
-            return self._remove(key, stored, rv), True
+            # Like the real API server: the update turns into the delete. The watch reports the
+            # last stored state; the writer gets what it wrote (its resourceVersion unchanged).
+            self._remove(key, stored, rv)
+            return freeze(candidate), True
         candidate["metadata"] = {**meta, "resourceVersion": rv}
         blob = self._put(key, candidate, stored, "MODIFIED")
         if candidate["metadata"].get("ownerReferences") != stored["metadata"].get("ownerReferences"):
             self._gc.check(key)
         return blob, True
 
-    def _delete(self, key: Key, propagation: Propagation) -> bool:
+    def _delete(self, key: Key, propagation: Propagation) -> tuple[bool, Obj]:
+        """(changed, the answer): see :meth:`delete`."""
         stored = self._stored(key)
         uid = stored["metadata"]["uid"]
         if propagation == "Orphan":
@@ -327,12 +346,15 @@ class FakeApiServer(ObjectStore):
         if propagation == "Foreground" and self._gc.has_dependents(uid) and FOREGROUND_FINALIZER not in finalizers:
             finalizers.append(FOREGROUND_FINALIZER)
         if not finalizers:
-            self._remove(key, stored, self._next_resource_version())
-            return True
+            last = self._remove(key, stored, self._next_resource_version())
+            if traits_of(key[0]).returns_deleted_object:
+                return True, thaw_object(last)
+            return True, _success_status(key, uid)
         changed = self._mark_deleting(key, stored, finalizers)
+        answer = thaw_object(self._frozen[key])
         if FOREGROUND_FINALIZER in finalizers:
             self._gc.await_dependents(uid)
-        return changed
+        return changed, answer
 
     def _mark_deleting(self, key: Key, stored: Obj, finalizers: Sequence[str]) -> bool:
         old_meta: Obj = stored["metadata"]
@@ -368,6 +390,17 @@ class FakeApiServer(ObjectStore):
         self._watches.emit(event, kind, namespace, blob)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob
+
+
+def _success_status(key: Key, uid: str) -> Obj:
+    """What a DELETE that removed the object answers for most kinds."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": key[2], "kind": key[0], "uid": uid},
+    }
 
 
 def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:
