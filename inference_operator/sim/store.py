@@ -77,19 +77,28 @@ class ObjectStore:
     def list(self, kind: str, namespace: str | None = None, *, labels: Mapping[str, str] | None = None) -> Objs:
         """Copies of the objects of ``kind`` (in ``namespace``, with ``labels``), sorted by key.
 
-        ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match.
+        ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match. As in
+        the real server's lists, items of built-in kinds carry no ``kind`` and ``apiVersion``
+        (only the list does); a custom resource's items keep theirs.
         """
         with self._lock:
             self.reads += 1
-            frozen = self._frozen
-            key_of = strategy.key_of_stored
-            return [thaw_object(frozen[key_of(obj)]) for obj in self._select(kind, namespace, labels)]
+            items = self._copies(kind, namespace, labels)
+            if traits_of(kind).built_in:
+                for item in items:
+                    item.pop("apiVersion", None)
+                    item.pop("kind", None)
+            return items
 
     def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
-        """List and open a watch atomically: the watch sees exactly the changes after the list."""
+        """List and open a watch atomically: the watch sees exactly the changes after the list.
+
+        This is an informer's list: its items carry ``kind`` and ``apiVersion``, which clients
+        (Kopf, client-go's dynamic informers) fill in from the list's own.
+        """
         with self._lock:
-            items = self.list(kind, namespace)
-            return items, self.watch(kind, namespace)
+            self.reads += 1
+            return self._copies(kind, namespace, None), self.watch(kind, namespace)
 
     def watch(self, kind: str | None = None, namespace: str | None = None) -> Watch:
         """Start buffering events for ``kind`` (all kinds if None) from now on."""
@@ -114,6 +123,11 @@ class ObjectStore:
             self.requests.clear()
 
     # --- store -------------------------------------------------------------------------------------
+
+    def _copies(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
+        frozen = self._frozen
+        key_of = strategy.key_of_stored
+        return [thaw_object(frozen[key_of(obj)]) for obj in self._select(kind, namespace, labels)]
 
     def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         namespaces = self._objects.get(kind, {})

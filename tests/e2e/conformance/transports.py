@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 
 from inference_operator.errors import ApiError
 from inference_operator.sim.apiserver import FakeApiServer, Watch
+from inference_operator.sim.kinds import traits_of
 
 Obj = dict[str, Any]
 
@@ -110,9 +111,11 @@ class FakeTransport:
             items = (
                 server.list(kind, ns or None, label_selector=selector) if selector else server.list(kind, ns or None)
             )
-            return Response(
-                200, {"kind": f"{kind}List", "metadata": {"resourceVersion": server.resource_version}, "items": items}
-            )
+            meta = {"resourceVersion": server.resource_version}
+            if not traits_of(kind).built_in:
+                meta["continue"] = ""  # what the real server's lists of custom resources carry
+            api_version = KINDS[kind].prefix.split("/", 2)[2]
+            return Response(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta, "items": items})
         if req.verb == "create":
             assert body is not None
             return Response(201, server.create(body, field_manager=manager, **_options(p)))
