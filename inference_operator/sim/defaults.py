@@ -19,6 +19,7 @@ from ..errors import Invalid
 from ..jsoncopy import copy_without_nulls
 from . import configdata
 from .kinds import traits_of
+from .knownfields import prune_unknown
 from .podtemplate import canonical_quantity, default_deployment
 from .validation import validate_deployment, validate_service
 
@@ -80,8 +81,9 @@ def ingest(kind: str, obj: Mapping[str, Any]) -> Obj:
     """A copy of a client's object as the API server decodes it, owned by the caller.
 
     Entries set to ``null`` are dropped; for Go-typed kinds, so are empty optional fields, the
-    way ``omitempty`` drops them (``env: []``, ``value: ""``, ``nodeSelector: {}`` …). One
-    copying pass does both, since this runs on every write.
+    way ``omitempty`` drops them (``env: []``, ``value: ""``, ``nodeSelector: {}`` …), and
+    fields their Go type does not declare (:mod:`.knownfields`). One copying pass does the
+    first two, since this runs on every write.
     """
     if not traits_of(kind).built_in:
         return copy_without_nulls(dict(obj))
@@ -95,7 +97,7 @@ def ingest(kind: str, obj: Mapping[str, Any]) -> Obj:
                 out[key] = _copy_pruned(value)
         elif value is not None and value != "" and value != []:
             out[key] = copy_without_nulls(value)
-    return out
+    return prune_unknown(kind, out)
 
 
 def ingest_status(kind: str, status: Any) -> Any:

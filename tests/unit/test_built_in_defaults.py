@@ -6,7 +6,8 @@ stays); ``fieldRef.apiVersion`` and ``resourceFieldRef.divisor`` are defaulted; 
 merged into ``data`` as base64, ``type`` defaults to ``Opaque``, a TLS Secret needs its keys,
 ``data`` must be base64; config keys are validated and may not be in both ``data`` and
 ``binaryData``; an immutable ConfigMap keeps its data; list items of built-in kinds carry no
-kind/apiVersion (an informer's list does), a custom resource's keep theirs.
+kind/apiVersion (an informer's list does), a custom resource's keep theirs; fields the Go types do
+not declare are dropped.
 """
 
 from __future__ import annotations
@@ -124,3 +125,16 @@ def test_list_items_of_built_in_kinds_carry_no_kind_but_an_informers_list_does(a
     [informed], watch = api.list_and_watch("ConfigMap")
     assert (informed["kind"], informed["apiVersion"]) == ("ConfigMap", "v1")
     watch.stop()
+
+
+def test_fields_the_go_types_do_not_declare_are_dropped(api: FakeApiServer) -> None:
+    pod = {"containers": [{"name": "s", "image": "i:1", "extra": 1}], "extra": True}
+    manifest = {**deployment(pod), "extra": "x"}
+    manifest["spec"]["replica"] = 3  # a typo: dropped, not stored
+    manifest["metadata"]["extra"] = "x"
+    stored = api.create(manifest)
+    assert "extra" not in stored and "extra" not in stored["metadata"] and "replica" not in stored["spec"]
+    assert "extra" not in pod_of(stored) and "extra" not in pod_of(stored)["containers"][0]
+    assert "f:extra" not in str(stored["metadata"]["managedFields"])
+    custom = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "extra": 1}
+    assert api.create(custom)["extra"] == 1  # a custom resource's own schema decides (not this table)
