@@ -87,9 +87,9 @@ def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any], *, write
 
     ``write`` is ``"update"`` (PUT), ``"patch"`` or ``"apply"``. A resourceVersion other than the
     stored one is a :class:`Conflict`; a PUT without one is :class:`Invalid` for a custom
-    resource (built-in kinds allow an unconditional update). A uid in a PUT body or an applied
-    configuration is a precondition (:class:`Conflict`); in a merge patch it would change the
-    uid, which is :class:`Invalid` (immutable).
+    resource (built-in kinds allow an unconditional update). A uid in a PUT body is a
+    precondition (:class:`Conflict`); in a merge patch or an applied configuration it would
+    change the uid, which is :class:`Invalid` (immutable).
     """
     meta = sent.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
@@ -97,7 +97,7 @@ def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any], *, write
     stored_meta = stored["metadata"]
     sent_rv, sent_uid = meta.get("resourceVersion"), meta.get("uid")
     foreign_uid = sent_uid not in (None, "") and sent_uid != stored_meta["uid"]
-    if foreign_uid and write != "patch":  # a precondition, checked before anything else
+    if foreign_uid and write == "update":  # a PUT's uid is a precondition, checked before anything else
         raise Conflict(
             f'Precondition failed for {kind} "{namespace}/{name}": UID in object meta: {sent_uid}, '
             f"UID of the stored object: {stored_meta['uid']} (it was deleted and created again)",

@@ -306,6 +306,8 @@ class TestOptimisticConcurrency:
         api.create(isvc())
         with pytest.raises(Invalid, match=r'metadata\.uid: Invalid value: "other": field is immutable'):
             api.patch(KIND, "default", "llama", {"metadata": {"uid": "other"}})
+        with pytest.raises(Invalid, match=r"metadata\.uid: Invalid value"):
+            api.apply(isvc(uid="other"), field_manager="kubectl")
 
     def test_a_create_naming_a_resource_version_is_a_server_error(self, api: FakeApiServer) -> None:
         with pytest.raises(ServerError, match="resourceVersion should not be set on objects to be created") as err:

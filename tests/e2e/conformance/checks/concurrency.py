@@ -161,3 +161,10 @@ def isvc_apply(api: Api) -> None:
     api.apply(full_isvc("a"), manager="kubectl", keep=["spec", "metadata.generation"])
     api.apply(full_isvc("a", replicas=3), manager="kubectl", keep=["spec", "metadata.generation"])
     unfinalize(api, "InferenceService", "a")
+
+
+@check("concurrency/apply-with-a-foreign-uid-is-422")
+def apply_foreign_uid(api: Api) -> None:
+    api.apply(configmap("a", {"k": "1"}), manager="kubectl", keep=["data"])
+    api.apply(configmap("a", {"k": "2"}, uid="00000000-0000-4000-8000-00000000beef"), manager="kubectl")
+    api.get("ConfigMap", "a", keep=["data"])

@@ -162,3 +162,12 @@ def set_deletion_timestamp(api: Api) -> None:
     api.update(body, keep=["metadata.deletionTimestamp"])
     api.patch("ConfigMap", "c", {"metadata": {"deletionGracePeriodSeconds": 5}})
     api.patch("ConfigMap", "c", {"metadata": {"creationTimestamp": "2020-01-01T00:00:00Z"}}, keep=["metadata"])
+
+
+@check("finalizers/deleting-a-terminating-deployment-again-keeps-its-generation")
+def delete_deployment_twice(api: Api) -> None:
+    api.create(deployment("d", finalizers=[_F]))
+    api.delete("Deployment", "d", keep=_MARK)
+    api.delete("Deployment", "d", keep=_MARK)
+    api.patch("Deployment", "d", {"spec": {"replicas": 3}}, keep=["metadata.generation", "spec.replicas"])
+    api.patch("Deployment", "d", {"metadata": {"finalizers": None}}, keep=["metadata.generation"])

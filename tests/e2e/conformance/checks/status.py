@@ -167,3 +167,17 @@ def service_generation(api: Api) -> None:
     api.patch("Service", "s", {"spec": {"ports": [{"name": "http", "port": 81}]}}, keep=keep)
     api.create(configmap("c", {"k": "1"}), keep=keep)
     api.patch("ConfigMap", "c", {"data": {"k": "2"}}, keep=keep)
+
+
+@check("status/service-status-write-keeps-owner-references-and-refuses-finalizers-while-terminating")
+def service_status_owner_refs(api: Api) -> None:
+    owner = api.create(configmap("owner"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    first = api.create(service("s", finalizers=["example.com/hold"]))
+    body = {**first, "metadata": {**first["metadata"], "ownerReferences": [ref]}}
+    api.update(body, subresource="status", keep=["metadata.ownerReferences"])
+    api.delete("Service", "s")
+    marked = api.get("Service", "s")
+    late = {**marked, "metadata": {**marked["metadata"], "finalizers": ["example.com/hold", "example.com/late"]}}
+    api.update(late, subresource="status")
+    api.patch("Service", "s", {"metadata": {"finalizers": None}}, keep=())
