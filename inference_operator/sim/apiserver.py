@@ -3,10 +3,12 @@
 The simulator, the unit tests and the ``demo`` command need an API server that runs offline,
 deterministically and in microseconds, yet punishes the same mistakes a real cluster does:
 
-1. optimistic concurrency: a write with a stale ``resourceVersion`` raises :class:`Conflict`;
+1. optimistic concurrency: a write with a stale ``resourceVersion`` raises :class:`Conflict`
+   (and a custom resource's PUT without one is :class:`Invalid`);
 2. ``metadata.generation`` counts spec changes only (and, for Deployments, annotation changes);
-3. the status subresource: ``update_status`` writes only ``status`` and the main endpoint
-   ignores it; neither a status write nor a no-op write bumps ``generation``;
+3. the status subresource: ``update_status`` writes ``status`` (and, for Go-typed kinds,
+   metadata) but never spec, and the main endpoint ignores status; neither a status write
+   nor a no-op write bumps ``generation``;
 4. finalizers and garbage collection: deleting an object with finalizers only marks it
    (``deletionTimestamp``, and ``generation`` + 1); removing the last finalizer removes it, and
    removal cascades through ``ownerReferences`` (background, foreground or orphan).
@@ -121,7 +123,7 @@ class FakeApiServer(ObjectStore):
             return thaw_object(created)
 
     def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
-        """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition."""
+        """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition (custom resources need one)."""
         with self._lock:
             key = strategy.key_of(obj)
             return self._write(
@@ -133,7 +135,7 @@ class FakeApiServer(ObjectStore):
             )
 
     def update_status(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
-        """Replace only ``status`` (PUT /status); spec and metadata changes are ignored."""
+        """Replace ``status`` (PUT /status); spec is never changed (see :func:`.strategy.prepare_status_update`)."""
         with self._lock:
             key = strategy.key_of(obj)
             return self._write(
@@ -156,7 +158,7 @@ class FakeApiServer(ObjectStore):
                 patched = merge_patch(stored, patch, copy=False)
                 return self._prepare_update(key, stored, defaults.ingest(kind, patched)), patched
 
-            return self._write("patch", key, build, precondition=patch, manager=field_manager, write="patch")
+            return self._write("patch", key, build, precondition=patch, manager=field_manager)
 
     def patch_status(
         self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
@@ -170,13 +172,7 @@ class FakeApiServer(ObjectStore):
                 return strategy.prepare_status_update(key, stored, patched), patched
 
             return self._write(
-                "patch_status",
-                key,
-                build,
-                precondition=patch,
-                manager=field_manager,
-                subresource="status",
-                write="patch",
+                "patch_status", key, build, precondition=patch, manager=field_manager, subresource="status"
             )
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False) -> Obj:
@@ -249,15 +245,12 @@ class FakeApiServer(ObjectStore):
         precondition: Mapping[str, Any],
         manager: str,
         subresource: str = "",
-        write: str = "update",
     ) -> Obj:
-        """One Update-type write: ``build`` turns the stored object into (candidate, request).
-
-        ``write`` is ``"update"`` (PUT) or ``"patch"``: what the preconditions are (see
-        :func:`.strategy.check_preconditions`)."""
+        """One Update-type write: ``build`` turns the stored object into (candidate, request)."""
         try:
             managedfields.validate_field_manager(manager, kind=key[0], apply=False)
             stored = self._stored(key)
+            write = "patch" if verb.startswith("patch") else "update"
             strategy.check_preconditions(key, stored, precondition, write=write)
             candidate, request = build(stored)
             self._track(key, stored, candidate, request=request, manager=manager, subresource=subresource)
@@ -349,7 +342,7 @@ class FakeApiServer(ObjectStore):
             last = self._remove(key, stored, self._next_resource_version())
             if traits_of(key[0]).returns_deleted_object:
                 return True, thaw_object(last)
-            return True, _success_status(key, uid)
+            return True, strategy.success_status(key, uid)
         changed = self._mark_deleting(key, stored, finalizers)
         answer = thaw_object(self._frozen[key])
         if FOREGROUND_FINALIZER in finalizers:
@@ -390,17 +383,6 @@ class FakeApiServer(ObjectStore):
         self._watches.emit(event, kind, namespace, blob)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob
-
-
-def _success_status(key: Key, uid: str) -> Obj:
-    """What a DELETE that removed the object answers for most kinds."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": {"name": key[2], "kind": key[0], "uid": uid},
-    }
 
 
 def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:

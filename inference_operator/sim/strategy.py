@@ -35,6 +35,7 @@ __all__ = [
     "prepare_create",
     "prepare_status_update",
     "prepare_update",
+    "success_status",
 ]
 
 Obj = dict[str, Any]
@@ -128,6 +129,12 @@ def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any], *, write
             namespace=namespace,
             name=name,
         )
+
+
+def success_status(key: Key, uid: str) -> Obj:
+    """What a DELETE that removed the object answers, for most kinds."""
+    details = {"name": key[2], "kind": key[0], "uid": uid}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
 def check_create(key: Key, obj: Mapping[str, Any]) -> None:
