@@ -211,3 +211,15 @@ def configmap_data(api: Api) -> None:
     api.create(configmap("c", {"bad key!": "v"}))
     first = api.create({**configmap("d", {"k": "v"}), "immutable": True}, keep=["immutable"])
     api.update({**first, "data": {"k": "w"}})
+
+
+@check("defaults/unknown-fields-deep-in-a-pod-template")
+def unknown_fields_deep(api: Api) -> None:
+    manifest = deployment("d")
+    container = _pod(manifest)["containers"][0]
+    container["readinessProbe"] = {"httpGet": {"port": 8000, "extra": "x"}, "extra": 1}
+    container["securityContext"] = {"runAsNonRoot": True, "extra": True}
+    api.create(
+        manifest,
+        keep=["spec.template.spec.containers.0.readinessProbe", "spec.template.spec.containers.0.securityContext"],
+    )
