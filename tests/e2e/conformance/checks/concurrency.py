@@ -168,3 +168,21 @@ def apply_foreign_uid(api: Api) -> None:
     api.apply(configmap("a", {"k": "1"}), manager="kubectl", keep=["data"])
     api.apply(configmap("a", {"k": "2"}, uid="00000000-0000-4000-8000-00000000beef"), manager="kubectl")
     api.get("ConfigMap", "a", keep=["data"])
+
+
+@check("concurrency/built-in-status-update-without-resource-version-is-unconditional")
+def builtin_status_unconditional(api: Api) -> None:
+    svc = api.create(service("s"))
+    manifest = deployment("d")
+    api.create(manifest, keep=["metadata.generation"])
+    api.update(without_rv(svc, status={"loadBalancer": {}}), subresource="status", keep=["status"])
+    api.update(without_rv(manifest, status={"observedGeneration": 1}), subresource="status", keep=["metadata.name"])
+
+
+@check("concurrency/an-empty-resource-version-counts-as-none")
+def empty_rv(api: Api) -> None:
+    first = api.create(full_isvc("a"))
+    api.update({**first, "metadata": {**first["metadata"], "resourceVersion": ""}})
+    config = api.create(configmap("c", {"k": "1"}))
+    api.update({**config, "metadata": {**config["metadata"], "resourceVersion": ""}, "data": {"k": "2"}}, keep=["data"])
+    unfinalize(api, "InferenceService", "a")
