@@ -54,9 +54,10 @@ def exists(api: FakeApiServer, name: str, namespace: str = "default") -> bool:
     return True
 
 
-def test_a_delete_that_removes_at_once_answers_nothing(api: FakeApiServer) -> None:
+def test_a_delete_that_removes_at_once_answers_a_success_status(api: FakeApiServer) -> None:
     api.create(configmap("cm"))
-    assert api.delete("ConfigMap", "default", "cm") is None
+    answer = api.delete("ConfigMap", "default", "cm")
+    assert (answer["kind"], answer["status"]) == ("Status", "Success")
 
 
 def test_a_delete_that_only_marks_answers_the_marked_object(api: FakeApiServer) -> None:

@@ -189,7 +189,7 @@ def test_an_invalid_spec_past_admission_is_reported_without_touching_children() 
     sim = Simulation()
     bad = llama(replicas=-3)
     bad["spec"]["gpu"] = 99
-    sim.api.create(bad)  # straight into the API server: no admission
+    sim.apply(bad)  # straight into the API server: no admission
     runs = sim.run_until_quiescent(max_steps=50)
     obj = isvc(sim)
     ready = cond(sim, "Ready")

@@ -1,3 +1,3 @@
 """The conformance checks, one module per area; importing this package registers them all."""
 
-from . import apply, basics, errors, gc, lists, watch  # noqa: F401
+from . import apply, basics, concurrency, defaults, errors, finalizers, gc, lists, status, watch  # noqa: F401
