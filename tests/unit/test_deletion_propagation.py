@@ -1,7 +1,7 @@
 """Tests for deletes with a propagation policy and the garbage collector's view of owners.
 
 Covers:
-- The answer of a delete: None when the object went at once, the marked object (deletionTimestamp,
+- The answer of a delete: a success Status when the object went at once, the marked object (deletionTimestamp,
   finalizers) when the delete only marked it, even if the collector finished in the same call.
 - Foreground: ``foregroundDeletion`` is added whether or not there are dependents; the owner waits
   for dependents with ``blockOwnerDeletion`` only; a dependent is deleted in the foreground only
