@@ -83,7 +83,11 @@ class Normaliser:
                     meta.pop("annotations")
             entries = meta.get("managedFields")
             if isinstance(entries, list):
-                meta["managedFields"] = [e for e in entries if e.get("manager") not in CONTROLLER_MANAGERS]
+                # The real server orders entries by operation, then by time in whole seconds, then
+                # by manager: with times normalised away (and the fake's clock standing still), the
+                # order among one operation's entries is only which second each write fell in.
+                kept = [e for e in entries if e.get("manager") not in CONTROLLER_MANAGERS]
+                meta["managedFields"] = sorted(kept, key=_entry_order)
                 if not meta["managedFields"]:
                     meta.pop("managedFields")
         return out
@@ -112,3 +116,9 @@ class Normaliser:
         if last in ("nodePort", "healthCheckNodePort") and isinstance(node, int):
             return self.placeholder("port", node)
         return node
+
+
+def _entry_order(entry: Any) -> tuple[str, ...]:
+    if not isinstance(entry, dict):
+        return ("",)
+    return tuple(str(entry.get(k, "")) for k in ("operation", "manager", "apiVersion", "subresource"))
