@@ -45,16 +45,18 @@ All public methods take one re-entrant lock; the server is safe to share between
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..clock import Clock, FakeClock
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
-from . import defaults, managedfields, strategy
+from . import defaults, managedfields, namespaces, strategy
 from .garbage import FOREGROUND_FINALIZER, GarbageCollector, Propagation
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
+from .namespaces import NamespaceLifecycle
 from .store import ApiRequest, ObjectStore, thaw_object
 from .strategy import Key
 from .watch import EventType, Watch, WatchEvent
@@ -95,17 +97,28 @@ class FakeApiServer(ObjectStore):
         )
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
+        self._names = random.Random(0)  # generateName: random-looking, yet the same in every run
+        self._namespaces = NamespaceLifecycle(
+            store=self, put=self._put, remove=self._remove, delete=lambda key: self._delete(key, "Background")
+        )
+        for namespace in self._namespaces.built_in():
+            self._create(strategy.key_of(namespace), namespace, manager="kube-apiserver")
 
     # --- writes -------------------------------------------------------------------------------
 
-    def create(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
+    def create(self, obj: Obj, *, namespace: str | None = None, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
         """Store a new object; the server sets uid, resourceVersion, generation and timestamps.
 
         ``field_manager`` (every write takes one) names the ``Update`` entry in ``managedFields``;
-        like the real server, a request that names none is recorded as ``unknown``.
+        like the real server, a request that names none is recorded as ``unknown``. ``namespace``
+        is the request path's, if any (the object's own must then be empty or the same).
         """
         with self._lock:
-            key = strategy.key_of(obj)
+            obj = self._namespaces.admit_create(obj, path_namespace=namespace)
+            named = strategy.with_generated_name(
+                obj, taken=lambda k: self._lookup(k) is not None, draw=self._names.choice
+            )
+            key = strategy.key_of(named)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
                 created = self._create(key, obj, manager=field_manager)
@@ -183,6 +196,7 @@ class FakeApiServer(ObjectStore):
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
                 stored = self._lookup(key)
                 if stored is None:  # created, as the real server does (a resourceVersion is ignored)
+                    self._namespaces.admit_create(obj, path_namespace=None)
                     applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
                     result, changed = self._create(key, applied.merged, applied=applied), True
                 else:
@@ -201,12 +215,13 @@ class FakeApiServer(ObjectStore):
             self.gc_writes += self._gc.run()
             return thaw_object(result)
 
-    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> None:
+    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj | None:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
 
         ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
         (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` strips the
-        owner reference from the dependents and leaves them alone.
+        owner reference from the dependents and leaves them alone. A Namespace goes with its
+        content (:mod:`.namespaces`) and is answered, marked ``Terminating``; others answer None.
         """
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
@@ -218,12 +233,16 @@ class FakeApiServer(ObjectStore):
                         namespace=key[1],
                         name=name,
                     )
-                changed = self._delete(key, propagation)
+                if kind == "Namespace":
+                    answer, changed = self._namespaces.delete(self._stored(key))
+                else:
+                    answer, changed = None, self._delete(key, propagation)
             except ApiError as err:
                 self._log("delete", key, error=err)
                 raise
             self._log("delete", key, changed=changed)
             self.gc_writes += self._gc.run()
+            return thaw_object(freeze(answer)) if answer is not None else None
 
     # --- write paths --------------------------------------------------------------------------
 
@@ -286,6 +305,7 @@ class FakeApiServer(ObjectStore):
             _set_managed_fields(new, applied.managed_fields)
         else:
             self._track(key, None, new, request=obj, manager=manager, subresource="")
+        namespaces.complete_create(kind, new)
         meta: Obj = new["metadata"]
         self._uid_counter += 1
         meta["uid"] = f"00000000-0000-4000-8000-{self._uid_counter:012x}"
@@ -356,6 +376,7 @@ class FakeApiServer(ObjectStore):
         self._gc.forget(key, meta)
         last = freeze({**stored, "metadata": {**meta, "resourceVersion": rv}})
         self._watches.emit("DELETED", kind, namespace, last)
+        self._namespaces.content_removed(key)
         return last
 
     # --- store ----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ class Api:
         self.trace.append({"note": label, "value": self._normaliser.object(copy.deepcopy(value))})
 
     def _record(self, what: str, response: Response, keep: Sequence[str] | None, kind: str) -> Obj:
-        entry: Obj = {"op": what, "code": response.code}
+        entry: Obj = {"op": self._normaliser.text(what), "code": response.code}
         body = response.body
         if response.code >= 400 or body.get("kind") == "Status":
             entry["reason"] = body.get("reason", "")
@@ -62,11 +62,18 @@ class Api:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def create(self, obj: Obj, *, keep: Sequence[str] | None = None, **params: str) -> Obj:
-        obj = self._place(obj)
+    def create(
+        self, obj: Obj, *, keep: Sequence[str] | None = None, namespace: str | None = None, **params: str
+    ) -> Obj:
+        """Create; ``namespace`` sends ``obj`` as it is to that namespace's path (by default the
+        object goes to its own namespace, or the check's)."""
+        obj = self._place(obj) if namespace is None else copy.deepcopy(obj)
         meta = obj["metadata"]
         name = meta.get("name") or f"{meta.get('generateName', '')}*"
-        req = Request("create", obj["kind"], meta.get("namespace", ""), body=obj, params=params)
+        path_namespace = meta.get("namespace", "") if namespace is None else namespace
+        if not KINDS[obj["kind"]].namespaced:
+            path_namespace = ""
+        req = Request("create", obj["kind"], path_namespace, body=obj, params=params)
         return self._send(f"create {obj['kind']} {name}", req, keep)
 
     def get(self, kind: str, name: str, *, keep: Sequence[str] | None = None, namespace: str | None = None) -> Obj:
@@ -94,9 +101,10 @@ class Api:
         *,
         subresource: str = "",
         keep: Sequence[str] | None = None,
+        namespace: str | None = None,
         **params: str,
     ) -> Obj:
-        req = Request("patch", kind, self._ns(kind, None), name, subresource, patch, params)
+        req = Request("patch", kind, self._ns(kind, namespace), name, subresource, patch, params)
         return self._send(f"patch {kind} {name} {subresource}".strip(), req, keep)
 
     def apply(self, obj: Obj, *, manager: str, force: bool = False, keep: Sequence[str] | None = None) -> Obj:
@@ -106,10 +114,19 @@ class Api:
         req = Request("apply", obj["kind"], meta.get("namespace", ""), meta.get("name", ""), body=obj, params=params)
         return self._send(f"apply {obj['kind']} {meta.get('name')} as {manager}", req, keep)
 
-    def delete(self, kind: str, name: str, *, propagation: str = "", keep: Sequence[str] | None = ()) -> Obj:
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        *,
+        propagation: str = "",
+        keep: Sequence[str] | None = (),
+        namespace: str | None = None,
+        **params: str,
+    ) -> Obj:
         """Delete; by default only the code is recorded (``keep=None`` records the answer too)."""
-        params = {"propagationPolicy": propagation} if propagation else {}
-        req = Request("delete", kind, self._ns(kind, None), name, params=params)
+        params = {**params, "propagationPolicy": propagation} if propagation else params
+        req = Request("delete", kind, self._ns(kind, namespace), name, params=params)
         return self._send(f"delete {kind} {name} {propagation}".strip(), req, keep)
 
     # --- watches and eventual outcomes ------------------------------------------------------
@@ -136,7 +153,7 @@ class Api:
             return response.code == 404, response
 
         done, _ = self.transport.eventually(probe, timeout=timeout)
-        self.trace.append({"op": f"wait until {kind} {name} is gone", "gone": done})
+        self.trace.append({"op": self._normaliser.text(f"wait until {kind} {name} is gone"), "gone": done})
 
     def wait_for(
         self,
@@ -156,7 +173,7 @@ class Api:
             return response.code < 400 and holds(response.body), response
 
         done, response = self.transport.eventually(probe, timeout=timeout)
-        self.trace.append({"op": f"wait until {kind} {name} {what}", "held": done})
+        self.trace.append({"op": self._normaliser.text(f"wait until {kind} {name} {what}"), "held": done})
         return self._record(f"then get {kind} {name}", response, keep, kind)
 
     def _ns(self, kind: str, namespace: str | None) -> str:

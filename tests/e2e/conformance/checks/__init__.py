@@ -1,3 +1,3 @@
 """The conformance checks, one module per area; importing this package registers them all."""
 
-from . import basics  # noqa: F401
+from . import basics, names, namespaces  # noqa: F401
