@@ -31,7 +31,8 @@ This module is what requests do; where objects live, reads and the request log a
 :mod:`.store`. What a request turns into before it is stored is :mod:`.strategy` (with
 :mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
 garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, selectors :mod:`.selectors`; a
-request's URL against its body (``target``) is :mod:`.target`, with :mod:`.decoding`.
+request's URL against its body (``target``) is :mod:`.target`, with :mod:`.decoding`; namespaces
+(admission, deletion) are :mod:`.namespaces`.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -48,16 +49,18 @@ All public methods take one re-entrant lock; the server is safe to share between
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..clock import Clock, FakeClock
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
-from . import defaults, managedfields, strategy
+from . import defaults, managedfields, namespaces, strategy
 from .garbage import GarbageCollector, Propagation, deletion_finalizers
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
+from .namespaces import NamespaceLifecycle
 from .store import ApiRequest, ObjectStore, thaw_object
 from .strategy import Key
 from .target import (
@@ -110,20 +113,39 @@ class FakeApiServer(ObjectStore):
         )
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
+        self._names = random.Random(0)  # generateName: random-looking, yet the same in every run
+        self._namespaces = NamespaceLifecycle(
+            store=self, put=self._put, remove=self._remove, delete=lambda key: self._delete(key, "Background")[0]
+        )
+        for namespace in self._namespaces.built_in():
+            self._create(strategy.key_of(namespace), namespace, manager="kube-apiserver")
 
     # --- writes -------------------------------------------------------------------------------
 
-    def create(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None) -> Obj:
+    def create(
+        self,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        target: Target | None = None,
+    ) -> Obj:
         """Store a new object; the server sets uid, resourceVersion, generation and timestamps.
 
         ``field_manager`` (every write takes one) names the ``Update`` entry in ``managedFields``;
-        like the real server, a request that names none is recorded as ``unknown``. ``target`` is
-        what the request's URL names, when there is one (:mod:`.target`: the body must agree).
+        like the real server, a request that names none is recorded as ``unknown``. ``namespace``
+        is the request path's, if any (the object's own must then be empty or the same);
+        ``target`` is what the request's URL names, when there is one (:mod:`.target`: the body
+        must agree).
         """
         with self._lock:
             if target is not None:
                 obj = body_for_create(target, obj)
-            key = strategy.key_of(obj)
+            obj = self._namespaces.admit_create(obj, path_namespace=namespace)
+            named = strategy.with_generated_name(
+                obj, taken=lambda k: self._lookup(k) is not None, draw=self._names.choice
+            )
+            key = strategy.key_of(named)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
                 strategy.check_create(key, obj)
@@ -217,6 +239,7 @@ class FakeApiServer(ObjectStore):
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
                 stored = self._lookup(key)
                 if stored is None:  # created, as the real server does (a resourceVersion is ignored)
+                    self._namespaces.admit_create(obj, path_namespace=None)
                     applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
                     result, changed = self._create(key, applied.merged, applied=applied), True
                 else:
@@ -240,14 +263,20 @@ class FakeApiServer(ObjectStore):
 
         ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
         (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` marks it
-        (finalizer ``orphan``) until the owner reference is stripped from the dependents. The answer is the real
-        server's: the object while it is only marked (also when it already was), the deleted
-        object for kinds that return it (Services), else a success ``Status``.
+        (finalizer ``orphan``) until the owner reference is stripped from the dependents. A
+        Namespace goes with its content (:mod:`.namespaces`). The answer is the real server's:
+        the object while it is only marked (also when it already was; a Namespace marked
+        ``Terminating``), the deleted object for kinds that return it (Services), else a success
+        ``Status``.
         """
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
             try:
-                changed, answer = self._delete(key, propagation)
+                if kind == "Namespace":
+                    marked, changed = self._namespaces.delete(self._stored(key))
+                    answer = thaw_object(freeze(marked))
+                else:
+                    changed, answer = self._delete(key, propagation)
             except ApiError as err:
                 self._log("delete", key, error=err)
                 raise
@@ -317,6 +346,7 @@ class FakeApiServer(ObjectStore):
             _set_managed_fields(new, applied.managed_fields)
         else:
             self._track(key, None, new, request=obj, manager=manager, subresource="")
+        namespaces.complete_create(kind, new)
         meta: Obj = new["metadata"]
         self._uid_counter += 1
         meta["uid"] = f"00000000-0000-4000-8000-{self._uid_counter:012x}"
@@ -388,6 +418,7 @@ class FakeApiServer(ObjectStore):
         final = {**stored, "metadata": {**meta, "resourceVersion": rv}}
         last = freeze(final)
         self._watches.emit("DELETED", kind, namespace, last, new=final, old=stored)
+        self._namespaces.content_removed(key)
         return last
 
     # --- store ----------------------------------------------------------------------------------

@@ -164,6 +164,12 @@ class ObjectStore:
         kind, namespace, name = key
         return self._objects.get(kind, {}).get(namespace, {}).get(name)
 
+    def _contents(self, namespace: str) -> tuple[Key, ...]:
+        """The keys of the objects stored in ``namespace``."""
+        return tuple(
+            (kind, namespace, name) for kind, spaces in self._objects.items() for name in spaces.get(namespace, ())
+        )
+
     def _stored(self, key: Key) -> Obj:
         stored = self._lookup(key)
         if stored is None:

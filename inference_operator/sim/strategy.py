@@ -14,14 +14,15 @@ commit (or to drop, when it equals what is stored).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..errors import Conflict, Invalid, NotFound, ServerError
 from ..jsoncopy import merge_patch
-from . import defaults
+from . import defaults, namespaces
 from .kinds import traits_of
-from .validation import validate_metadata, validate_name, validate_status
+from .managedfields import BadRequest
+from .validation import path_segment_problem, validate_metadata, validate_name, validate_status
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -36,6 +37,7 @@ __all__ = [
     "prepare_status_update",
     "prepare_update",
     "success_status",
+    "with_generated_name",
 ]
 
 Obj = dict[str, Any]
@@ -54,6 +56,11 @@ _SERVER_FIELDS: Final = (
 _OMITEMPTY_METADATA: Final = ("labels", "annotations", "finalizers", "ownerReferences")
 _STATUS_RESETS_LABELS: Final = frozenset({"Deployment"})
 """Kinds whose status strategy resets labels as well as spec (apps/v1 Deployment)."""
+MAX_GENERATED_PREFIX: Final = 58
+GENERATED_SUFFIX_LENGTH: Final = 5
+GENERATE_NAME_ATTEMPTS: Final = 8
+"""The real server draws a generated name again on a collision (7 retries)."""
+_NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 
 
 # --- identity --------------------------------------------------------------------------------
@@ -61,6 +68,15 @@ _STATUS_RESETS_LABELS: Final = frozenset({"Deployment"})
 
 def key_for(kind: str, namespace: str | None, name: str) -> Key:
     """The store key: cluster-scoped kinds drop the namespace, namespaced ones default it."""
+    problem = path_segment_problem(name)
+    if "/" in name:  # the request path then names some other resource, which does not exist
+        raise NotFound("the server could not find the requested resource", kind=kind, name=name)
+    if problem:
+        raise BadRequest(f"Name parameter invalid: {name!r}: {problem}", kind=kind, name=name)
+    return _key(kind, namespace, name)
+
+
+def _key(kind: str, namespace: str | None, name: str) -> Key:
     if not traits_of(kind).namespaced:
         return (kind, "", name)
     return (kind, namespace or DEFAULT_NAMESPACE, name)
@@ -74,8 +90,26 @@ def key_of(obj: Mapping[str, Any]) -> Key:
     if not isinstance(kind, str) or not kind:
         raise Invalid("Object 'Kind' is missing", name=str(name or ""))
     if not isinstance(name, str) or not name:
-        raise Invalid(f"{kind}: metadata.name: Required value: name is required", kind=kind)
-    return key_for(kind, meta.get("namespace") if isinstance(meta, Mapping) else None, name)
+        raise Invalid(f"{kind}: metadata.name: Required value: name or generateName is required", kind=kind)
+    return _key(kind, meta.get("namespace") if isinstance(meta, Mapping) else None, name)
+
+
+def with_generated_name(obj: Obj, *, taken: Callable[[Key], bool], draw: Callable[[str], str]) -> Obj:
+    """``obj`` named from its ``metadata.generateName`` when it has no name (a name wins); a copy.
+
+    The name is the prefix (cut to 58 characters) and 5 random characters from ``draw`` (given the
+    alphabet); like the real server, a name already ``taken`` is drawn again, a few times at most.
+    """
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or meta.get("name") or not meta.get("generateName"):
+        return obj
+    kind, prefix = str(obj.get("kind") or ""), str(meta["generateName"])[:MAX_GENERATED_PREFIX]
+    name = ""
+    for _ in range(GENERATE_NAME_ATTEMPTS):
+        name = prefix + "".join(draw(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+        if not taken(_key(kind, meta.get("namespace"), name)):
+            break
+    return {**obj, "metadata": {**meta, "name": name}}
 
 
 def key_of_stored(obj: Obj) -> Key:
@@ -152,10 +186,10 @@ def check_create(key: Key, obj: Mapping[str, Any]) -> None:
 def prepare_create(key: Key, obj: Obj, *, allocator: defaults.Allocator, defaulter: defaults.Defaulter | None) -> Obj:
     """What a create would store, before the server stamps uid, timestamps, generation, version."""
     kind, _, name = key
-    validate_name(kind, name)
-    traits = traits_of(kind)
     new = defaults.ingest(kind, obj)
     meta = _normalised_metadata(new, key)
+    validate_name(kind, name, generate_name=str(meta.get("generateName") or ""))
+    traits = traits_of(kind)
     validate_metadata(kind, meta)
     for field in _SERVER_FIELDS:
         meta.pop(field, None)
@@ -164,6 +198,7 @@ def prepare_create(key: Key, obj: Obj, *, allocator: defaults.Allocator, default
         status = defaults.initial_status(kind)
         if status is not None:
             new["status"] = status
+    namespaces.prepare(kind, new, None)
     defaults.prepare(kind, new, None, allocator, defaulter)
     return new
 
@@ -200,6 +235,7 @@ def prepare_update(
             candidate["status"] = stored["status"]
         else:
             candidate.pop("status", None)
+    namespaces.prepare(kind, candidate, stored)
     validate_metadata(kind, meta)
     defaults.prepare(kind, candidate, stored, allocator, defaulter)
     _forbid_new_finalizers(key, old_meta, meta)

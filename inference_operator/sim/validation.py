@@ -17,34 +17,86 @@ from typing import Any, Final
 from ..errors import Invalid
 from .kinds import traits_of
 
-__all__ = ["validate_deployment", "validate_metadata", "validate_name", "validate_service", "validate_status"]
+__all__ = [
+    "name_problems",
+    "path_segment_problem",
+    "validate_deployment",
+    "validate_metadata",
+    "validate_name",
+    "validate_service",
+    "validate_status",
+]
 
 Obj = dict[str, Any]
 
 _DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL_1035: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS_LABEL_1123: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAMED_KINDS: Final = frozenset({"Namespace", "Service"})
+"""Kinds whose names are RFC 1123 labels (at most 63); Services since Kubernetes 1.36 (DNS-1035 before)."""
+_SUBDOMAIN_RULE: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_LABEL_RULE: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
 
 
-def validate_name(kind: str, name: str) -> None:
-    """Reject names the real API server rejects (Services need a DNS-1035 label, for one)."""
-    if kind == "Service":
-        ok, rule = len(name) <= 63 and bool(_DNS_LABEL_1035.match(name)), "a DNS-1035 label"
-    elif kind == "Namespace":
-        ok, rule = len(name) <= 63 and bool(_DNS_LABEL_1123.match(name)), "a DNS-1123 label"
-    else:
-        ok, rule = len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name)), "a lowercase RFC 1123 subdomain"
-    if not ok:
-        raise Invalid(
-            f'{kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": must be {rule} '
-            "(lowercase letters, digits and '-', starting and ending with an alphanumeric character)",
-            kind=kind,
-            name=name,
-        )
+def validate_name(kind: str, name: str, *, generate_name: str = "") -> None:
+    """Reject names the real API server rejects, and the ``generateName`` a generated name came from.
+
+    Namespaces and Services need an RFC 1123 label (63 characters), every other kind an RFC 1123
+    subdomain (253). A ``generateName`` is checked as a prefix: a trailing '-' is allowed.
+    """
+    problems = (
+        [
+            f'metadata.generateName: Invalid value: "{generate_name}": {message}'
+            for message in name_problems(kind, generate_name, prefix=True)
+        ]
+        if generate_name
+        else []
+    )
+    if not name:
+        problems.append("metadata.name: Required value: name or generateName is required")
+    problems += [f'metadata.name: Invalid value: "{name}": {message}' for message in name_problems(kind, name)]
+    if kind == "Namespace" and name and not _valid_label_value(name):  # the name is also a label's value
+        problems.append(f'metadata.labels: Invalid value: "{name}": {_LABEL_VALUE_RULE}')
+    if problems:
+        listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+        raise Invalid(f'{kind} "{name}" is invalid: {listed}', kind=kind, name=name)
+
+
+def name_problems(kind: str, name: str, *, prefix: bool = False) -> list[str]:
+    """What is wrong with ``name`` (or, with ``prefix``, a ``generateName``) for ``kind``; [] if nothing."""
+    if not name:
+        return []
+    if prefix and len(name) > 1 and name.endswith("-"):
+        name = name[:-2] + "a"  # as apimachinery's maskTrailingDash (which drops two characters)
+    label = kind in _LABEL_NAMED_KINDS
+    limit, pattern, rule = (63, _DNS_LABEL_1123, _LABEL_RULE) if label else (253, _DNS_SUBDOMAIN, _SUBDOMAIN_RULE)
+    problems = [f"must be no more than {limit} characters"] if len(name) > limit else []
+    if not pattern.match(name):
+        problems.append(rule)
+    return problems
+
+
+def path_segment_problem(name: str) -> str:
+    """Why ``name`` cannot name an object in a request path ('' if it can), as apimachinery says it."""
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    for forbidden in ("/", "%"):
+        if forbidden in name:
+            return f"may not contain '{forbidden}'"
+    return ""
 
 
 _LABEL_NAME: Final = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE_RULE: Final = (
+    "a valid label must be an empty string or consist of at most 63 alphanumeric characters, "
+    "'-', '_' or '.', and must start and end with an alphanumeric character"
+)
 
 
 def validate_metadata(kind: str, meta: Obj) -> None:
@@ -65,12 +117,8 @@ def validate_metadata(kind: str, meta: Obj) -> None:
                     "alphanumeric characters, '-', '_' or '.' (at most 63), with an optional "
                     "DNS subdomain prefix and '/'"
                 )
-            elif field == "labels" and (len(value) > 63 or not _LABEL_VALUE.match(value)):
-                problems.append(
-                    f"metadata.labels: Invalid value: {value!r}: a valid label must be an empty "
-                    "string or consist of at most 63 alphanumeric characters, '-', '_' or '.', "
-                    "and must start and end with an alphanumeric character"
-                )
+            elif field == "labels" and not _valid_label_value(value):
+                problems.append(f"metadata.labels: Invalid value: {value!r}: {_LABEL_VALUE_RULE}")
     annotations = meta.get("annotations")
     if isinstance(annotations, dict) and _size(annotations) > _ANNOTATIONS_MAX_BYTES:
         problems.append(f"metadata.annotations: Too long: may not be more than {_ANNOTATIONS_MAX_BYTES} bytes")
@@ -110,6 +158,10 @@ def _finalizer_problems(kind: str, finalizers: Any) -> list[str]:
                 "name is neither a standard finalizer name nor is it fully qualified"
             )
     return problems
+
+
+def _valid_label_value(value: str) -> bool:
+    return len(value) <= 63 and bool(_LABEL_VALUE.match(value))
 
 
 def _valid_label_key(key: str) -> bool:
@@ -159,6 +211,10 @@ def validate_service(obj: Obj) -> None:
     headless = spec.get("clusterIP") == "None"
     if not ports and spec.get("type") != "ExternalName" and not headless:
         problems.append("spec.ports: Required value")
+    selector = spec.get("selector") or {}
+    for key, value in selector.items() if isinstance(selector, dict) else ():
+        if not _valid_label_key(key) or not isinstance(value, str) or not _valid_label_value(value):
+            problems.append(f"spec.selector: Invalid value: {value!r}: {_LABEL_VALUE_RULE}")
     for i, port in enumerate(ports):
         number = port.get("port") if isinstance(port, dict) else None
         if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 65535:

@@ -222,6 +222,11 @@ class TestHandlers:
 
 
 class TestScope:
+    @pytest.fixture(autouse=True)
+    def _teams(self, api: FakeApiServer) -> None:
+        for team in ("team-a", "team-b"):
+            api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team}})
+
     def test_a_namespaced_informer_sees_only_its_namespace(self, api: FakeApiServer) -> None:
         informer = SharedInformer(api, KIND, namespace="team-a")
         api.create(isvc("x", namespace="team-a"))

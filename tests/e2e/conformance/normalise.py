@@ -3,10 +3,12 @@
 uids, resourceVersions, cluster IPs and node ports become ``uid-1``, ``rv-1``, ``ip-1``, ``port-1``
 in order of first appearance across the whole trace, so equalities survive ("the update kept the
 resourceVersion", "the ownerReference names the Deployment's uid") while the values do not.
-Timestamps become ``<time>``. What controllers (not the API server) add to objects on the real
-cluster is dropped: the fake's subject is the API server. Error messages are reduced to the
-fields and error types they name, in a canonical order, because the wording of a message is the
-API server's and the fake only has to agree on what is wrong and where.
+Timestamps become ``<time>``; a name the server generated from ``generateName`` becomes the prefix
+and ``<random-1>`` (wherever it appears later, in objects and in the calls' labels). What
+controllers (not the API server) add to objects on the real cluster is dropped: the fake's
+subject is the API server. Error messages are reduced to the fields and error types they name,
+in a canonical order, because the wording of a message is the API server's and the fake only
+has to agree on what is wrong and where.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ CONTROLLER_ANNOTATIONS: Final = ("deployment.kubernetes.io/revision",)
 CONTROLLER_MANAGERS: Final = ("kube-controller-manager",)
 CONTROLLER_OBJECTS: Final = {("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")}
 """Objects the real controller-manager adds to every namespace (the fake has no such controllers)."""
+GENERATED_PREFIX_MAX: Final = 58
+GENERATED_SUFFIX: Final = 5
+"""A generated name is ``generateName`` (cut to 58 characters) and 5 random characters."""
 CONTROLLED_KINDS: Final = {"Deployment", "ReplicaSet"}
 """Kinds whose status and resourceVersion the real controller-manager moves at its own pace."""
 
@@ -42,6 +47,7 @@ class Normaliser:
 
     def __init__(self) -> None:
         self._maps: dict[str, dict[Any, str]] = {"uid": {}, "rv": {}, "ip": {}, "port": {}}
+        self._generated: dict[str, str] = {}  # generated name → its placeholder
 
     def placeholder(self, family: str, value: Any) -> str:
         seen = self._maps[family]
@@ -49,10 +55,25 @@ class Normaliser:
             seen[value] = f"{family}-{len(seen) + 1}"
         return seen[value]
 
+    def text(self, text: str) -> str:
+        """``text`` with the generated names seen so far replaced by their placeholders."""
+        for name, placeholder in self._generated.items():
+            text = text.replace(name, placeholder)
+        return text
+
+    def _learn_generated_name(self, obj: Obj) -> None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not meta.get("generateName") or not isinstance(meta.get("name"), str):
+            return
+        prefix, name = str(meta["generateName"])[:GENERATED_PREFIX_MAX], meta["name"]
+        if name.startswith(prefix) and len(name) == len(prefix) + GENERATED_SUFFIX and name not in self._generated:
+            self._generated[name] = f"{prefix}<random-{len(self._generated) + 1}>"
+
     def object(self, obj: Any, *, kind: str = "") -> Any:
         """A normalised copy of an object (or list, or Status)."""
         if not isinstance(obj, dict):
             return obj
+        self._learn_generated_name(obj)
         kind = str(obj.get("kind") or kind)
         if kind.endswith("List") and isinstance(obj.get("items"), list):
             item_kind = kind[: -len("List")]
@@ -105,6 +126,8 @@ class Normaliser:
         if isinstance(node, list):
             return [self._walk(item, path=path) for item in node]
         last = path[-1] if path else ""
+        if isinstance(node, str) and node in self._generated:
+            return self._generated[node]
         if last == "uid" and isinstance(node, str):
             return self.placeholder("uid", node)
         if last == "resourceVersion" and isinstance(node, str):

@@ -36,7 +36,7 @@ class Api:
         self.trace.append({"note": label, "value": self._normaliser.object(copy.deepcopy(value))})
 
     def _record(self, what: str, response: Response, keep: Sequence[str] | None, kind: str) -> Obj:
-        entry: Obj = {"op": what, "code": response.code}
+        entry: Obj = {"op": self._normaliser.text(what), "code": response.code}
         body = response.body
         if response.code >= 400 or body.get("kind") == "Status":
             entry["reason"] = body.get("reason", "")
@@ -73,15 +73,25 @@ class Api:
         keep: Sequence[str] | None = None,
         url_kind: str | None = None,
         url_namespace: str | None = None,
+        namespace: str | None = None,
         **params: str,
     ) -> Obj:
-        """POST ``obj``; ``url_kind``/``url_namespace`` send it to another kind's or namespace's URL."""
+        """POST ``obj``; ``url_kind``/``url_namespace`` send it (placed in the check's namespace) to
+        another kind's or namespace's URL; ``namespace`` sends ``obj`` as it is to that namespace's
+        path (by default the object goes to its own namespace, or the check's)."""
         kind = url_kind or obj["kind"]
-        obj = self._place(obj, kind=kind)
+        obj = self._place(obj, kind=kind) if namespace is None else copy.deepcopy(obj)
         meta = obj["metadata"]
         name = meta.get("name") or f"{meta.get('generateName', '')}*"
-        namespace = meta.get("namespace", "") if url_namespace is None else url_namespace
-        req = Request("create", kind, namespace, body=obj, params=params)
+        if namespace is not None:
+            path_namespace = namespace
+        elif url_namespace is not None:
+            path_namespace = url_namespace
+        else:
+            path_namespace = meta.get("namespace", "")
+        if not KINDS[kind].namespaced:
+            path_namespace = ""
+        req = Request("create", kind, path_namespace, body=obj, params=params)
         what = f"create {obj['kind']} {name}" if url_kind is None else f"create {obj.get('kind')} {name} at {kind}"
         return self._send(what, req, keep)
 
@@ -142,9 +152,10 @@ class Api:
         *,
         subresource: str = "",
         keep: Sequence[str] | None = None,
+        namespace: str | None = None,
         **params: str,
     ) -> Obj:
-        req = Request("patch", kind, self._ns(kind, None), name, subresource, patch, params)
+        req = Request("patch", kind, self._ns(kind, namespace), name, subresource, patch, params)
         return self._send(f"patch {kind} {name} {subresource}".strip(), req, keep)
 
     def apply(
@@ -166,10 +177,19 @@ class Api:
         req = Request("apply", kind, meta.get("namespace", ""), name, body=obj, params=params)
         return self._send(f"apply {kind} {name} as {manager}", req, keep)
 
-    def delete(self, kind: str, name: str, *, propagation: str = "", keep: Sequence[str] | None = ()) -> Obj:
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        *,
+        propagation: str = "",
+        keep: Sequence[str] | None = (),
+        namespace: str | None = None,
+        **params: str,
+    ) -> Obj:
         """Delete; by default only the code is recorded (``keep=None`` records the answer too)."""
-        params = {"propagationPolicy": propagation} if propagation else {}
-        req = Request("delete", kind, self._ns(kind, None), name, params=params)
+        params = {**params, "propagationPolicy": propagation} if propagation else params
+        req = Request("delete", kind, self._ns(kind, namespace), name, params=params)
         return self._send(f"delete {kind} {name} {propagation}".strip(), req, keep)
 
     # --- watches and eventual outcomes ------------------------------------------------------
@@ -197,7 +217,7 @@ class Api:
             return response.code == 404, response
 
         done, _ = self.transport.eventually(probe, timeout=timeout)
-        self.trace.append({"op": f"wait until {kind} {name} is gone", "gone": done})
+        self.trace.append({"op": self._normaliser.text(f"wait until {kind} {name} is gone"), "gone": done})
 
     def wait_for(
         self,
@@ -217,7 +237,7 @@ class Api:
             return response.code < 400 and holds(response.body), response
 
         done, response = self.transport.eventually(probe, timeout=timeout)
-        self.trace.append({"op": f"wait until {kind} {name} {what}", "held": done})
+        self.trace.append({"op": self._normaliser.text(f"wait until {kind} {name} {what}"), "held": done})
         return self._record(f"then get {kind} {name}", response, keep, kind)
 
     def _ns(self, kind: str, namespace: str | None) -> str:

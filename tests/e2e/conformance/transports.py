@@ -127,7 +127,8 @@ class FakeTransport:
             )
         if req.verb == "create":
             assert body is not None
-            return Response(201, server.create(body, field_manager=manager, target=target, **_options(p)))
+            created = server.create(body, namespace=ns or None, field_manager=manager, target=target, **_options(p))
+            return Response(201, created)
         if req.verb == "update":
             assert body is not None
             update = server.update_status if req.subresource == "status" else server.update
@@ -191,7 +192,11 @@ class RealTransport:
     def path(self, kind: str, namespace: str, name: str = "", subresource: str = "") -> str:
         info = KINDS[kind]
         path = info.prefix + (f"/namespaces/{quote(namespace)}" if info.namespaced and namespace else "")
-        path += f"/{info.plural}" + (f"/{quote(name)}" if name else "") + (f"/{subresource}" if subresource else "")
+        path += (
+            f"/{info.plural}"
+            + (f"/{quote(name, safe='')}" if name else "")
+            + (f"/{subresource}" if subresource else "")
+        )
         return path
 
     def request(self, req: Request) -> Response:
@@ -208,6 +213,8 @@ class RealTransport:
             method = "DELETE"
             policy = params.pop("propagationPolicy", "")
             body = {"kind": "DeleteOptions", "apiVersion": "v1", **({"propagationPolicy": policy} if policy else {})}
+            if "dryRun" in params:  # a DELETE with a body takes its options from the body alone
+                body["dryRun"] = [params.pop("dryRun")]
             req = Request(req.verb, req.kind, req.namespace, req.name, req.subresource, body, params)
         name = "" if req.verb in ("create", "list") else req.name
         url = self._host + self.path(req.kind, req.namespace, name, req.subresource)

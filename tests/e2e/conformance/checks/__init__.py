@@ -1,3 +1,16 @@
 """The conformance checks, one module per area; importing this package registers them all."""
 
-from . import apply, basics, concurrency, defaults, errors, finalizers, gc, lists, status, watch  # noqa: F401
+from . import (  # noqa: F401
+    apply,
+    basics,
+    concurrency,
+    defaults,
+    errors,
+    finalizers,
+    gc,
+    lists,
+    names,
+    namespaces,
+    status,
+    watch,
+)
