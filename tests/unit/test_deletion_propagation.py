@@ -128,7 +128,7 @@ def test_a_reference_naming_another_object_than_its_uid_is_an_absent_owner(api: 
 
 
 def test_an_owner_in_another_namespace_is_absent(api: FakeApiServer) -> None:
-api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
     owner = api.create(configmap("owner", namespace="other"))
     api.create(configmap("dependent", ownerReferences=[ref(owner)]))
     assert not exists(api, "dependent")

@@ -117,6 +117,6 @@ def test_a_stale_resource_version_in_a_patch_is_still_a_conflict(api: FakeApiSer
 
 
 def test_without_a_target_the_body_alone_names_the_object(api: FakeApiServer) -> None:
-api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "elsewhere"}})
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "elsewhere"}})
     created = api.create(configmap(namespace="elsewhere"))
     assert created["metadata"]["namespace"] == "elsewhere"

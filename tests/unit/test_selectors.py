@@ -95,7 +95,7 @@ def test_a_parsed_selector_is_reusable_and_empty_matches_everything() -> None:
 
 
 def test_field_selectors_on_name_and_namespace(api: FakeApiServer) -> None:
-api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
     api.create(configmap("web", namespace="other"))
     assert names(api, fields="metadata.name=db") == ["db"]
     assert names(api, fields="metadata.name!=db") == ["bare", "blank", "plain", "web"]
