@@ -124,7 +124,15 @@ def _rbac_for_e2e() -> list[dict[str, Any]]:
     sa["metadata"]["namespace"] = OPERATOR_NAMESPACE
     role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = "inference-operator-e2e"
     binding["subjects"][0]["namespace"] = OPERATOR_NAMESPACE
-    return docs
+    return docs + leader_election_rbac(OPERATOR_NAMESPACE, OPERATOR_SA, OPERATOR_NAMESPACE)
+
+
+def leader_election_rbac(namespace: str, service_account: str, sa_namespace: str) -> list[dict[str, Any]]:
+    """deploy/rbac/leader_election.yaml as shipped, for Leases in ``namespace``."""
+    role, binding = yaml.safe_load_all((RBAC_DIR / "leader_election.yaml").read_text())
+    role["metadata"]["namespace"] = binding["metadata"]["namespace"] = namespace
+    binding["subjects"][0].update(name=service_account, namespace=sa_namespace)
+    return [role, binding]
 
 
 @pytest.fixture(scope="session")
@@ -179,6 +187,8 @@ def operator(
         "2",
         "--workers",
         "4",
+        identity="e2e-operator",
+        lease_namespace=OPERATOR_NAMESPACE,
     )
     proc.start()
     try:

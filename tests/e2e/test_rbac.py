@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Cluster
+from .conftest import OPERATOR_NAMESPACE, Cluster
 
 ALLOWED = [
     ("watch", "inferenceservices.serving.inference-operator.dev"),
@@ -73,3 +73,15 @@ def test_the_operator_identity_is_a_service_account_not_admin(cluster: Cluster, 
         "--kubeconfig", str(operator_kubeconfig), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"
     ).stdout
     assert who == "system:serviceaccount:io-e2e-system:inference-operator"
+
+
+def test_the_operator_identity_may_use_leases_in_its_own_namespace_only(
+    cluster: Cluster, operator_kubeconfig: Path
+) -> None:
+    def lease(verb: str, namespace: str) -> bool:
+        args = ("auth", "can-i", verb, "leases.coordination.k8s.io", "-n", namespace)
+        return cluster.kubectl.run("--kubeconfig", str(operator_kubeconfig), *args, check=False).stdout.strip() == "yes"
+
+    assert all(lease(verb, OPERATOR_NAMESPACE) for verb in ("get", "create", "update"))
+    assert not lease("delete", OPERATOR_NAMESPACE)
+    assert not any(lease(verb, "default") for verb in ("get", "create", "update"))

@@ -106,7 +106,10 @@ def test_operator_deployment_is_pss_restricted_and_uses_the_service_account() ->
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
-    assert dep["spec"]["strategy"] == {"type": "Recreate"} and dep["spec"]["replicas"] == 1
+    assert dep["spec"]["replicas"] == 2 and dep["spec"]["strategy"]["type"] == "RollingUpdate"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
 
 
 def dockerfile() -> str:
@@ -181,3 +184,15 @@ def test_user_roles_only_read_or_write_inference_services_and_aggregate_into_the
     assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
     assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
     assert "rbac/user_roles.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]
+
+
+def test_leader_election_may_only_get_create_and_update_leases_in_the_operators_namespace() -> None:
+    role, binding = yaml.safe_load_all((RBAC / "leader_election.yaml").read_text())
+    sa = load(RBAC / "service_account.yaml")["metadata"]
+    assert role["kind"] == "Role" and role["metadata"]["namespace"] == sa["namespace"]
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+    assert binding["kind"] == "RoleBinding" and binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
+    assert "rbac/leader_election.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]
