@@ -52,9 +52,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
     # The conformance suite compares bare API servers: it runs before the session's operator
     # (cluster-wide, started by the first test that needs it) could touch its objects.
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/e2e/test_conformance.py"))
+    # The RBAC usage check reads what the whole session did: it runs last.
+    def order(item: pytest.Item) -> int:
+        if item.nodeid.startswith("tests/e2e/test_conformance.py"):
+            return 0
+        return 2 if item.nodeid.startswith("tests/e2e/test_rbac_usage.py") else 1
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")

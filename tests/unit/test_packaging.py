@@ -145,15 +145,15 @@ def test_dockerfile_entrypoint_is_kopf_run_of_the_operator_module() -> None:
     assert yaml.safe_load(entrypoint) == ["kopf", "run", "-m", "inference_operator.operator"]
 
 
-def test_requirements_lock_pins_the_runtime_dependencies() -> None:
-    pins = dict(
-        line.split("==")
-        for line in (ROOT / "requirements.lock").read_text().splitlines()
-        if line and not line.startswith("#")
-    )
+def test_requirements_lock_pins_the_runtime_dependencies_with_hashes() -> None:
+    text = (ROOT / "requirements.lock").read_text()
+    entries = re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+) \\\n((?:    --hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", text, re.M)
+    pins = {name: version for name, version, _ in entries}
     for name in ("kopf", "kubernetes", "pydantic", "pyyaml", "prometheus-client"):
         assert name in pins and re.match(r"^\d+(\.\d+)+", pins[name]), name
-    assert "requirements.lock" in dockerfile()
+    requirement_lines = [line for line in text.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(requirement_lines) == len(entries), "every pin carries at least one sha256"
+    assert "--require-hashes" in dockerfile() and "-r requirements.lock" in dockerfile()
 
 
 def test_the_build_backend_is_pinned() -> None:
