@@ -21,6 +21,10 @@ EXERCISED_BY_ADMISSION = {
     ("serving.inference-operator.dev", "inferenceservices/finalizers", "update"):
     "checked by the OwnerReferencesPermissionEnforcement admission plugin when a child is created "
     "with blockOwnerDeletion; it is an authorization check inside another request, never a request",
+    ("apps", "deployments", "create"):
+    "a server-side apply that creates the Deployment is a PATCH request, authorized for create too",
+    ("", "services", "create"):
+    "a server-side apply that creates the Service is a PATCH request, authorized for create too",
 }  # fmt: skip
 
 

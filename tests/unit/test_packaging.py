@@ -23,17 +23,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "deploy" / "rbac"
 ALLOWED = {
-    ("serving.inference-operator.dev", "inferenceservices"): {"get", "list", "watch", "patch", "update"},
-    ("serving.inference-operator.dev", "inferenceservices/status"): {"get", "patch", "update"},
+    ("serving.inference-operator.dev", "inferenceservices"): {"list", "watch", "patch"},
+    ("serving.inference-operator.dev", "inferenceservices/status"): {"update"},
     ("serving.inference-operator.dev", "inferenceservices/finalizers"): {"update"},
     ("apps", "deployments"): {"get", "list", "watch", "create", "patch"},
     ("", "services"): {"get", "list", "watch", "create", "patch"},
     ("", "pods"): {"list"},
     ("", "events"): {"create", "patch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
-    ("", "namespaces"): {"list", "watch"},
 }
-CLUSTER_ONLY = {("apiextensions.k8s.io", "customresourcedefinitions"), ("", "namespaces")}
+CLUSTER_ONLY = {("apiextensions.k8s.io", "customresourcedefinitions")}
 
 
 def load(path: Path) -> dict[str, Any]:
