@@ -51,24 +51,36 @@ DENIED = [
 
 
 def can_i(cluster: Cluster, kubeconfig: Path, verb: str, resource: str) -> bool:
+    """``kubectl auth can-i``; ``resource/sub`` asks about the subresource (``resource/name`` would
+    ask about an object named ``sub``)."""
+    resource, _, subresource = resource.partition("/")
+    extra = (f"--subresource={subresource}",) if subresource else ()
     result = cluster.kubectl.run(
-        "--kubeconfig", str(kubeconfig), "auth", "can-i", verb, resource, "-n", "default", check=False
+        "--kubeconfig", str(kubeconfig), "auth", "can-i", verb, resource, *extra, "-n", "default", check=False
     )
     answer = result.stdout.strip()
     assert answer in ("yes", "no"), result.stderr
     return answer == "yes"
 
 
-@pytest.mark.parametrize(("verb", "resource"), ALLOWED, ids=[f"{v}-{r.split('.')[0]}" for v, r in ALLOWED])
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    ALLOWED,
+    ids=[f"{v}-{r.split('.')[0]}{'-' + r.rpartition('/')[2] if '/' in r else ''}" for v, r in ALLOWED],
+)
 def test_the_operator_identity_may_do_what_it_needs(
-    cluster: Cluster, operator_kubeconfig: Path, verb: str, resource: str
+    cluster: Cluster, crd: None, operator_kubeconfig: Path, verb: str, resource: str
 ) -> None:
     assert can_i(cluster, operator_kubeconfig, verb, resource)
 
 
-@pytest.mark.parametrize(("verb", "resource"), DENIED, ids=[f"{v}-{r.split('.')[0]}" for v, r in DENIED])
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    DENIED,
+    ids=[f"{v}-{r.split('.')[0]}{'-' + r.rpartition('/')[2] if '/' in r else ''}" for v, r in DENIED],
+)
 def test_the_operator_identity_may_not_do_anything_else(
-    cluster: Cluster, operator_kubeconfig: Path, verb: str, resource: str
+    cluster: Cluster, crd: None, operator_kubeconfig: Path, verb: str, resource: str
 ) -> None:
     assert not can_i(cluster, operator_kubeconfig, verb, resource)
 
