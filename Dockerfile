@@ -11,7 +11,7 @@ FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY requirements.lock pyproject.toml README.md ./
 COPY inference_operator ./inference_operator
-RUN python -m pip wheel --no-cache-dir --wheel-dir /wheels -r requirements.lock \
+RUN python -m pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.lock \
  && python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # -- runtime: no compilers, no pip cache, no source tree ------------------------------------

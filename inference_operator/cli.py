@@ -89,6 +89,9 @@ RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
     "lb_url": "LB_URL",
     "lb_timeout": "LB_TIMEOUT",
     "lb_ca_file": "LB_CA_FILE",
+    "leader_election": "LEADER_ELECTION",
+    "lease_namespace": "LEASE_NAMESPACE",
+    "identity": "IDENTITY",
     "log_format": "LOG_FORMAT",
     "metrics_address": "METRICS_ADDRESS",
 }
@@ -152,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lb-provider", choices=LB_PROVIDERS, help="load balancer provider (default memory)")
     run.add_argument("--lb-url", help="base URL of the HTTP load balancer registry (with --lb-provider http)")
     run.add_argument("--lb-timeout", type=float, help="seconds per load balancer request (default 5)")
+    run.add_argument(
+        "--leader-election",
+        choices=("true", "false"),
+        help="only the holder of a Lease writes, other replicas wait warm (default true)",
+    )
+    run.add_argument("--lease-namespace", help="namespace of the leader Lease (default: POD_NAMESPACE, or default)")
+    run.add_argument("--identity", help="this replica's name in the Lease, logs and user agent (default: POD_NAME)")
     run.add_argument(
         "--lb-ca-file",
         metavar="PEM",

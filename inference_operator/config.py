@@ -13,6 +13,13 @@
 | INFERENCE_OPERATOR_NAMESPACES         | --namespace (rep) | all      |
 | INFERENCE_OPERATOR_LOG_FORMAT         | --log-format      | plain    |
 | INFERENCE_OPERATOR_METRICS_ADDRESS    | --metrics-address | (off)    |
+| INFERENCE_OPERATOR_LEADER_ELECTION    | --leader-election | true     |
+| INFERENCE_OPERATOR_LEASE_NAMESPACE    | --lease-namespace | POD_NAMESPACE, the pod's, default |
+| INFERENCE_OPERATOR_LEASE_NAME         | (none)            | inference-operator |
+| INFERENCE_OPERATOR_LEASE_DURATION     | (none)            | 15       |
+| INFERENCE_OPERATOR_RENEW_DEADLINE     | (none)            | 10       |
+| INFERENCE_OPERATOR_RETRY_PERIOD       | (none)            | 2        |
+| INFERENCE_OPERATOR_IDENTITY           | --identity        | POD_NAME, else host_random |
 | INFERENCE_OPERATOR_CRASH_AFTER_WRITES | (none: test hook) | 0 (off)  |
 | INFERENCE_OPERATOR_CRASH_ON           | (none: test hook) | (any)    |
 
@@ -23,11 +30,15 @@ calls whose label starts with ``CRASH_ON`` when that is set.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import socket
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 ENV_PREFIX = "INFERENCE_OPERATOR_"
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 LB_PROVIDERS = ("memory", "http")
 LOG_FORMATS = ("plain", "full", "json")
 
@@ -66,6 +77,29 @@ def _address(env: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _own_namespace() -> str:
+    """The pod's namespace when running in a cluster, else "default"."""
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE) as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def default_lease_name(namespaces: tuple[str, ...]) -> str:
+    """One Lease per scope: replicas watching the same namespaces elect among themselves, and an
+    operator for other namespaces (another team's install) never waits for them."""
+    if not namespaces:
+        return "inference-operator"
+    digest = hashlib.sha256(",".join(sorted(namespaces)).encode()).hexdigest()[:10]
+    return f"inference-operator-{digest}"
+
+
+def _default_identity() -> str:
+    """client-go's default: the host name and a random suffix (two runs on one host differ)."""
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
 @dataclass(frozen=True)
 class OperatorConfig:
     workers: int = 4
@@ -81,6 +115,15 @@ class OperatorConfig:
     namespaces: tuple[str, ...] = field(default_factory=tuple)
     log_format: str = "plain"
     metrics_address: str = ""
+    leader_election: bool = True
+    """Only the holder of the Lease writes; other replicas keep their caches warm and wait."""
+    lease_namespace: str = "default"
+    lease_name: str = "inference-operator"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = ""
+    """This replica's name in the Lease, the logs and the user agent (default: host name + random)."""
     crash_after_writes: int = 0
     crash_on: str = ""
 
@@ -115,6 +158,13 @@ class OperatorConfig:
             namespaces=namespaces,
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
             metrics_address=_address(env, "METRICS_ADDRESS"),
+            leader_election=_choice(env, "LEADER_ELECTION", "true", ("true", "false")) == "true",
+            lease_namespace=env.get(ENV_PREFIX + "LEASE_NAMESPACE") or env.get("POD_NAMESPACE") or _own_namespace(),
+            lease_name=env.get(ENV_PREFIX + "LEASE_NAME") or default_lease_name(namespaces),
+            lease_duration=_number(env, "LEASE_DURATION", 15.0, minimum=1),
+            renew_deadline=_number(env, "RENEW_DEADLINE", 10.0, minimum=0.5),
+            retry_period=_number(env, "RETRY_PERIOD", 2.0, minimum=0.1),
+            identity=env.get(ENV_PREFIX + "IDENTITY") or env.get("POD_NAME") or _default_identity(),
             crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, integer=True)),
             crash_on=env.get(ENV_PREFIX + "CRASH_ON") or "",
         )

@@ -212,6 +212,12 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+            ["name"],
+            registry=registry,
+        )
         for result in RESULTS:  # every series exists from the start, at 0, as in controller-runtime
             self.reconcile_total.labels(controller=controller, result=result)
         for family in (self.reconcile_errors, self.reconcile_time, self.event_latency, self.active_workers):

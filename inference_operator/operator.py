@@ -80,7 +80,7 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.chunk_size = LIST_PAGE_SIZE
     settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
     settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
-    settings.peering.standalone = True  # one replica, Recreate strategy: see the chart
+    settings.peering.standalone = True  # replicas coordinate through our own Lease, not Kopf peering
     if config.namespaces:
         # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
         settings.scanning.disabled = True
@@ -90,7 +90,7 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Kopf retries this handler when it raises (say the first LIST failed): reuse the runtime
     # unless its failed start closed it; start() binds the metrics port only after the LIST.
     if _runtime is None or _runtime.closed:
-        _runtime = OperatorRuntime(config, KubeClient.from_environment())
+        _runtime = OperatorRuntime(config, KubeClient.from_environment(identity=config.identity))
     _runtime.start()
 
 

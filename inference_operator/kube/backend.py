@@ -24,6 +24,7 @@ from ..events import Correlated, EventCorrelator, build_event
 from .cache import ObjectCache
 from .client import KubeClient
 from .crashpoint import CrashPoint
+from .election import NotLeader
 from .health import logged
 
 Obj = dict[str, Any]
@@ -51,12 +52,16 @@ class KubeBackend:
         self.writes = 0
         self.on_write: Callable[[str, str], None] | None = None
         """Told the verb and kind of every write (the metrics), before it is sent."""
+        self.may_write: Callable[[], bool] | None = None
+        """Asked before every write and Event (leader election); False: NotLeader, nothing sent."""
         self.events = events or EventPoster(client)
         self.correlator = correlator or EventCorrelator(clock)
         self.crash = crash or CrashPoint()
         """The crash-point test hook (off unless armed): it sees each write once answered."""
 
     def _count(self, verb: str, kind: str) -> None:
+        if self.may_write is not None and not self.may_write():
+            raise NotLeader(f"{verb} {kind}: not sent, this replica does not hold the leader lease")
         with self._lock:
             self.writes += 1
         if self.on_write is not None:
@@ -115,6 +120,9 @@ class KubeBackend:
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
+        if self.may_write is not None and not self.may_write():
+            log.debug("Dropped Event, not the leader reason=%s name=%s", reason, meta.get("name"))
+            return
         event = build_event(
             obj,
             type=type,

@@ -39,6 +39,7 @@ KINDS = {
     SERVICE: KindInfo("/api/v1", "services"),
     "Event": KindInfo("/api/v1", "events"),
     "Pod": KindInfo("/api/v1", "pods"),
+    "Lease": KindInfo("/apis/coordination.k8s.io/v1", "leases"),
 }
 
 
@@ -90,8 +91,10 @@ class KubeClient:
         self.timeout = timeout
 
     @classmethod
-    def from_environment(cls, *, timeout: float = 30.0) -> KubeClient:
-        """In-cluster config when running in a pod, else the current KUBECONFIG context."""
+    def from_environment(cls, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
+        """In-cluster config when running in a pod, else the current KUBECONFIG context.
+        ``identity`` (the replica's, e.g. its pod name) goes into the user agent, so the API
+        server's audit log says which replica sent each request."""
         from kubernetes import client, config
 
         try:
@@ -100,7 +103,7 @@ class KubeClient:
             config.load_kube_config()  # type: ignore[no-untyped-call]
         api_client = client.ApiClient()
         # The user agent tells our requests apart in the API server's audit log.
-        api_client.user_agent = USER_AGENT
+        api_client.user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
         return cls(api_client, timeout=timeout)
 
     def request(
@@ -171,6 +174,17 @@ class KubeClient:
         return self.request(
             "patch", kind, namespace, name, subresource=subresource, body=patch, content_type=MERGE_PATCH
         )
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        return self.get("Lease", namespace, name)
+
+    def create_lease(self, lease: Obj) -> Obj:
+        return self.create(lease)
+
+    def replace_lease(self, lease: Obj) -> Obj:
+        """PUT, with the Lease's resourceVersion as the precondition (Conflict when it moved)."""
+        meta = lease["metadata"]
+        return self.request("update", "Lease", meta["namespace"], meta["name"], body=lease)
 
     def update_status(self, obj: Obj) -> Obj:
         meta = obj["metadata"]

@@ -43,6 +43,7 @@ from .cache import ObjectCache, slim
 from .client import KubeClient
 from .consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
 from .crashpoint import CrashPoint, with_crash_point
+from .election import ElectionSettings, LeaderElector, LeaderOnlyLoadBalancer
 from .health import ThreadGroup
 from .metrics import MetricsServer, live
 
@@ -52,6 +53,7 @@ CHILD_KINDS = (DEPLOYMENT, SERVICE)
 WATCHED_KINDS = (KIND, *CHILD_KINDS)
 LIST_PAGE_SIZE = 250
 HOUSEKEEPING = "housekeeping"
+ELECTION = "leader-election"
 
 
 class Server(Protocol):
@@ -103,6 +105,26 @@ class OperatorRuntime:
         """The Prometheus metrics (served by ``metrics``, the server, when an address is set)."""
         self.backend.on_write = self.telemetry.api_write
         provider = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
+        self.leading = threading.Event()
+        """Set while this replica may write: it holds the leader lease (or election is off)."""
+        self.elector: LeaderElector | None = None
+        if config.leader_election:
+            self.elector = LeaderElector(
+                ElectionSettings(
+                    namespace=config.lease_namespace,
+                    identity=config.identity,
+                    name=config.lease_name,
+                    lease_duration=config.lease_duration,
+                    renew_deadline=config.renew_deadline,
+                    retry_period=config.retry_period,
+                ),
+                client,
+                self.clock,
+                on_started=self._started_leading,
+                on_stopped=self._stopped_leading,
+            )
+            self.backend.may_write = self.elector.is_leader
+            provider = LeaderOnlyLoadBalancer(provider, self.elector.is_leader)
         self.lb = MeasuredLoadBalancer(provider, self.telemetry)
         self.reconciler = Reconciler(
             self.backend, self.lb, self.clock, requeue_while_progressing=config.requeue_seconds
@@ -110,6 +132,7 @@ class OperatorRuntime:
         self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
         self.controller = Controller("inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry)
         self.telemetry.workers(active=0, maximum=config.workers)
+        self.telemetry.leader.labels(name=config.lease_name).set(0)
         self.telemetry.read_live(lambda: live(self.probe()))
         self.threads = threads if threads is not None else ThreadGroup()
         self._lock = threading.Lock()
@@ -195,23 +218,42 @@ class OperatorRuntime:
             for i in range(self.config.workers):
                 self.threads.start(f"{self.controller.name}-worker-{i}", self._work)
             self.threads.start(HOUSEKEEPING, self._housekeeping_loop)
+            if self.elector is not None:
+                self.threads.start(ELECTION, lambda: self.elector.run(self._stop) if self.elector else None)
         except BaseException:
             self.stop(timeout=5.0)  # undo all of it; the runtime is closed for good
             raise
-        queued = self.enqueue_all()
         self._started = True
+        if self.elector is None:
+            self._started_leading()
         log.info(
-            "Started workers workers=%d cached=%d queued=%d resync=%gs lb=%s",
+            "Started workers workers=%d cached=%d resync=%gs lb=%s identity=%s election=%s",
             self.config.workers,
             loaded,
-            queued,
             self.config.resync_seconds,
             self.config.lb_provider,
+            self.config.identity,
+            f"lease {self.config.lease_namespace}/{self.config.lease_name}" if self.elector else "off",
         )
 
+    def _started_leading(self) -> None:
+        """This replica may write now: reconcile everything once, from the warm cache."""
+        queued = self.enqueue_all()
+        self.telemetry.leader.labels(name=self.config.lease_name).set(1)
+        self.leading.set()
+        log.info("Reconciling as the leader queued=%d identity=%s", queued, self.config.identity)
+
+    def _stopped_leading(self) -> None:
+        """Another replica may write from now on: take no new key (writes in flight are refused)."""
+        self.leading.clear()
+        self.telemetry.leader.labels(name=self.config.lease_name).set(0)
+
     def _work(self) -> None:
-        while self.controller.process_next_work_item(timeout=1.0):
-            pass
+        while not self._stop.is_set():
+            if not self.leading.wait(timeout=1.0):
+                continue  # a standby: the cache stays warm, the queue fills, nothing is written
+            if not self.controller.process_next_work_item(timeout=1.0):
+                return
 
     def _housekeeping_loop(self) -> None:
         while not self._stop.is_set():
@@ -272,6 +314,8 @@ class OperatorRuntime:
         if alive:
             log.error("Threads did not stop in time threads=%s", alive)
         self.backend.events.stop()
+        if self.elector is not None and not alive:
+            self.elector.release()  # no worker writes any more: a standby may take over at once
         if self.metrics is not None:
             self.metrics.stop()
         log.info("Stopped workers graceful=%s", not alive)

@@ -52,9 +52,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
     # The conformance suite compares bare API servers: it runs before the session's operator
     # (cluster-wide, started by the first test that needs it) could touch its objects.
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/e2e/test_conformance.py"))
+    # The RBAC usage check reads what the whole session did: it runs last.
+    def order(item: pytest.Item) -> int:
+        if item.nodeid.startswith("tests/e2e/test_conformance.py"):
+            return 0
+        return 2 if item.nodeid.startswith("tests/e2e/test_rbac_usage.py") else 1
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
@@ -124,7 +131,15 @@ def _rbac_for_e2e() -> list[dict[str, Any]]:
     sa["metadata"]["namespace"] = OPERATOR_NAMESPACE
     role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = "inference-operator-e2e"
     binding["subjects"][0]["namespace"] = OPERATOR_NAMESPACE
-    return docs
+    return docs + leader_election_rbac(OPERATOR_NAMESPACE, OPERATOR_SA, OPERATOR_NAMESPACE)
+
+
+def leader_election_rbac(namespace: str, service_account: str, sa_namespace: str) -> list[dict[str, Any]]:
+    """deploy/rbac/leader_election.yaml as shipped, for Leases in ``namespace``."""
+    role, binding = yaml.safe_load_all((RBAC_DIR / "leader_election.yaml").read_text())
+    role["metadata"]["namespace"] = binding["metadata"]["namespace"] = namespace
+    binding["subjects"][0].update(name=service_account, namespace=sa_namespace)
+    return [role, binding]
 
 
 @pytest.fixture(scope="session")
@@ -179,6 +194,8 @@ def operator(
         "2",
         "--workers",
         "4",
+        identity="e2e-operator",
+        lease_namespace=OPERATOR_NAMESPACE,
     )
     proc.start()
     try:

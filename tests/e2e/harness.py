@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,7 +179,8 @@ class AuditLog:
                     yield json.loads(line)
 
     def operator_writes_since(self, offset: int) -> list[str]:
-        """Mutating requests the operator sent (Events excluded), as ``verb resource ns/name``."""
+        """Mutating requests the operator sent (Events and Lease renewals excluded), as
+        ``verb resource ns/name``."""
         out = []
         for event in self.events_since(offset):
             if event.get("stage") != "ResponseComplete":
@@ -186,7 +188,9 @@ class AuditLog:
             if not str(event.get("userAgent", "")).startswith(OPERATOR_USER_AGENT):
                 continue
             ref = event.get("objectRef") or {}
-            if event.get("verb") not in ("create", "update", "patch", "delete") or ref.get("resource") == "events":
+            if event.get("verb") not in ("create", "update", "patch", "delete"):
+                continue
+            if ref.get("resource") in ("events", "leases"):  # posting Events, renewing the leader lease
                 continue
             out.append(
                 f"{event['verb']} {ref.get('resource')}/{ref.get('subresource', '')} "
@@ -198,9 +202,26 @@ class AuditLog:
 class OperatorProcess:
     """``inference-operator run`` as a child process, the way a user starts it."""
 
-    def __init__(self, kubeconfig: Path, env: dict[str, str], log_path: Path, *extra_args: str) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        env: dict[str, str],
+        log_path: Path,
+        *extra_args: str,
+        identity: str = "",
+        lease_namespace: str = "",
+        standby: bool = False,
+    ) -> None:
+        """``identity`` names the replica in the leader Lease (kept across ``start`` after a
+        crash, so a restart takes its own Lease back at once, as a restarted pod of the same
+        name does); ``lease_namespace`` is where the Lease lives (the identity needs get, create
+        and update on Leases there); ``standby``: ``start`` does not wait for it to lead."""
         self.kubeconfig = kubeconfig
-        self.env = {**env, "KUBECONFIG": str(kubeconfig)}
+        self.identity = identity or f"e2e-{uuid.uuid4().hex[:8]}"
+        self.standby = standby
+        self.env = {**env, "KUBECONFIG": str(kubeconfig), "INFERENCE_OPERATOR_IDENTITY": self.identity}
+        if lease_namespace:
+            self.env["INFERENCE_OPERATOR_LEASE_NAMESPACE"] = lease_namespace
         self.log_path = log_path
         self.extra_args = list(extra_args)
         self.port = free_port()
@@ -238,6 +259,12 @@ class OperatorProcess:
         log.close()
         wait_until(self._alive_and_serving, timeout=timeout, what="the operator to start its workers")
         wait_until(self._liveness, timeout=timeout, what="the operator's liveness endpoint")
+        if not self.standby:
+            wait_until(self.leading, timeout=timeout, what=f"the operator {self.identity} to hold the leader lease")
+
+    def leading(self) -> bool:
+        """True while this replica holds the leader lease (its metrics say so)."""
+        return self.stats().get("leader_election_master_status") == 1.0
 
     def _alive_and_serving(self) -> dict[str, float] | None:
         if self.process is not None and self.process.poll() is not None:
@@ -285,6 +312,16 @@ class OperatorProcess:
         finally:
             self.process = None
         return code
+
+    def kill(self) -> None:
+        """SIGKILL, as a lost node does: nothing is released, nothing is flushed."""
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGKILL)
+        try:
+            self.process.wait(10)
+        finally:
+            self.process = None
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():

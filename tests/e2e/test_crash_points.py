@@ -43,7 +43,7 @@ from typing import Protocol
 import pytest
 import yaml
 
-from .conftest import RESYNC_SECONDS, Cluster
+from .conftest import OPERATOR_NAMESPACE, RESYNC_SECONDS, Cluster
 from .crashpaths import (
     CRASH_ENV,
     CRASH_ON_ENV,
@@ -123,6 +123,8 @@ def make_operator(
             "1",
             "--workers",
             str(workers),
+            identity=f"crash-{namespace}",  # a restart after kill -9 takes its own lease back at once
+            lease_namespace=OPERATOR_NAMESPACE,
         )
 
     return make

@@ -2,12 +2,15 @@
 
 Covers: `helm install` of charts/inference-operator into a fresh namespace that enforces the
 "restricted" Pod Security Standard (so the API server itself checks the pod) — the CRD is
-Established (Helm skips it: the `crd` fixture already applied it), the cluster-wide RBAC and the
-finalizer admission policy exist, the operator Deployment becomes Available; `helm upgrade --set
-workers=2` rolls the Deployment (new template env, a new ReplicaSet, the old one scaled to zero);
+Established (Helm skips it: the `crd` fixture already applied it), the cluster-wide RBAC, the
+roles for people, the leader-election Role, a PodDisruptionBudget and the finalizer admission
+policy exist, the operator Deployment becomes Available with its two replicas; `helm upgrade
+--set workers=2` rolls the Deployment (new template env, a new ReplicaSet, the old one scaled to
+zero, both pods replaced);
 `helm uninstall` leaves nothing of the release behind, in the namespace or cluster-scoped, except
 the CRD, which Helm keeps by design and the rest of the suite needs. Namespaced mode: Role +
-RoleBinding in each watched namespace, no cluster-scoped RBAC, a policy binding limited to the
+RoleBinding in each watched namespace, the leader-election Role in the release namespace, no
+cluster-scoped RBAC, a policy binding limited to the
 watched namespaces, all gone after uninstall. `kubectl apply -k deploy/`: namespace, CRD,
 admission policy, RBAC and Deployment, which becomes Available; then everything it created but
 the CRD and the policy is deleted (`kubectl delete -k` would delete those too, and the rest of the
@@ -183,15 +186,27 @@ def test_helm_install_upgrade_and_uninstall_in_cluster_mode(
     assert "--all-namespaces" in container["args"]
     assert names(cluster, "clusterrole,clusterrolebinding", selector=f"app.kubernetes.io/instance={release}") == [
         f"clusterrole.rbac.authorization.k8s.io/{fullname}",
+        f"clusterrole.rbac.authorization.k8s.io/{fullname}-edit",
+        f"clusterrole.rbac.authorization.k8s.io/{fullname}-view",
         f"clusterrolebinding.rbac.authorization.k8s.io/{fullname}",
     ]
+    assert names(cluster, "roles,rolebindings", namespace=namespace) == [
+        f"role.rbac.authorization.k8s.io/{fullname}-leader-election",
+        f"rolebinding.rbac.authorization.k8s.io/{fullname}-leader-election",
+    ]
+    assert names(cluster, "poddisruptionbudgets", namespace=namespace) == [f"poddisruptionbudget.policy/{fullname}"]
     assert names(cluster, ADMISSION_KINDS, selector=f"app.kubernetes.io/instance={release}") == [
         f"mutatingadmissionpolicy.admissionregistration.k8s.io/{fullname}-finalizer",
         f"mutatingadmissionpolicybinding.admissionregistration.k8s.io/{fullname}-finalizer",
     ]
-    [pod] = release_pods(cluster, release, namespace)
-    assert pod["spec"]["nodeName"].startswith("kwok-node-"), "kwok only marks pods on its fake nodes Ready"
-    assert condition(pod, "Ready").get("status") == "True"
+    pods = wait_until(
+        lambda: (found := release_pods(cluster, release, namespace)) and len(found) == 2 and found,
+        timeout=TIMEOUT,
+        what="the leader and the standby",
+    )
+    for pod in pods:
+        assert pod["spec"]["nodeName"].startswith("kwok-node-"), "kwok only marks pods on its fake nodes Ready"
+        assert condition(pod, "Ready").get("status") == "True"
 
     helm.run("upgrade", release, str(CHART), "--namespace", namespace, "--reuse-values", "--set", "workers=2")
     upgraded = wait_available(cluster, fullname, namespace, env={"INFERENCE_OPERATOR_WORKERS": "2"})
@@ -199,14 +214,20 @@ def test_helm_install_upgrade_and_uninstall_in_cluster_mode(
     replica_sets = cluster.kubectl.json(
         "get", "replicasets", "-n", namespace, "-l", f"app.kubernetes.io/instance={release}"
     )["items"]
-    assert sorted(rs["spec"]["replicas"] for rs in replica_sets) == [0, 1], "the upgrade made a new ReplicaSet"
-    [new_pod] = wait_until(
-        lambda: (pods := release_pods(cluster, release, namespace)) and len(pods) == 1 and pods,
+    assert sorted(rs["spec"]["replicas"] for rs in replica_sets) == [0, 2], "the upgrade made a new ReplicaSet"
+    old = {pod["metadata"]["uid"] for pod in pods}
+    new_pods = wait_until(
+        lambda: (
+            (found := release_pods(cluster, release, namespace))
+            and len(found) == 2
+            and not old & {p["metadata"]["uid"] for p in found}
+            and found
+        ),
         timeout=TIMEOUT,
-        what="the old operator pod to go (strategy Recreate)",
+        what="both old operator pods to be replaced (RollingUpdate)",
     )
-    assert new_pod["metadata"]["uid"] != pod["metadata"]["uid"]
-    assert {"name": "INFERENCE_OPERATOR_WORKERS", "value": "2"} in new_pod["spec"]["containers"][0]["env"]
+    for new_pod in new_pods:
+        assert {"name": "INFERENCE_OPERATOR_WORKERS", "value": "2"} in new_pod["spec"]["containers"][0]["env"]
 
     helm.run("uninstall", release, "--namespace", namespace)
     wait_release_gone(cluster, release, [namespace])
@@ -235,7 +256,10 @@ def test_helm_namespaced_mode_grants_roles_in_the_watched_namespaces_only(
             f"rolebinding.rbac.authorization.k8s.io/{fullname}",
         ]
     assert not names(cluster, CLUSTER_RBAC_KINDS, selector=f"app.kubernetes.io/instance={release}")
-    assert not names(cluster, "roles,rolebindings", namespace=namespace)
+    assert names(cluster, "roles,rolebindings", namespace=namespace) == [  # the Lease's, in its own namespace
+        f"role.rbac.authorization.k8s.io/{fullname}-leader-election",
+        f"rolebinding.rbac.authorization.k8s.io/{fullname}-leader-election",
+    ]
     binding = cluster.kubectl.json("get", "mutatingadmissionpolicybinding", f"{fullname}-finalizer")
     [selector] = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
     assert selector == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": watched}
@@ -265,7 +289,12 @@ def test_kubectl_apply_k_deploy_installs_the_operator(cluster: Cluster, crd: Non
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "ClusterRole",
+            "ClusterRole",
             "Deployment",
+            "PodDisruptionBudget",
         ]
     )
     created = [doc for doc in rendered if doc["kind"] not in SUITE_KINDS]

@@ -14,7 +14,7 @@ import yaml
 
 from inference_operator.lb.registry import RegistryServer
 
-from .conftest import RBAC_DIR, Cluster, token_kubeconfig
+from .conftest import RBAC_DIR, Cluster, leader_election_rbac, token_kubeconfig
 from .harness import OperatorProcess, operator_env
 from .test_lifecycle import TIMEOUT, llama, wait_ready
 
@@ -36,6 +36,8 @@ def grant_role(cluster: Cluster, namespace: str) -> None:
     cluster.kubectl.run("create", "serviceaccount", SA, "-n", namespace)
     cluster.kubectl.apply(role, namespace)
     cluster.kubectl.apply(binding, namespace)
+    for doc in leader_election_rbac(namespace, SA, namespace):  # its Lease lives in its own namespace
+        cluster.kubectl.apply(doc)
 
 
 def test_namespaced_mode_serves_only_its_namespace_with_a_role(
@@ -59,6 +61,7 @@ def test_namespaced_mode_serves_only_its_namespace_with_a_role(
         "http",
         "--lb-url",
         registry.url,
+        lease_namespace=namespace,
     )
     scoped.start()
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Cluster
+from .conftest import OPERATOR_NAMESPACE, Cluster
 
 ALLOWED = [
     ("watch", "inferenceservices.serving.inference-operator.dev"),
@@ -42,28 +42,45 @@ DENIED = [
     ("bind", "clusterroles.rbac.authorization.k8s.io"),
     ("impersonate", "users"),
     ("get", "nodes"),
+    # granted until the RBAC usage check (test_rbac_usage.py) showed nothing used them
+    ("update", "inferenceservices.serving.inference-operator.dev"),
+    ("get", "inferenceservices.serving.inference-operator.dev"),
+    ("patch", "inferenceservices.serving.inference-operator.dev/status"),
+    ("list", "namespaces"),
 ]
 
 
 def can_i(cluster: Cluster, kubeconfig: Path, verb: str, resource: str) -> bool:
+    """``kubectl auth can-i``; ``resource/sub`` asks about the subresource (``resource/name`` would
+    ask about an object named ``sub``)."""
+    resource, _, subresource = resource.partition("/")
+    extra = (f"--subresource={subresource}",) if subresource else ()
     result = cluster.kubectl.run(
-        "--kubeconfig", str(kubeconfig), "auth", "can-i", verb, resource, "-n", "default", check=False
+        "--kubeconfig", str(kubeconfig), "auth", "can-i", verb, resource, *extra, "-n", "default", check=False
     )
     answer = result.stdout.strip()
     assert answer in ("yes", "no"), result.stderr
     return answer == "yes"
 
 
-@pytest.mark.parametrize(("verb", "resource"), ALLOWED, ids=[f"{v}-{r.split('.')[0]}" for v, r in ALLOWED])
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    ALLOWED,
+    ids=[f"{v}-{r.split('.')[0]}{'-' + r.rpartition('/')[2] if '/' in r else ''}" for v, r in ALLOWED],
+)
 def test_the_operator_identity_may_do_what_it_needs(
-    cluster: Cluster, operator_kubeconfig: Path, verb: str, resource: str
+    cluster: Cluster, crd: None, operator_kubeconfig: Path, verb: str, resource: str
 ) -> None:
     assert can_i(cluster, operator_kubeconfig, verb, resource)
 
 
-@pytest.mark.parametrize(("verb", "resource"), DENIED, ids=[f"{v}-{r.split('.')[0]}" for v, r in DENIED])
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    DENIED,
+    ids=[f"{v}-{r.split('.')[0]}{'-' + r.rpartition('/')[2] if '/' in r else ''}" for v, r in DENIED],
+)
 def test_the_operator_identity_may_not_do_anything_else(
-    cluster: Cluster, operator_kubeconfig: Path, verb: str, resource: str
+    cluster: Cluster, crd: None, operator_kubeconfig: Path, verb: str, resource: str
 ) -> None:
     assert not can_i(cluster, operator_kubeconfig, verb, resource)
 
@@ -73,3 +90,15 @@ def test_the_operator_identity_is_a_service_account_not_admin(cluster: Cluster, 
         "--kubeconfig", str(operator_kubeconfig), "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"
     ).stdout
     assert who == "system:serviceaccount:io-e2e-system:inference-operator"
+
+
+def test_the_operator_identity_may_use_leases_in_its_own_namespace_only(
+    cluster: Cluster, operator_kubeconfig: Path
+) -> None:
+    def lease(verb: str, namespace: str) -> bool:
+        args = ("auth", "can-i", verb, "leases.coordination.k8s.io", "-n", namespace)
+        return cluster.kubectl.run("--kubeconfig", str(operator_kubeconfig), *args, check=False).stdout.strip() == "yes"
+
+    assert all(lease(verb, OPERATOR_NAMESPACE) for verb in ("get", "create", "update"))
+    assert not lease("delete", OPERATOR_NAMESPACE)
+    assert not any(lease(verb, "default") for verb in ("get", "create", "update"))

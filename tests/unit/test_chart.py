@@ -1,28 +1,30 @@
 """The Helm chart (charts/inference-operator), statically: `helm lint` and `helm template`, no cluster.
 
-Covers: `helm lint --strict` passes in both RBAC modes; Chart.yaml metadata; the chart's crds/ is
-an exact copy of deploy/crds; the finalizer MutatingAdmissionPolicy equals deploy/admission's,
-its binding covers the watched namespaces only in namespaced mode, and neither is rendered when
-disabled or before Kubernetes 1.36; cluster mode (no watchNamespaces) renders a ClusterRole whose rules
-equal deploy/rbac/cluster_role.yaml's, bound to the operator's ServiceAccount; namespaced mode
-renders one Role + RoleBinding per watched namespace with the rules of
-deploy/rbac/namespaced/role.yaml and no cluster-scoped RBAC at all; the Deployment runs
-`kopf run -m inference_operator.operator` (the Dockerfile's ENTRYPOINT) with --all-namespaces or
-one --namespace per watched namespace, --liveness on liveness.port and --log-format; its env
-follows the values and is accepted by OperatorConfig (the defaults match the operator's own);
-one replica, strategy Recreate; the pod is Pod Security Standard "restricted"; the liveness probe
-hits Kopf's /healthz; image tag defaults to appVersion; the metrics port and Service exist only
-when metrics are enabled; scheduling and resource values pass through; every object carries the
-standard app.kubernetes.io/* and helm.sh/chart labels; bad values (workers 0, an unknown load
-balancer provider, provider http without a url, logFormat xml, two replicas, a bad namespace
-name, an unknown key, clashing ports) fail with a message naming the field.
+Covers: `helm lint --strict` passes in both RBAC modes; Chart.yaml metadata; the chart's crds/ is an
+exact copy of deploy/crds; the finalizer MutatingAdmissionPolicy equals deploy/admission's, its
+binding covers the watched namespaces only in namespaced mode, and neither is rendered when disabled
+or before Kubernetes 1.36; cluster mode (no watchNamespaces) renders a ClusterRole whose rules equal
+deploy/rbac/cluster_role.yaml's, bound to the operator's ServiceAccount; namespaced mode renders one
+Role + RoleBinding per watched namespace with the rules of deploy/rbac/namespaced/role.yaml and no
+cluster-scoped RBAC at all; the Deployment runs `kopf run -m inference_operator.operator` (the
+Dockerfile's ENTRYPOINT) with --all-namespaces or one --namespace per watched namespace, --liveness
+on liveness.port and --log-format; its env follows the values and is accepted by OperatorConfig (the
+defaults match the operator's own); two replicas electing a leader (RollingUpdate, a
+PodDisruptionBudget, soft anti-affinity; Recreate when election is off, which more than one replica
+refuses); the pod is Pod Security Standard "restricted"; the liveness probe hits Kopf's /healthz;
+image tag defaults to appVersion; the metrics port and Service exist only when metrics are enabled;
+scheduling and resource values pass through; every object carries the standard app.kubernetes.io/*
+and helm.sh/chart labels; bad values (workers 0, an unknown load balancer provider, provider http
+without a url, logFormat xml, nine replicas, a bad namespace name, an unknown key, clashing ports)
+fail with a message naming the field.
 
-helm comes from the project's cached bin dir (hack/build-controlplane.sh); without it these
-tests fail, they never skip.
+helm comes from the project's cached bin dir (hack/build-controlplane.sh); without it these tests
+fail, they never skip.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -53,9 +55,10 @@ def operator_container(objects: list[Obj]) -> Obj:
 
 
 def env_of(objects: list[Obj]) -> dict[str, str]:
+    """The literal env values (POD_NAME and the like come from the downward API, not values)."""
     env = operator_container(objects)["env"]
-    assert all(isinstance(e["value"], str) for e in env), "env values must be strings"
-    return {e["name"]: e["value"] for e in env}
+    assert all(isinstance(e["value"], str) for e in env if "valueFrom" not in e), "env values must be strings"
+    return {e["name"]: e["value"] for e in env if "valueFrom" not in e}
 
 
 def rules_of(path: Path) -> list[Obj]:
@@ -150,7 +153,8 @@ def test_cluster_mode_renders_a_cluster_role_with_the_rules_of_deploy_rbac(rende
     objects = render()
     (role,) = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == FULLNAME]
     assert role["rules"] == rules_of(DEPLOY / "rbac" / "cluster_role.yaml")
-    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+    namespaced = [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] in ("Role", "RoleBinding")]
+    assert namespaced == [("Role", f"{FULLNAME}-leader-election"), ("RoleBinding", f"{FULLNAME}-leader-election")]
 
 
 def test_cluster_mode_binds_the_cluster_role_to_the_operator_service_account(render: Render) -> None:
@@ -167,7 +171,9 @@ def test_cluster_mode_binds_the_cluster_role_to_the_operator_service_account(ren
 def test_namespaced_mode_renders_one_role_per_namespace_with_the_rules_of_deploy_rbac_namespaced(
     render: Render,
 ) -> None:
-    objects = render({"watchNamespaces": ["team-a", "team-b"]})
+    objects = [
+        o for o in render({"watchNamespaces": ["team-a", "team-b"]}) if "leader-election" not in o["metadata"]["name"]
+    ]
     roles = [o for o in objects if o["kind"] == "Role"]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
     for role in roles:
@@ -226,9 +232,14 @@ def test_default_env_gives_the_operator_its_own_defaults_with_metrics_on(render:
         "INFERENCE_OPERATOR_LOG_FORMAT": "plain",
         "INFERENCE_OPERATOR_METRICS_ADDRESS": "0.0.0.0:9090",
         "INFERENCE_OPERATOR_NAMESPACES": "",
+        "INFERENCE_OPERATOR_LEADER_ELECTION": "true",
+        "INFERENCE_OPERATOR_LEASE_NAME": FULLNAME,
+        "INFERENCE_OPERATOR_LEASE_DURATION": "15",
+        "INFERENCE_OPERATOR_RENEW_DEADLINE": "10",
+        "INFERENCE_OPERATOR_RETRY_PERIOD": "2",
     }
     defaults = OperatorConfig()
-    assert OperatorConfig.from_env(env) == OperatorConfig(
+    assert dataclasses.replace(OperatorConfig.from_env(env), identity="") == OperatorConfig(
         workers=defaults.workers,
         resync_seconds=defaults.resync_seconds,
         requeue_seconds=defaults.requeue_seconds,
@@ -238,6 +249,7 @@ def test_default_env_gives_the_operator_its_own_defaults_with_metrics_on(render:
         namespaces=defaults.namespaces,
         log_format=defaults.log_format,
         metrics_address="0.0.0.0:9090",
+        lease_name=FULLNAME,
     )
 
 
@@ -261,7 +273,8 @@ def test_deployment_args_and_env_follow_the_values(render: Render) -> None:
         "--log-format=json",
     ]
     env = env_of(objects)
-    assert OperatorConfig.from_env(env) == OperatorConfig(
+    assert dataclasses.replace(OperatorConfig.from_env(env), identity="") == OperatorConfig(
+        lease_name=FULLNAME,
         workers=7,
         resync_seconds=60.0,
         requeue_seconds=2.5,
@@ -275,10 +288,38 @@ def test_deployment_args_and_env_follow_the_values(render: Render) -> None:
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"health": 8181, "metrics": 9100}
 
 
-def test_one_replica_with_strategy_recreate_and_zero_to_pause(render: Render) -> None:
-    spec = only(render(), "Deployment")["spec"]
-    assert spec["replicas"] == 1
-    assert spec["strategy"] == {"type": "Recreate"}
+def test_two_replicas_elect_a_leader_roll_without_a_gap_and_keep_one_through_drains(
+    render: Render, template: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    objects = render()
+    spec = only(objects, "Deployment")["spec"]
+    assert spec["replicas"] == 2
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
+    pod = spec["template"]["spec"]
+    (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert (
+        term["podAffinityTerm"]["labelSelector"]["matchLabels"].items()
+        <= spec["template"]["metadata"]["labels"].items()
+    )
+    downward = {
+        e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in pod["containers"][0]["env"] if "valueFrom" in e
+    }
+    assert downward == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    budget = only(objects, "PodDisruptionBudget")
+    assert budget["spec"]["minAvailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    one = render({"replicas": 1})
+    assert only(one, "Deployment")["spec"]["replicas"] == 1 and not [
+        o for o in one if o["kind"] == "PodDisruptionBudget"
+    ]
+    alone = only(render({"replicas": 1, "leaderElection": {"enabled": False}}), "Deployment")["spec"]
+    assert alone["strategy"] == {"type": "Recreate"}
+    assert (
+        env_of([{"kind": "Deployment", "metadata": {"name": "x"}, "spec": alone}])["INFERENCE_OPERATOR_LEADER_ELECTION"]
+        == "false"
+    )
+    unsafe = template({"replicas": 2, "leaderElection": {"enabled": False}})
+    assert unsafe.returncode != 0 and "needs leader election" in unsafe.stderr
     assert only(render({"replicas": 0}), "Deployment")["spec"]["replicas"] == 0
 
 
@@ -381,7 +422,7 @@ def test_every_object_carries_the_standard_labels(render: Render, values: Obj) -
         ({"loadBalancer": {"provider": "http"}}, "/loadBalancer/url", "https?://"),
         ({"loadBalancer": {"provider": "http", "url": "lb:9090"}}, "/loadBalancer/url", "https?://"),
         ({"logFormat": "xml"}, "/logFormat", "'plain', 'full', 'json'"),
-        ({"replicas": 2}, "/replicas", "maximum"),
+        ({"replicas": 9}, "/replicas", "maximum"),
         ({"watchNamespaces": ["Team_A"]}, "/watchNamespaces/0", "pattern"),
         ({"resyncSeconds": "often"}, "/resyncSeconds", "number"),
         ({"metrics": {"port": 70000}}, "/metrics/port", "maximum"),

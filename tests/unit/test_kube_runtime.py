@@ -194,6 +194,7 @@ def make_runtime(
     **config: Any,
 ) -> OperatorRuntime:
     config.setdefault("workers", 1)
+    config.setdefault("leader_election", False)  # tests/unit/test_election_runtime.py covers it
     return OperatorRuntime(
         OperatorConfig(**config),
         client,  # type: ignore[arg-type]
@@ -304,7 +305,7 @@ def test_a_dead_worker_fails_liveness_naming_it(client: FakeClient, runtimes: li
     deleting = isvc(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[FINALIZER])
     client.objects[KIND] = [deleting]
     rt = OperatorRuntime(
-        OperatorConfig(workers=2),
+        OperatorConfig(workers=2, leader_election=False),
         client,  # type: ignore[arg-type]
         DeadlyBalancer(),
         clock=FakeClock(),

@@ -23,17 +23,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "deploy" / "rbac"
 ALLOWED = {
-    ("serving.inference-operator.dev", "inferenceservices"): {"get", "list", "watch", "patch", "update"},
-    ("serving.inference-operator.dev", "inferenceservices/status"): {"get", "patch", "update"},
+    ("serving.inference-operator.dev", "inferenceservices"): {"list", "watch", "patch"},
+    ("serving.inference-operator.dev", "inferenceservices/status"): {"update"},
     ("serving.inference-operator.dev", "inferenceservices/finalizers"): {"update"},
     ("apps", "deployments"): {"get", "list", "watch", "create", "patch"},
     ("", "services"): {"get", "list", "watch", "create", "patch"},
     ("", "pods"): {"list"},
     ("", "events"): {"create", "patch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
-    ("", "namespaces"): {"list", "watch"},
 }
-CLUSTER_ONLY = {("apiextensions.k8s.io", "customresourcedefinitions"), ("", "namespaces")}
+CLUSTER_ONLY = {("apiextensions.k8s.io", "customresourcedefinitions")}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -106,7 +105,10 @@ def test_operator_deployment_is_pss_restricted_and_uses_the_service_account() ->
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
-    assert dep["spec"]["strategy"] == {"type": "Recreate"} and dep["spec"]["replicas"] == 1
+    assert dep["spec"]["replicas"] == 2 and dep["spec"]["strategy"]["type"] == "RollingUpdate"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
 
 
 def dockerfile() -> str:
@@ -142,15 +144,15 @@ def test_dockerfile_entrypoint_is_kopf_run_of_the_operator_module() -> None:
     assert yaml.safe_load(entrypoint) == ["kopf", "run", "-m", "inference_operator.operator"]
 
 
-def test_requirements_lock_pins_the_runtime_dependencies() -> None:
-    pins = dict(
-        line.split("==")
-        for line in (ROOT / "requirements.lock").read_text().splitlines()
-        if line and not line.startswith("#")
-    )
+def test_requirements_lock_pins_the_runtime_dependencies_with_hashes() -> None:
+    text = (ROOT / "requirements.lock").read_text()
+    entries = re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+) \\\n((?:    --hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", text, re.M)
+    pins = {name: version for name, version, _ in entries}
     for name in ("kopf", "kubernetes", "pydantic", "pyyaml", "prometheus-client"):
         assert name in pins and re.match(r"^\d+(\.\d+)+", pins[name]), name
-    assert "requirements.lock" in dockerfile()
+    requirement_lines = [line for line in text.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(requirement_lines) == len(entries), "every pin carries at least one sha256"
+    assert "--require-hashes" in dockerfile() and "-r requirements.lock" in dockerfile()
 
 
 def test_the_build_backend_is_pinned() -> None:
@@ -181,3 +183,15 @@ def test_user_roles_only_read_or_write_inference_services_and_aggregate_into_the
     assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
     assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
     assert "rbac/user_roles.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]
+
+
+def test_leader_election_may_only_get_create_and_update_leases_in_the_operators_namespace() -> None:
+    role, binding = yaml.safe_load_all((RBAC / "leader_election.yaml").read_text())
+    sa = load(RBAC / "service_account.yaml")["metadata"]
+    assert role["kind"] == "Role" and role["metadata"]["namespace"] == sa["namespace"]
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+    assert binding["kind"] == "RoleBinding" and binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
+    assert "rbac/leader_election.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]

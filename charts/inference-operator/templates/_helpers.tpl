@@ -74,13 +74,13 @@ No wildcards, no Secrets, no escalate/bind/impersonate; children are never delet
 operator (the garbage collector does that).
 */}}
 {{- define "inference-operator.namespacedRules" -}}
-# Its own resource: watch it, add/remove its finalizer (patch), report status.
+# Its own resource: watch it, add/remove its finalizer (patch), report status (update).
 - apiGroups: ["serving.inference-operator.dev"]
   resources: ["inferenceservices"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: ["serving.inference-operator.dev"]
   resources: ["inferenceservices/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["update"]
 # Needed to create children with blockOwnerDeletion=true (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["serving.inference-operator.dev"]
   resources: ["inferenceservices/finalizers"]
@@ -103,15 +103,12 @@ operator (the garbage collector does that).
 
 {{/*
 Cluster-wide mode: the namespaced rules in every namespace, plus what Kopf needs to notice
-CRDs and namespaces appearing and disappearing. Same as deploy/rbac/cluster_role.yaml.
+the CRD appearing and disappearing. Same as deploy/rbac/cluster_role.yaml.
 */}}
 {{- define "inference-operator.clusterRules" -}}
 {{ include "inference-operator.namespacedRules" . }}
-# Kopf: notice CRDs and namespaces appearing and disappearing (cluster-wide mode only).
+# Kopf: notice the CRD appearing and disappearing (cluster-wide mode only).
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions"]
-  verbs: ["list", "watch"]
-- apiGroups: [""]
-  resources: ["namespaces"]
   verbs: ["list", "watch"]
 {{- end }}

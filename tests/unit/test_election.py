@@ -1,0 +1,190 @@
+"""Leader election on a Lease (client-go's rules), on a fake clock and an in-memory Lease store.
+
+Covers (issue 11, high availability): the first replica creates the Lease and leads, the second
+follows; renewals keep the follower out; a leader that cannot renew stops leading after the renew
+deadline, before the lease duration, and ``is_leader`` turns false at the deadline even when no
+step runs (a hung loop); the follower takes over once the lease duration passed since it last saw
+the record change, counting a transition; a graceful release lets the follower take over at its
+next step; two replicas racing for an expired Lease cannot both win (resourceVersion); a failure
+to reach the Lease is logged once, and once more when it is over; bad timings are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from inference_operator.clock import FakeClock
+from inference_operator.errors import Conflict, Forbidden
+from inference_operator.jsoncopy import deep_copy
+from inference_operator.kube.election import ElectionSettings, LeaderElector
+
+Obj = dict[str, Any]
+
+
+class Leases:
+    """Leases by (namespace, name) with resourceVersion checks; ``fail`` makes calls raise."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], Obj] = {}
+        self.version = 0
+        self.fail: dict[str, Exception] = {}  # identity of the caller (by store view) -> error
+        self.stale: dict[str, Obj] = {}  # identity -> what its next get answers (read before a race)
+
+    def view(self, identity: str) -> LeaseView:
+        return LeaseView(self, identity)
+
+
+class LeaseView:
+    def __init__(self, leases: Leases, identity: str) -> None:
+        self.leases, self.identity = leases, identity
+
+    def _check(self) -> None:
+        if self.identity in self.leases.fail:
+            raise self.leases.fail[self.identity]
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        self._check()
+        if self.identity in self.leases.stale:
+            return self.leases.stale.pop(self.identity)
+        found = self.leases.items.get((namespace, name))
+        return deep_copy(found) if found else None
+
+    def create_lease(self, lease: Obj) -> Obj:
+        self._check()
+        key = (lease["metadata"]["namespace"], lease["metadata"]["name"])
+        if key in self.leases.items:
+            raise Conflict("already exists")
+        return self._store(key, lease)
+
+    def replace_lease(self, lease: Obj) -> Obj:
+        self._check()
+        key = (lease["metadata"]["namespace"], lease["metadata"]["name"])
+        if self.leases.items[key]["metadata"]["resourceVersion"] != lease["metadata"].get("resourceVersion"):
+            raise Conflict("the object has been modified")
+        return self._store(key, lease)
+
+    def _store(self, key: tuple[str, str], lease: Obj) -> Obj:
+        self.leases.version += 1
+        stored = deep_copy(lease)
+        stored["metadata"]["resourceVersion"] = str(self.leases.version)
+        self.leases.items[key] = stored
+        return deep_copy(stored)
+
+
+def elector(leases: Leases, clock: FakeClock, identity: str, events: list[str]) -> LeaderElector:
+    settings = ElectionSettings(namespace="ops", identity=identity)
+    return LeaderElector(
+        settings,
+        leases.view(identity),
+        clock,
+        on_started=lambda: events.append(f"{identity} started"),
+        on_stopped=lambda: events.append(f"{identity} stopped"),
+    )
+
+
+@pytest.fixture
+def world() -> tuple[Leases, FakeClock, list[str]]:
+    return Leases(), FakeClock(), []
+
+
+def test_the_first_replica_leads_and_the_second_follows_while_renewals_go_on(world: Any) -> None:
+    leases, clock, events = world
+    a, b = elector(leases, clock, "a", events), elector(leases, clock, "b", events)
+    a.step()
+    b.step()
+    assert a.is_leader() and not b.is_leader() and b.holder == "a"
+    for _ in range(30):  # a minute of renewals every 2 s
+        clock.advance(2)
+        a.step()
+        b.step()
+    assert a.is_leader() and not b.is_leader() and events == ["a started"]
+    assert leases.items[("ops", "inference-operator")]["spec"]["leaseTransitions"] == 0
+
+
+def test_a_leader_that_cannot_renew_stops_before_anyone_else_may_start(world: Any) -> None:
+    leases, clock, events = world
+    a, b = elector(leases, clock, "a", events), elector(leases, clock, "b", events)
+    a.step()
+    b.step()
+    leases.fail["a"] = TimeoutError("API server unreachable")
+    t_stopped = t_started = None
+    for _ in range(20):
+        clock.advance(1)
+        a.step()
+        b.step()
+        if t_stopped is None and not a.is_leader():
+            t_stopped = clock.now()
+        if t_started is None and b.is_leader():
+            t_started = clock.now()
+    assert t_stopped is not None and t_started is not None
+    assert t_stopped <= 10 < 15 <= t_started  # renew deadline, then the lease duration
+    assert events == ["a started", "a stopped", "b started"]
+    assert leases.items[("ops", "inference-operator")]["spec"]["leaseTransitions"] == 1
+
+
+def test_is_leader_turns_false_at_the_renew_deadline_even_without_a_step(world: Any) -> None:
+    leases, clock, events = world
+    a = elector(leases, clock, "a", events)
+    a.step()
+    clock.advance(9.9)
+    assert a.is_leader()
+    clock.advance(0.2)  # the renew loop hung: no step ran
+    assert not a.is_leader()
+
+
+def test_a_graceful_release_hands_over_at_the_next_step(world: Any) -> None:
+    leases, clock, events = world
+    a, b = elector(leases, clock, "a", events), elector(leases, clock, "b", events)
+    a.step()
+    b.step()
+    assert a.release()
+    assert not a.is_leader() and leases.items[("ops", "inference-operator")]["spec"]["holderIdentity"] == ""
+    clock.advance(2)
+    b.step()
+    assert b.is_leader() and events == ["a started", "a stopped", "b started"]
+    assert not a.release()  # not leading: nothing to give up
+
+
+def test_two_replicas_racing_for_an_expired_lease_cannot_both_win(world: Any) -> None:
+    leases, clock, events = world
+    a, b, c = (elector(leases, clock, name, events) for name in "abc")
+    a.step()
+    b.step()
+    c.step()
+    leases.fail["a"] = TimeoutError("gone")
+    clock.advance(16)  # a's record has expired for b and c alike
+    leases.stale["c"] = deep_copy(leases.items[("ops", "inference-operator")])  # c reads before b writes
+    b.step()
+    c.step()  # c's write carries the old resourceVersion: a conflict, not a second leader
+    assert b.is_leader() and not c.is_leader()
+    assert events == ["a started", "b started"]
+
+
+def test_a_failure_to_reach_the_lease_is_logged_once_and_its_end_once(
+    world: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    leases, clock, events = world
+    a = elector(leases, clock, "a", events)
+    leases.fail["a"] = Forbidden('leases.coordination.k8s.io "inference-operator" is forbidden')
+    with caplog.at_level(logging.INFO, logger="inference_operator.election"):
+        for _ in range(5):
+            a.step()
+            clock.advance(2)
+        del leases.fail["a"]
+        a.step()
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert (
+        len(errors) == 1
+        and "is forbidden" in errors[0].getMessage()
+        and "lease=ops/inference-operator" in errors[0].getMessage()
+    )
+    assert any("Reached the leader lease again" in r.getMessage() for r in caplog.records)
+    assert a.is_leader()
+
+
+def test_timings_must_leave_room_between_renewing_and_expiring() -> None:
+    with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
+        ElectionSettings(namespace="ops", identity="a", lease_duration=10, renew_deadline=10)
