@@ -1,0 +1,167 @@
+"""The scenario world on the simulator: a Simulation on a fake clock, run until quiescent.
+
+A user's kubectl is ``Simulation.apply`` and the FakeApiServer's own calls (with kubectl's field
+manager); the operator's transitions are read from a watch on the FakeApiServer opened before
+the first action; load balancer calls from the in-memory balancer's call lists. Two things a
+real cluster has and the simulator models only through its seams:
+
+- a ResourceQuota: the simulator has no quota admission, so :class:`QuotaGate` stands between
+  the operator and the FakeApiServer (``Simulation.interpose``) and refuses creating a Service in
+  a namespace whose quota allows none, worded as kube-apiserver words it;
+- periodic resyncs: ``settle`` runs until quiescent, then resyncs once (as the real operator
+  does every few seconds while a user waits) and runs again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from inference_operator.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.errors import ApiError, Forbidden, NotFound
+from inference_operator.sim import Simulation
+from inference_operator.sim.apiserver import FakeApiServer
+
+from .observe import Observation, Snapshot, collapse, make_step, transition_token
+from .world import Refusal, refusal_of
+
+Obj = dict[str, Any]
+NAMESPACE = "default"
+USER = "kubectl"
+
+
+class QuotaGate:
+    """The operator's view of the FakeApiServer, with ResourceQuotas that allow no Service.
+
+    Creating a Service (a create, or an apply of one that does not exist) in a namespace of
+    ``forbidden`` is refused with the 403 kube-apiserver's quota admission answers; everything
+    else is the server's own.
+    """
+
+    def __init__(self, api: FakeApiServer) -> None:
+        self.api = api
+        self.forbidden: dict[str, str] = {}
+        """namespace -> the quota's name"""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.api, name)
+
+    def create(self, obj: Obj, **kwargs: Any) -> Obj:
+        self._admit(obj)
+        created: Obj = self.api.create(obj, **kwargs)
+        return created
+
+    def apply(self, obj: Obj, **kwargs: Any) -> Obj:
+        self._admit(obj)
+        applied: Obj = self.api.apply(obj, **kwargs)
+        return applied
+
+    def _admit(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        namespace, name = meta.get("namespace", NAMESPACE), meta["name"]
+        quota = self.forbidden.get(namespace)
+        if obj["kind"] != SERVICE or quota is None:
+            return
+        try:
+            self.api.get(SERVICE, namespace, name)
+        except NotFound:
+            raise Forbidden(
+                f'services "{name}" is forbidden: exceeded quota: {quota}, requested: services=1, '
+                "used: services=0, limited: services=0",
+                kind=SERVICE,
+                namespace=namespace,
+                name=name,
+            ) from None
+
+
+class SimWorld:
+    """:class:`~.world.World` on a fresh :class:`Simulation`."""
+
+    backend = "simulator"
+
+    def __init__(self, *, nodes: int = 2, gpus_per_node: int = 8) -> None:
+        self.sim = Simulation(ready_after=5.0, nodes=nodes, gpus_per_node=gpus_per_node)
+        self.gate = QuotaGate(self.sim.api)
+        self.sim.interpose(api=self.gate)
+        self.observation = Observation()
+        self._watch = self.sim.api.watch(KIND, NAMESPACE)
+        self._last_token: dict[str, str] = {}
+        self._lb_seen: dict[str, dict[str, int]] = {}
+        self._events_seen: dict[int, int] = {}
+
+    # -- a user's actions ---------------------------------------------------------------------
+
+    def apply(self, manifest: Obj) -> Refusal | None:
+        try:
+            self.sim.apply(_in_namespace(manifest))
+        except ApiError as err:
+            return refusal_of(err.code, err.message)
+        return None
+
+    def create(self, manifest: Obj) -> None:
+        self.sim.api.create(_in_namespace(manifest), field_manager=USER)
+
+    def delete(self, kind: str, name: str) -> None:
+        self.sim.delete(kind, NAMESPACE, name)
+
+    def scale_deployment(self, name: str, replicas: int) -> None:
+        self.sim.api.patch(DEPLOYMENT, NAMESPACE, name, {"spec": {"replicas": replicas}}, field_manager=USER)
+
+    def forbid_services(self, quota: str) -> None:
+        self.gate.forbidden[NAMESPACE] = quota
+
+    def allow_services(self, quota: str) -> None:
+        self.gate.forbidden.pop(NAMESPACE, None)
+
+    def forget_lb_record(self, name: str) -> None:
+        self.sim.lb.registrations.pop(f"{NAMESPACE}/{name}", None)
+
+    # -- looking ----------------------------------------------------------------------------
+
+    def snapshot(self, name: str) -> Snapshot:
+        return Snapshot(
+            isvc=self.sim.get(KIND, NAMESPACE, name),
+            deployment=self.sim.get(DEPLOYMENT, NAMESPACE, name),
+            service=self.sim.get(SERVICE, NAMESPACE, name),
+            registered=f"{NAMESPACE}/{name}" in self.sim.lb.registrations,
+        )
+
+    def settle(self, step: str, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
+        self.sim.run_until_quiescent()
+        self.sim.resync()
+        self.sim.run_until_quiescent()
+        snapshot = self.snapshot(name)
+        if not until(snapshot):
+            raise AssertionError(f"the simulation went quiet before {what}; Ready is {snapshot.ready}")
+        tokens = [
+            transition_token(event.object, deleted=event.type == "DELETED")
+            for event in self._watch.drain()
+            if event.object["metadata"]["name"] == name
+        ]
+        transitions = collapse(tokens, after=self._last_token.get(name))
+        if transitions:
+            self._last_token[name] = transitions[-1]
+        self.observation.steps.append(
+            make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
+        )
+        return snapshot
+
+    def _lb_calls(self, name: str) -> dict[str, int]:
+        key = f"{NAMESPACE}/{name}"
+        totals = {"register": self.sim.lb.register_calls.count(key), "release": self.sim.lb.release_calls.count(key)}
+        seen = self._lb_seen.get(name, {})
+        self._lb_seen[name] = totals
+        return {call: totals[call] - seen.get(call, 0) for call in totals}
+
+    def _events(self, name: str) -> list[str]:
+        """``type/reason`` of the object's Events posted or repeated since the last step."""
+        out = []
+        for index, event in enumerate(self.sim.events):
+            if event.name == name and self._events_seen.get(index) != event.count:
+                out.append(f"{event.type}/{event.reason}")
+                self._events_seen[index] = event.count
+        return out
+
+
+def _in_namespace(manifest: Obj) -> Obj:
+    return {**manifest, "metadata": {**manifest["metadata"], "namespace": NAMESPACE}}
