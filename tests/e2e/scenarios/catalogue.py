@@ -9,7 +9,9 @@ Demo (``inference_operator.demo``): create â†’ Ready; scale + upgrade; delete â†
 children collected; drift (Deployment scaled by hand, Service deleted by hand).
 Unhappy path: a same-named foreign Service; a quota forbidding Services; a load balancer that
 forgot the record; a name the API server refuses at admission; a spec field removed (env) that
-must leave the child; registration switched off and on again.
+must leave the child; registration switched off and on again; a Deployment deleted by hand; a
+Service's port edited by hand into a clash (refused until the Service is deleted); the owner
+label taken off the Deployment (which takes it out of the operator's label-selected watch).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def created(world: World, *, replicas: int = 2, **spec: Any) -> Snapshot:
     check(world.apply(llama(replicas=replicas, **spec)) is None, "the InferenceService was refused")
     s = world.settle("created", NAME, ready_with(replicas), what=f"Ready with {replicas} replicas")
     step = world.observation.steps[-1]
-    check(step.transitions[-1:] == [READY], f"Ready=True last, got {step.transitions}")
+    check(step.transitions == [READY], f"Ready=True (a first Progressing is dropped), got {step.transitions}")
     check(step.lb_calls == {"register": 1}, f"registered once, got {step.lb_calls}")
     dep, svc = s.children()[DEPLOYMENT], s.children()[SERVICE]
     check(dep is not None and dep["replicas"] == replicas, f"Deployment with {replicas} replicas, got {dep}")
@@ -255,3 +257,60 @@ def registration_switched_off_and_on(world: World) -> None:
     world.apply(llama(replicas=1))
     world.settle("registration enabled again", NAME, ready_with(1), what="registered again")
     check(world.observation.steps[-1].lb_calls == {"register": 1}, "registered once")
+
+
+@scenario("deployment-deleted")
+def deployment_deleted_by_hand(world: World) -> None:
+    s = created(world, replicas=2)
+    old_uid = (s.deployment or {})["metadata"]["uid"]
+    world.delete(DEPLOYMENT, NAME)
+    world.settle(
+        "Deployment deleted by hand",
+        NAME,
+        lambda s: s.deployment is not None and s.deployment["metadata"]["uid"] != old_uid and ready_with(2)(s),
+        what="the Deployment recreated and Ready again",
+    )
+    step = world.observation.steps[-1]
+    check(step.transitions == [PROGRESSING, READY], f"un-Ready until recreated, got {step.transitions}")
+    check(step.lb_calls == {}, f"no load balancer call, got {step.lb_calls}")
+
+
+@scenario("service-port-edited")
+def service_port_edited_by_hand(world: World) -> None:
+    """A hand edit the operator cannot undo: its port 8000 named ``http`` cannot go back next to
+    the user's port 9999 of the same name, so it says so until the user deletes the Service."""
+    created(world, replicas=1)
+    port = {"name": "http", "port": 9999, "protocol": "TCP", "targetPort": "http"}
+    world.patch(SERVICE, NAME, {"spec": {"ports": [port]}})
+    s = world.settle(
+        "Service port changed to 9999 by hand",
+        NAME,
+        lambda s: s.stalled_with(Reason.CHILD_REJECTED),
+        what="ChildRejected: the operator's port cannot join the user's of the same name",
+    )
+    message = _ready_message(s)
+    check('spec.ports[1].name: Duplicate value: "http"' in message, f"the API server's reason, got {message}")
+    check([p["port"] for p in (s.service or {})["spec"]["ports"]] == [9999], "the user's edit stays as it is")
+    world.delete(SERVICE, NAME)
+    s = world.settle(
+        "the edited Service deleted",
+        NAME,
+        lambda s: (
+            s.service is not None and [p["port"] for p in s.service["spec"]["ports"]] == [8000] and ready_with(1)(s)
+        ),
+        what="the Service recreated with port 8000 and Ready",
+    )
+
+
+@scenario("child-label-removed")
+def owner_label_removed_from_the_deployment(world: World) -> None:
+    created(world, replicas=1)
+    label = "serving.inference-operator.dev/inferenceservice"
+    world.patch(DEPLOYMENT, NAME, {"metadata": {"labels": {label: None}}})
+    s = world.settle(
+        "the owner label removed from the Deployment by hand",
+        NAME,
+        lambda s: s.deployment is not None and label in s.deployment["metadata"].get("labels", {}) and ready_with(1)(s),
+        what="the label put back (the Deployment left the operator's label-selected watch)",
+    )
+    check(_deployment(s)["labels"][label] == NAME, "label value")

@@ -30,7 +30,7 @@ from inference_operator.lb.registry import RegistryServer
 
 from ..conftest import Cluster
 from ..harness import OperatorProcess, wait_until
-from .observe import Observation, Snapshot, collapse, make_step, transition_token
+from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
 from .world import Refusal, refusal_of
 
 Obj = dict[str, Any]
@@ -176,6 +176,9 @@ class ClusterWorld:
     def delete(self, kind: str, name: str) -> None:
         self.kubectl.run("delete", kind.lower(), name, "-n", self.namespace, "--wait=false")
 
+    def patch(self, kind: str, name: str, patch: Obj) -> None:
+        self.kubectl.run("patch", kind.lower(), name, "-n", self.namespace, "--type=merge", "-p", json.dumps(patch))
+
     def scale_deployment(self, name: str, replicas: int) -> None:
         self.kubectl.run("scale", "deployment", name, "-n", self.namespace, f"--replicas={replicas}")
 
@@ -226,9 +229,9 @@ class ClusterWorld:
             what=f"the watch to deliver version {version} of {name}",
         )
         tokens = [transition_token(obj, deleted=kind == "DELETED") for kind, obj in self._watch.take(name)]
-        transitions = collapse(tokens, after=self._last_token.get(name))
-        if transitions:
-            self._last_token[name] = transitions[-1]
+        transitions, last = step_transitions(tokens, after=self._last_token.get(name))
+        if last is not None:
+            self._last_token[name] = last
         self.observation.steps.append(
             make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
         )

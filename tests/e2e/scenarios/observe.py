@@ -11,7 +11,9 @@ one place, so that a difference left over is a real one:
   a rollout in progress, replicas not yet available, a child or the load balancer still pending)
   become one ``False/Progressing``: which of them a status write happens to catch depends on how
   fast pods get ready, not on the operator. A stall that needs a person (``ChildConflict`` …)
-  and ``True/Ready`` are kept as they are. ``deleted`` marks the object's end.
+  and ``True/Ready`` are kept as they are. ``deleted`` marks the object's end. The first
+  status an object ever gets may or may not be Progressing (:func:`step_transitions`): that
+  one leading ``False/Progressing`` is dropped.
 - **Children** are reduced to replicas, image, env, labels and owner references (Deployment),
   type, ports, selector, labels and owner references (Service); an owner reference's uid
   becomes ``<owner>`` when it is the InferenceService's, ``<other>`` otherwise.
@@ -75,6 +77,23 @@ def collapse(tokens: Iterable[str | None], *, after: str | None = None) -> list[
         out.append(token)
         last = token
     return out
+
+
+def step_transitions(tokens: Iterable[str | None], *, after: str | None) -> tuple[list[str], str | None]:
+    """The transitions a step shows, and the last token seen (``after`` for the next step).
+
+    ``after`` None means the object had no status yet: then a leading ``False/Progressing`` is
+    dropped. The operator holds its first status write until the Deployment controller has
+    observed the new Deployment; whether the pods are already ready by then depends on how fast
+    they start (on the simulator never: they take ``ready_after`` seconds of fake time; on the
+    local control plane's kwok nodes often, not always). Every later Progressing follows a spec
+    change, whose first pass always sees a Deployment not yet observed, so it is kept.
+    """
+    shown = collapse(tokens, after=after)
+    last = shown[-1] if shown else after
+    if after is None and shown[:1] == [PROGRESSING]:
+        shown = shown[1:]
+    return shown, last
 
 
 def _owner_refs(obj: Obj, owner_uid: str | None) -> list[Obj]:

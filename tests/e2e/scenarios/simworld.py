@@ -22,7 +22,7 @@ from inference_operator.errors import ApiError, Forbidden, NotFound
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver import FakeApiServer
 
-from .observe import Observation, Snapshot, collapse, make_step, transition_token
+from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
 from .world import Refusal, refusal_of
 
 Obj = dict[str, Any]
@@ -104,6 +104,9 @@ class SimWorld:
     def delete(self, kind: str, name: str) -> None:
         self.sim.delete(kind, NAMESPACE, name)
 
+    def patch(self, kind: str, name: str, patch: Obj) -> None:
+        self.sim.api.patch(kind, NAMESPACE, name, patch, field_manager="kubectl-patch")
+
     def scale_deployment(self, name: str, replicas: int) -> None:
         self.sim.api.patch(DEPLOYMENT, NAMESPACE, name, {"spec": {"replicas": replicas}}, field_manager=USER)
 
@@ -138,9 +141,9 @@ class SimWorld:
             for event in self._watch.drain()
             if event.object["metadata"]["name"] == name
         ]
-        transitions = collapse(tokens, after=self._last_token.get(name))
-        if transitions:
-            self._last_token[name] = transitions[-1]
+        transitions, last = step_transitions(tokens, after=self._last_token.get(name))
+        if last is not None:
+            self._last_token[name] = last
         self.observation.steps.append(
             make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
         )

@@ -58,6 +58,10 @@ class World(Protocol):
         """``kubectl delete --wait=false``."""
         ...
 
+    def patch(self, kind: str, name: str, patch: Obj) -> None:
+        """``kubectl patch --type=merge``: a hand edit of any object."""
+        ...
+
     def scale_deployment(self, name: str, replicas: int) -> None:
         """``kubectl scale deployment``: a hand edit of a child."""
         ...
