@@ -26,7 +26,7 @@ from inference_operator.constants import FIELD_MANAGER
 from inference_operator.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import error_for, path_of
-from inference_operator.kube.metrics import render
+from inference_operator.kube.metrics import live
 from inference_operator.kube.runtime import OperatorRuntime
 from inference_operator.operator import namespaces_from_argv
 
@@ -203,10 +203,10 @@ def test_kopf_run_namespaces_are_read_from_the_command_line() -> None:
     assert namespaces_from_argv(["kopf", "run", "--all-namespaces"]) == ()
 
 
-def test_metrics_are_prometheus_text() -> None:
-    text = render({"reconciles": 3, "writes": 7})
-    assert "# TYPE inference_operator_reconcile_total counter\ninference_operator_reconcile_total 3" in text
-    assert "inference_operator_api_writes_total 7" in text
+def test_live_counters_are_named_and_typed_for_prometheus() -> None:
+    values = live({"reconciles": 3, "dead_threads": 1})
+    assert values["inference_operator_reconcile_total"] == ("counter", "Reconcile passes run.", 3.0)
+    assert values["inference_operator_dead_threads"][0] == "gauge"
 
 
 def runtime() -> OperatorRuntime:

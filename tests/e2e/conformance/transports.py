@@ -19,6 +19,8 @@ from urllib.parse import quote, urlencode
 from inference_operator.errors import ApiError
 from inference_operator.sim.apiserver import FakeApiServer, Watch
 
+from .normalise import CONTROLLER_OBJECTS
+
 Obj = dict[str, Any]
 
 
@@ -236,6 +238,8 @@ class RealTransport:
                     event = json.loads(line)
                     if event["type"] in ("BOOKMARK", "ERROR"):
                         continue
+                    if (handle["kind"], event["object"]["metadata"]["name"]) in CONTROLLER_OBJECTS:
+                        continue  # the controller-manager's, not the check's (see normalise.py)
                     events.append((event["type"], event["object"]))
                     handle["rv"] = event["object"]["metadata"]["resourceVersion"]
                     if len(events) >= count:
