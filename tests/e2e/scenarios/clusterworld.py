@@ -242,7 +242,7 @@ class ClusterWorld:
 
         def quiet() -> bool:
             stats = self.operator.stats()
-            history.append(tuple(stats.get(c, 0.0) for c in QUIET_COUNTERS))
+            history.append(tuple(stats[c] for c in QUIET_COUNTERS))
             recent = history[-QUIET_POLLS:]
             return len(recent) == QUIET_POLLS and len(set(recent)) == 1 and recent[-1][-1] == 0
 
