@@ -2,7 +2,8 @@
 
 Covers: every scenario of the catalogue meets its own expectations on the simulator (the e2e
 suite runs the same scenarios on the real control plane and compares); the scenarios in
-``SIMULATOR_GAPS`` still fail on the simulator (strict xfail: remove the entry once fixed); the
+``SIMULATOR_GAPS`` still fail on the simulator (strict xfail: remove the entry once fixed); every
+scenario of the demo has its counterpart in the catalogue; the
 normalisation of Ready transitions (transient reasons collapse into one Progressing, repeats
 collapse, an object's very first Progressing is dropped, a deletion ends the sequence); the
 quota gate refuses creating a Service only; refusals name their fields.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from inference_operator.constants import SERVICE
+from inference_operator.demo import SCENARIO_NAMES
 from inference_operator.errors import Forbidden
 from inference_operator.model import make_inference_service
 from tests.e2e.scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS, foreign_service
@@ -37,6 +39,10 @@ def test_scenario_meets_its_expectations_on_the_simulator(scenario: str) -> None
     world = SimWorld()
     SCENARIOS[scenario](world)
     assert world.observation.steps
+
+
+def test_every_demo_scenario_is_in_the_catalogue() -> None:
+    assert set(SCENARIO_NAMES) <= set(SCENARIOS)
 
 
 def _status(status: str, reason: str) -> dict[str, object]:

@@ -11,7 +11,8 @@ Unhappy path: a same-named foreign Service; a quota forbidding Services; a load 
 forgot the record; a name the API server refuses at admission; a spec field removed (env) that
 must leave the child; registration switched off and on again; a Deployment deleted by hand; a
 Service's port edited by hand into a clash (refused until the Service is deleted); the owner
-label taken off the Deployment (which takes it out of the operator's label-selected watch).
+label taken off the Deployment (which takes it out of the operator's label-selected watch); a
+load balancer that refuses the first registrations, or the first releases of a deletion.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, Phase, Reason
+from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, EventReason, Phase, Reason
 
 from .observe import DELETED, PROGRESSING, Snapshot
 from .world import World
@@ -314,3 +315,27 @@ def owner_label_removed_from_the_deployment(world: World) -> None:
         what="the label put back (the Deployment left the operator's label-selected watch)",
     )
     check(_deployment(s)["labels"][label] == NAME, "label value")
+
+
+@scenario("lb-register-fails")
+def load_balancer_refuses_the_first_registrations(world: World) -> None:
+    world.fail_lb_calls(registers=2)
+    check(world.apply(llama(replicas=1)) is None, "the InferenceService was refused")
+    world.settle("created while the load balancer fails twice", NAME, ready_with(1), what="Ready after the retries")
+    step = world.observation.steps[-1]
+    check(step.lb_calls == {"register": 3}, f"two failed registrations and one that held, got {step.lb_calls}")
+    check(f"Warning/{EventReason.LB_FAILED}" in step.events, f"a Warning Event, got {step.events}")
+
+
+@scenario("lb-release-fails")
+def load_balancer_refuses_the_first_releases(world: World) -> None:
+    created(world, replicas=1)
+    world.fail_lb_calls(releases=2)
+    world.delete(KIND, NAME)
+    world.settle(
+        "deleted while the load balancer fails twice", NAME, lambda s: s.gone and not s.registered, what="gone"
+    )
+    step = world.observation.steps[-1]
+    check(step.transitions == [f"False/{Reason.TERMINATING}", DELETED], f"Terminating, then gone: {step.transitions}")
+    check(step.lb_calls == {"release": 3}, f"two failed releases and one that held, got {step.lb_calls}")
+    check(f"Warning/{EventReason.LB_FAILED}" in step.events, f"a Warning Event, got {step.events}")

@@ -158,7 +158,9 @@ class ClusterWorld:
         self._events_seen: dict[str, int] = {}
 
     def close(self) -> None:
+        """Stop watching; disarm load balancer faults a failed scenario may have left armed."""
         self._watch.stop()
+        self.registry.set_faults()
 
     # -- a user's actions ---------------------------------------------------------------------
 
@@ -197,6 +199,9 @@ class ClusterWorld:
         HttpLoadBalancer(self.registry.url).release(self._key(name))
         own = self._own_calls.setdefault(name, {})
         own["release"] = own.get("release", 0) + 1
+
+    def fail_lb_calls(self, *, registers: int = 0, releases: int = 0) -> None:
+        self.registry.set_faults(fail_registers=registers, fail_releases=releases)
 
     # -- looking ----------------------------------------------------------------------------
 

@@ -119,6 +119,10 @@ class SimWorld:
     def forget_lb_record(self, name: str) -> None:
         self.sim.lb.registrations.pop(f"{NAMESPACE}/{name}", None)
 
+    def fail_lb_calls(self, *, registers: int = 0, releases: int = 0) -> None:
+        self.sim.lb.fail_next_registers(registers)
+        self.sim.lb.fail_next_releases(releases)
+
     # -- looking ----------------------------------------------------------------------------
 
     def snapshot(self, name: str) -> Snapshot:

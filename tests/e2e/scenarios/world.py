@@ -82,6 +82,11 @@ class World(Protocol):
         """The object ``name``, its children and its load balancer record, now."""
         ...
 
+    def fail_lb_calls(self, *, registers: int = 0, releases: int = 0) -> None:
+        """The load balancer answers the next ``registers`` registrations and ``releases``
+        releases with an error (each still counts as a call)."""
+        ...
+
     def settle(self, step: str, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
         """Let the operator work until ``until`` holds for the object ``name`` (fail saying
         ``what`` was expected if it never does); record the step and return the snapshot."""
