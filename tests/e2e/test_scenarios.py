@@ -4,25 +4,32 @@ the simulator and on the real control plane, and the two observations must be eq
 Covers: the demo's four (create, scale + upgrade, delete, drift) and the unhappy path (a foreign
 Service in the way, a quota forbidding Services, a load balancer that forgot its record, a name
 refused at admission, a removed spec field, registration switched off and on, a Deployment
-deleted by hand, a Service port edited by hand into a clash, the owner label taken off a child). Each run also
-checks its own expected outcome, so agreeing on a wrong outcome fails too. What is compared:
-per step, the Ready transitions, phase and readyReplicas, the children's relevant fields, the
-load balancer calls and record, and the Events' type/reason. How the two are normalised where
-they legitimately differ in timing (see scenarios/observe.py):
+deleted by hand, a Service port edited by hand into a clash, the owner label taken off a child,
+a balancer outage after a lost record, a balancer refusing releases during a deletion, more GPUs
+than a node has). Each run also checks its own expected outcome, so agreeing on a wrong outcome
+fails too. What is compared: per step, the Ready transitions, phase and readyReplicas, the
+children's relevant fields, the load balancer calls and record, and the Events' type/reason.
+How the two are normalised where they legitimately differ in timing (see scenarios/observe.py):
 
 - the Ready reasons that only say "not there yet" collapse into one ``False/Progressing`` and
   repeats collapse: which one a status write catches depends on how fast pods become ready;
 - an object's very first status may or may not be Progressing (the operator holds it until the
   Deployment controller has observed the Deployment; kwok's pods are often ready by then, the
-  simulator's never): that one leading ``False/Progressing`` is dropped. Every later one
-  follows a spec change and is kept;
+  simulator's never): that one leading ``False/Progressing`` is dropped. Every later one follows
+  a write of the operator's to the Deployment, which the controller cannot have observed at the
+  status write that follows it, so it is always there and kept;
 - Events are compared as the distinct type/reason pairs posted or repeated in a step: how
   many retries of a stalled object fit into a wait (and so an Event's count) is timing;
 - uids, namespaces, resourceVersions and timestamps are never compared; an owner reference
   is compared as "the InferenceService's" or "another's";
-- the simulator resyncs once at the end of every step (the real operator resyncs every few
-  seconds while the step is waited for), and a ResourceQuota, which the simulator has no
-  admission for, is modelled by refusing the operator's Service creates as the quota would.
+- a step ends as soon as its condition holds, on both (the simulator lets simulated time pass
+  only until then; the cluster world then also waits for the operator to be idle), and each
+  condition pins down the state it waits for (a stall *and* the pods running despite it), so
+  nothing a step leaves open can differ by timing. Scenarios avoid states that hinge on a race
+  (the balancer fails registrations after the object is Ready, not while its pods start);
+- the simulator resyncs every 4 s of simulated time, as the session's operator does; a
+  ResourceQuota, which the simulator has no admission for, is modelled by refusing the
+  operator's Service creates as kube-apiserver's quota admission words it.
 
 A scenario in ``SIMULATOR_GAPS`` is a known simulator gap: its real run must still pass, its
 simulator run is xfail with the reason, and it fails once the simulator agrees (remove the entry).

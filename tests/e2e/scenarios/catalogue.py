@@ -2,7 +2,9 @@
 unhappy path.
 
 Each one acts as a user would, waits for what a user would wait for (``settle``), and checks
-the outcome it expects itself, so two backends agreeing on a wrong outcome still fail. What it
+the outcome it expects itself, so two backends agreeing on a wrong outcome still fail. A step's
+condition pins down the state it waits for (a stall *and* the pods that run despite it): both
+worlds end a step as soon as it holds, so whatever it leaves open would be timing. What it
 saw step by step is in ``world.observation``; the test module compares those across backends.
 
 Demo (``inference_operator.demo``): create → Ready; scale + upgrade; delete → released once,
@@ -12,7 +14,8 @@ forgot the record; a name the API server refuses at admission; a spec field remo
 must leave the child; registration switched off and on again; a Deployment deleted by hand; a
 Service's port edited by hand into a clash (refused until the Service is deleted); the owner
 label taken off the Deployment (which takes it out of the operator's label-selected watch); a
-load balancer that refuses the first registrations, or the first releases of a deletion.
+load balancer that lost a record and refuses the next registrations, or the first releases of a
+deletion; more GPUs per replica than any node has (PodsUnschedulable), then fixed.
 """
 
 from __future__ import annotations
@@ -178,8 +181,8 @@ def foreign_service_in_the_way(world: World) -> None:
     s = world.settle(
         "a foreign Service of the same name",
         NAME,
-        lambda s: s.stalled_with(Reason.CHILD_CONFLICT),
-        what="ChildConflict",
+        lambda s: s.stalled_with(Reason.CHILD_CONFLICT) and _ready_replicas(s) == 1,
+        what="ChildConflict, the Deployment's pod ready all the same",
     )
     check("already exists but is not controlled by this InferenceService" in _ready_message(s), _ready_message(s))
     svc = s.children()[SERVICE]
@@ -195,7 +198,10 @@ def quota_forbids_services(world: World) -> None:
     world.forbid_services("no-services")
     world.apply(llama(replicas=1))
     s = world.settle(
-        "a quota allowing no Service", NAME, lambda s: s.stalled_with(Reason.CHILD_FORBIDDEN), what="ChildForbidden"
+        "a quota allowing no Service",
+        NAME,
+        lambda s: s.stalled_with(Reason.CHILD_FORBIDDEN) and _ready_replicas(s) == 1,
+        what="ChildForbidden, the Deployment's pod ready all the same",
     )
     message = _ready_message(s)
     check("403 Forbidden" in message and "exceeded quota: no-services" in message, message)
@@ -318,11 +324,22 @@ def owner_label_removed_from_the_deployment(world: World) -> None:
 
 
 @scenario("lb-register-fails")
-def load_balancer_refuses_the_first_registrations(world: World) -> None:
+def load_balancer_lost_the_record_and_refuses_registrations(world: World) -> None:
+    """An outage of the balancer that lost the record: Ready says so until a registration holds.
+
+    (Failing the registrations of a new object instead would make whether Ready ever shows
+    LoadBalancerFailed depend on the pods being ready before the retries succeed: timing.)"""
+    created(world, replicas=1)
     world.fail_lb_calls(registers=2)
-    check(world.apply(llama(replicas=1)) is None, "the InferenceService was refused")
-    world.settle("created while the load balancer fails twice", NAME, ready_with(1), what="Ready after the retries")
+    world.forget_lb_record(NAME)
+    world.settle(
+        "the record lost and the load balancer refusing two registrations",
+        NAME,
+        lambda s: ready_with(1)(s) and s.registered,
+        what="registered again after the retries",
+    )
     step = world.observation.steps[-1]
+    check(step.transitions == [f"False/{Reason.LOAD_BALANCER_FAILED}", READY], f"said so: {step.transitions}")
     check(step.lb_calls == {"register": 3}, f"two failed registrations and one that held, got {step.lb_calls}")
     check(f"Warning/{EventReason.LB_FAILED}" in step.events, f"a Warning Event, got {step.events}")
 
@@ -339,3 +356,19 @@ def load_balancer_refuses_the_first_releases(world: World) -> None:
     check(step.transitions == [f"False/{Reason.TERMINATING}", DELETED], f"Terminating, then gone: {step.transitions}")
     check(step.lb_calls == {"release": 3}, f"two failed releases and one that held, got {step.lb_calls}")
     check(f"Warning/{EventReason.LB_FAILED}" in step.events, f"a Warning Event, got {step.events}")
+
+
+@scenario("unschedulable")
+def more_gpus_than_any_node_has(world: World) -> None:
+    """16 GPUs per replica, on nodes of 8: explained once the rollout stopped moving, then fixed."""
+    check(world.apply(llama(replicas=1, gpu=16)) is None, "the InferenceService was refused")
+    s = world.settle(
+        "16 GPUs asked per replica",
+        NAME,
+        lambda s: s.stalled_with(Reason.PODS_UNSCHEDULABLE),
+        what="PodsUnschedulable (after the rollout made no progress for a while)",
+    )
+    check("cannot be scheduled" in _ready_message(s), _ready_message(s))
+    check(world.observation.steps[-1].transitions == [f"False/{Reason.PODS_UNSCHEDULABLE}"], "explained")
+    world.apply(llama(replicas=1, gpu=1))
+    world.settle("1 GPU asked per replica", NAME, ready_with(1), what="Ready once the pods fit")

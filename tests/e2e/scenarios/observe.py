@@ -86,8 +86,9 @@ def step_transitions(tokens: Iterable[str | None], *, after: str | None) -> tupl
     dropped. The operator holds its first status write until the Deployment controller has
     observed the new Deployment; whether the pods are already ready by then depends on how fast
     they start (on the simulator never: they take ``ready_after`` seconds of fake time; on the
-    local control plane's kwok nodes often, not always). Every later Progressing follows a spec
-    change, whose first pass always sees a Deployment not yet observed, so it is kept.
+    local control plane's kwok nodes often, not always). Every later Progressing follows a write
+    of the operator's to the Deployment, which the status written in the same pass always shows
+    as not yet observed, so it is kept.
     """
     shown = collapse(tokens, after=after)
     last = shown[-1] if shown else after

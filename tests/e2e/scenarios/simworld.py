@@ -8,8 +8,11 @@ real cluster has and the simulator models only through its seams:
 - a ResourceQuota: the simulator has no quota admission, so :class:`QuotaGate` stands between
   the operator and the FakeApiServer (``Simulation.interpose``) and refuses creating a Service in
   a namespace whose quota allows none, worded as kube-apiserver words it;
-- periodic resyncs: ``settle`` runs until quiescent, then resyncs once (as the real operator
-  does every few seconds while a user waits) and runs again.
+- time: ``settle`` does what is ready now, looks, and until the step's condition holds lets
+  simulated time pass to the next delayed key or resync; resyncs come every 4 s of simulated
+  time, as the e2e operator's do, and a step gives up after 90 s, the cluster world's deadline.
+  So a step ends as soon as its condition holds (a stall is seen before the retries give up, an
+  intermediate state before the next one), as it does for a user polling a real cluster.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from .world import Refusal, refusal_of
 Obj = dict[str, Any]
 NAMESPACE = "default"
 USER = "kubectl"
+RESYNC_SECONDS = 4.0  # the e2e operator's --resync-period
+PATIENCE = 90.0  # seconds of simulated time a step may take: the cluster world's deadline
 
 
 class QuotaGate:
@@ -88,6 +93,7 @@ class SimWorld:
         self._last_token: dict[str, str] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
         self._events_seen: dict[int, int] = {}
+        self._last_resync = self.sim.now
 
     # -- a user's actions ---------------------------------------------------------------------
 
@@ -134,12 +140,7 @@ class SimWorld:
         )
 
     def settle(self, step: str, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
-        self.sim.run_until_quiescent()
-        self.sim.resync()
-        self.sim.run_until_quiescent()
-        snapshot = self.snapshot(name)
-        if not until(snapshot):
-            raise AssertionError(f"the simulation went quiet before {what}; Ready is {snapshot.ready}")
+        snapshot = self._run_until(name, until, what=what)
         tokens = [
             transition_token(event.object, deleted=event.type == "DELETED")
             for event in self._watch.drain()
@@ -152,6 +153,26 @@ class SimWorld:
             make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
         )
         return snapshot
+
+    def _run_until(self, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
+        """Look after all work ready now is done; until ``until`` holds, let time pass to the next
+        delayed key or resync (at most ``PATIENCE`` seconds), as a user polling a cluster would."""
+        deadline = self.sim.now + PATIENCE
+        while True:
+            self.sim.run_until_quiescent(until=self.sim.now)
+            snapshot = self.snapshot(name)
+            if until(snapshot):
+                return snapshot
+            if self.sim.now >= deadline:
+                raise AssertionError(f"not {what} after {PATIENCE:.0f}s of simulated time; Ready is {snapshot.ready}")
+            next_resync = self._last_resync + RESYNC_SECONDS
+            target = min(t for t in (self.sim.next_due(), next_resync, deadline) if t is not None)
+            self.sim.run_until_quiescent(until=target)
+            if self.sim.now < target:
+                self.sim.clock.set(target)
+            if self.sim.now >= next_resync:
+                self.sim.resync()
+                self._last_resync = self.sim.now
 
     def _lb_calls(self, name: str) -> dict[str, int]:
         key = f"{NAMESPACE}/{name}"
