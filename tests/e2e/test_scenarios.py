@@ -1,4 +1,4 @@
-"""The scenario suite on both backends: each scenario in tests/e2e/scenarios/catalogue.py runs on
+"""The scenario suite on both backends: each scenario in tests/e2e/scenarios (catalogue.py) runs on
 the simulator and on the real control plane, and the two observations must be equal.
 
 Covers: the demo's four (create, scale + upgrade, delete, drift) and the unhappy path (a foreign
