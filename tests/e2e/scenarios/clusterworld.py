@@ -247,7 +247,9 @@ class ClusterWorld:
 
         def quiet() -> bool:
             stats = self.operator.stats()
-            history.append(tuple(stats[c] for c in QUIET_COUNTERS))
+            # A labelled counter shows no sample before its first increment (a fresh operator
+            # has written nothing): absent is zero. The queue depth is always there.
+            history.append((*(stats.get(c, 0.0) for c in QUIET_COUNTERS[:-1]), stats["workqueue_depth"]))
             recent = history[-QUIET_POLLS:]
             return len(recent) == QUIET_POLLS and len(set(recent)) == 1 and recent[-1][-1] == 0
 
