@@ -203,7 +203,8 @@ def validate_deployment(obj: Obj, old: Obj | None) -> None:
 
 
 def validate_service(obj: Obj) -> None:
-    """Reject a defaulted Service the real API server rejects (ports missing, out of range or unnamed)."""
+    """Reject a defaulted Service the real API server rejects (ports missing, out of range,
+    unnamed, or two with the same name or the same port and protocol)."""
     name = _name(obj)
     spec = obj["spec"]
     problems: list[str] = []
@@ -221,8 +222,23 @@ def validate_service(obj: Obj) -> None:
             problems.append(f"spec.ports[{i}].port: Invalid value: {number!r}: must be between 1 and 65535")
     if len(ports) > 1 and any(not (isinstance(p, dict) and p.get("name")) for p in ports):
         problems.append("spec.ports: Required value: name is required when a Service has several ports")
+    problems += _duplicate_ports(ports)
     if problems:
         raise Invalid(f'Service "{name}" is invalid: ' + "; ".join(problems), kind="Service", name=name)
+
+
+def _duplicate_ports(ports: list[Any]) -> list[str]:
+    """A port name, or a port and protocol, used twice: the real server names the later item."""
+    problems, names, numbers = [], set(), set()
+    for i, port in enumerate(p for p in ports if isinstance(p, dict)):
+        name, number = port.get("name"), (port.get("port"), port.get("protocol", "TCP"))
+        if name and name in names:
+            problems.append(f'spec.ports[{i}].name: Duplicate value: "{name}"')
+        if number in numbers:
+            problems.append(f"spec.ports[{i}]: Duplicate value: port {number[0]}/{number[1]}")
+        names.add(name)
+        numbers.add(number)
+    return problems
 
 
 def _name(obj: Obj) -> str:
