@@ -52,6 +52,7 @@ from ..clock import Clock, FakeClock
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
 from . import defaults, managedfields, strategy
+from .customresources import CustomResources
 from .garbage import FOREGROUND_FINALIZER, GarbageCollector, Propagation
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
@@ -95,6 +96,8 @@ class FakeApiServer(ObjectStore):
         )
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
+        self.custom_resources = CustomResources()
+        """The schemas of the CustomResourceDefinitions stored here, applied to writes of their kinds."""
 
     # --- writes -------------------------------------------------------------------------------
 
@@ -135,7 +138,7 @@ class FakeApiServer(ObjectStore):
             return self._write(
                 "update_status",
                 key,
-                lambda stored: (strategy.prepare_status_update(key, stored, obj), obj),
+                lambda stored: (self._prepare_status_update(key, stored, obj), obj),
                 precondition=obj,
                 manager=field_manager,
                 subresource="status",
@@ -163,7 +166,7 @@ class FakeApiServer(ObjectStore):
 
             def build(stored: Obj) -> tuple[Obj, Obj]:
                 patched = merge_patch(stored, patch, copy=False)
-                return strategy.prepare_status_update(key, stored, patched), patched
+                return self._prepare_status_update(key, stored, patched), patched
 
             return self._write(
                 "patch_status", key, build, precondition=patch, manager=field_manager, subresource="status"
@@ -281,7 +284,9 @@ class FakeApiServer(ObjectStore):
             raise AlreadyExists(
                 f'{kind} "{name}" already exists in namespace "{namespace}"', kind=kind, namespace=namespace, name=name
             )
-        new = strategy.prepare_create(key, obj, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        decoded = self.custom_resources.decode(kind, obj)
+        new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        self.custom_resources.validate(kind, new, None)
         if applied is not None:
             _set_managed_fields(new, applied.managed_fields)
         else:
@@ -300,7 +305,15 @@ class FakeApiServer(ObjectStore):
 
     def _prepare_update(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
         defaulter = self._defaulters.get(key[0])
-        return strategy.prepare_update(key, stored, candidate, allocator=self._allocator, defaulter=defaulter)
+        decoded = self.custom_resources.decode(key[0], candidate)
+        new = strategy.prepare_update(key, stored, decoded, allocator=self._allocator, defaulter=defaulter)
+        self.custom_resources.validate(key[0], new, stored)
+        return new
+
+    def _prepare_status_update(self, key: Key, stored: Obj, source: Obj) -> Obj:
+        new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
+        self.custom_resources.validate(key[0], new, stored, status=True)
+        return new
 
     def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
         """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went."""
@@ -352,6 +365,8 @@ class FakeApiServer(ObjectStore):
         kind, namespace, name = key
         del self._objects[kind][namespace][name]
         del self._frozen[key]
+        if kind == "CustomResourceDefinition":
+            self.custom_resources.forget(stored)
         meta: Obj = stored["metadata"]
         self._gc.forget(key, meta)
         last = freeze({**stored, "metadata": {**meta, "resourceVersion": rv}})
@@ -365,6 +380,8 @@ class FakeApiServer(ObjectStore):
         kind, namespace, name = key
         self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
         blob = self._frozen[key] = freeze(new)
+        if kind == "CustomResourceDefinition":
+            self.custom_resources.register(new)
         self._watches.emit(event, kind, namespace, blob)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob

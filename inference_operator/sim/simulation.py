@@ -19,6 +19,7 @@ from ..backend import LoadBalancerProvider, Result
 from ..clock import FakeClock
 from ..constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
 from ..controller import Controller, ReconcileFunc, run_until_quiescent
+from ..crd import crd
 from ..errors import NotFound
 from ..jsoncopy import deep_copy
 from ..lb.memory import InMemoryLoadBalancer
@@ -48,6 +49,10 @@ class Simulation:
     ) -> None:
         self.clock = FakeClock()
         self.api = FakeApiServer(self.clock)
+        # As on a real cluster, the CRD is installed before anything else: its schema's defaults,
+        # pruning, validation and CEL rules apply to every InferenceService written from now on.
+        self.api.create(crd())
+        self.api.reset_counters()
         self.lb = InMemoryLoadBalancer()
         self._timeline = Timeline(self.clock)
         self._requeue_while_progressing = requeue_while_progressing

@@ -1,0 +1,385 @@
+"""A CustomResourceDefinition's structural schema, applied the way kube-apiserver applies it.
+
+For a custom resource the real API server trusts nothing the client sends: on the way in it
+prunes the fields the schema does not declare, fills in the schema's ``default:`` values, and
+then validates the object against the OpenAPI schema (types, bounds, lengths, patterns, enums,
+required fields, list uniqueness) before the CEL rules run (:mod:`.cel`). A fake that stored
+InferenceServices as given would let the operator lean on defaults it never gets and accept
+specs a real cluster refuses. This module is those three passes, as pure functions of a value
+and its schema node; which schema belongs to which kind, and how the passes are put together
+per request, is :mod:`.customresources`.
+
+Errors are :class:`FieldError` values carrying the real server's field path and error type
+(``spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to
+0``), because clients, and the conformance suite, read those.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
+
+from ..jsoncopy import deep_copy
+
+__all__ = [
+    "ABSENT",
+    "BLOCKING",
+    "FieldError",
+    "apply_defaults",
+    "child_path",
+    "correlated_item",
+    "go_value",
+    "item_path",
+    "prune",
+    "validate",
+    "validate_list_types",
+]
+
+Obj = dict[str, Any]
+Schema = Mapping[str, Any]
+
+OBJECT_META_FIELDS: Final = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
+"""What ObjectMeta knows: a custom resource's ``metadata`` keeps these and loses the rest."""
+_ENVELOPE: Final = ("apiVersion", "kind", "metadata")
+
+ABSENT: Final[Any] = object()
+"""No old value to compare with (a create, or a list item nothing correlates with)."""
+BLOCKING: Final = frozenset({"Unsupported value", "Required value", "Too long", "Too many", "TypeInvalid"})
+"""Error types after which the CEL rules are not run (the API server's ``hasBlockingErr``)."""
+
+
+class FieldError(NamedTuple):
+    """One field error: ``path`` (``<nil>`` for the object itself), ``type`` and the full text."""
+
+    path: str
+    type: str
+    text: str
+
+    @classmethod
+    def of(cls, path: str, type_: str, detail: str = "", *, shown: str = "") -> FieldError:
+        """``path: <shown type>: detail`` (``type_`` ``TypeInvalid`` is shown as ``Invalid value``)."""
+        where = path or "<nil>"
+        label = shown or ("Invalid value" if type_ == "TypeInvalid" else type_)
+        return cls(where, type_, f"{where}: {label}" + (f": {detail}" if detail else ""))
+
+
+def correlated_item(item: Any, old_items: Any, schema: Schema) -> Any:
+    """The old item an item of a list is compared with: by key in an ``x-kubernetes-list-type``
+    ``map``, by value in a ``set``; items of atomic lists have none (:data:`ABSENT`)."""
+    if not isinstance(old_items, list):
+        return ABSENT
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set":
+        return item if item in old_items else ABSENT
+    if list_type == "map" and isinstance(item, dict):
+        keys = schema.get("x-kubernetes-list-map-keys") or ()
+        wanted = [item.get(k) for k in keys]
+        for candidate in old_items:
+            if isinstance(candidate, dict) and [candidate.get(k) for k in keys] == wanted:
+                return candidate
+    return ABSENT
+
+
+def old_child(old: Any, key: str) -> Any:
+    return old[key] if isinstance(old, dict) and key in old else ABSENT
+
+
+def child_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def item_path(path: str, index: int) -> str:
+    return f"{path}[{index}]"
+
+
+def go_value(value: Any) -> str:
+    """``value`` as Go's field errors print it (``%q`` for strings, JSON for composites)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return "null"
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+# --- pruning ---------------------------------------------------------------------------------
+
+
+def prune(obj: Obj, schema: Schema) -> None:
+    """Drop, in place, what the schema does not declare; the root keeps its envelope.
+
+    ``metadata`` is ObjectMeta whatever the schema says: it keeps the fields ObjectMeta has.
+    Nothing under ``x-kubernetes-preserve-unknown-fields`` is dropped (declared fields below it
+    are still pruned).
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in [k for k in meta if k not in OBJECT_META_FIELDS]:
+            del meta[key]
+    properties = schema.get("properties") or {}
+    for key in [k for k in obj if k not in _ENVELOPE]:
+        if key in properties:
+            _prune(obj[key], properties[key])
+        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            del obj[key]
+
+
+def _prune(node: Any, schema: Schema) -> None:
+    if isinstance(node, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        keep = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or extra is True
+        embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+        for key in list(node):
+            if key in properties:
+                _prune(node[key], properties[key])
+            elif isinstance(extra, Mapping):
+                _prune(node[key], extra)
+            elif not keep and not (embedded and key in _ENVELOPE):
+                del node[key]
+    elif isinstance(node, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for item in node:
+                _prune(item, items)
+
+
+# --- defaulting --------------------------------------------------------------------------------
+
+
+def apply_defaults(node: Any, schema: Schema) -> None:
+    """Fill in ``default:`` values, in place, wherever the parent object exists (and below them)."""
+    if isinstance(node, dict):
+        properties = schema.get("properties") or {}
+        for key, prop in properties.items():
+            if "default" in prop and node.get(key) is None:
+                node[key] = deep_copy(prop["default"])
+        extra = schema.get("additionalProperties")
+        for key, value in node.items():
+            if key in properties:
+                apply_defaults(value, properties[key])
+            elif isinstance(extra, Mapping):
+                apply_defaults(value, extra)
+    elif isinstance(node, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for item in node:
+                apply_defaults(item, items)
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def validate(obj: Obj, schema: Schema, old: Obj | None = None) -> list[FieldError]:
+    """The OpenAPI errors of a whole object (the root's ``metadata`` is ObjectMeta's business).
+
+    ``old`` (the stored object, on update) ratchets: a value equal to its correlated old value
+    has no errors, as on the real server (which turns them into warnings), so an object stored
+    under an older, laxer schema can still be written to where the write leaves it alone.
+    """
+    if old is not None and old == obj:
+        return []
+    errors: list[FieldError] = []
+    properties = schema.get("properties") or {}
+    for key in schema.get("required") or ():
+        if key not in obj:
+            errors.append(FieldError.of(key, "Required value"))
+    for key, value in obj.items():
+        if key in properties and key != "metadata":
+            _validate(value, properties[key], key, errors, old_child(old, key) if old is not None else ABSENT)
+    return errors
+
+
+_JSON_TYPES: Final = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), "null")
+
+
+def _type_ok(value: Any, wanted: str) -> bool:
+    actual = _json_type(value)
+    if wanted == "number":
+        return actual in ("integer", "number")
+    if wanted == "integer" and actual == "number":
+        return float(value).is_integer()
+    return actual == wanted
+
+
+def _validate(value: Any, schema: Schema, path: str, errors: list[FieldError], old: Any) -> None:
+    if old is not ABSENT and old == value:
+        return  # ratcheted
+    if not _check_type(value, schema, path, errors):
+        return
+    if "enum" in schema and value not in schema["enum"]:
+        supported = ", ".join(go_value(v) for v in schema["enum"])
+        errors.append(FieldError.of(path, "Unsupported value", f"{go_value(value)}: supported values: {supported}"))
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        _check_number(value, schema, path, errors)
+    elif isinstance(value, str):
+        _check_string(value, schema, path, errors)
+    elif isinstance(value, list):
+        _check_array(value, schema, path, errors, old)
+    elif isinstance(value, dict):
+        _check_object(value, schema, path, errors, old)
+
+
+def _check_type(value: Any, schema: Schema, path: str, errors: list[FieldError]) -> bool:
+    """False (and the errors) when ``value`` is not of the schema's type."""
+    actual = _json_type(value)
+    if schema.get("x-kubernetes-int-or-string"):
+        if actual in ("integer", "string"):
+            return True
+        errors.append(
+            FieldError.of(path, "TypeInvalid", f'"{actual}": {path} in body must be of type integer,string: "{actual}"')
+        )
+        errors.append(FieldError.of("", "Invalid value", f'"": "{path}" must validate at least one schema (anyOf)'))
+        return False
+    wanted = schema.get("type")
+    if not wanted or _type_ok(value, wanted):
+        return True
+    errors.append(
+        FieldError.of(path, "TypeInvalid", f'"{actual}": {path} in body must be of type {wanted}: "{actual}"')
+    )
+    return False
+
+
+def _check_number(value: float, schema: Schema, path: str, errors: list[FieldError]) -> None:
+    shown = go_value(value)
+    if "minimum" in schema:
+        low = schema["minimum"]
+        if schema.get("exclusiveMinimum") and value <= low:
+            errors.append(FieldError.of(path, "Invalid value", f"{shown}: {path} in body should be greater than {low}"))
+        elif value < low:
+            detail = f"{shown}: {path} in body should be greater than or equal to {low}"
+            errors.append(FieldError.of(path, "Invalid value", detail))
+    if "maximum" in schema:
+        high = schema["maximum"]
+        if schema.get("exclusiveMaximum") and value >= high:
+            errors.append(FieldError.of(path, "Invalid value", f"{shown}: {path} in body should be less than {high}"))
+        elif value > high:
+            errors.append(
+                FieldError.of(path, "Invalid value", f"{shown}: {path} in body should be less than or equal to {high}")
+            )
+    if "multipleOf" in schema and value % schema["multipleOf"]:
+        detail = f"{shown}: {path} in body should be a multiple of {schema['multipleOf']}"
+        errors.append(FieldError.of(path, "Invalid value", detail))
+
+
+def _check_string(value: str, schema: Schema, path: str, errors: list[FieldError]) -> None:
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        errors.append(FieldError.of(path, "Too long", f"may not be more than {schema['maxLength']} bytes"))
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        detail = f"{go_value(value)}: {path} in body should be at least {schema['minLength']} chars long"
+        errors.append(FieldError.of(path, "Invalid value", detail))
+    pattern = schema.get("pattern")
+    if pattern and not _regex(pattern).search(value):
+        errors.append(
+            FieldError.of(path, "Invalid value", f"{go_value(value)}: {path} in body should match '{pattern}'")
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _check_array(value: list[Any], schema: Schema, path: str, errors: list[FieldError], old: Any) -> None:
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        errors.append(FieldError.of(path, "Too many", f"{len(value)}: must have at most {schema['maxItems']} items"))
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        detail = f"{len(value)}: {path} in body should have at least {schema['minItems']} items"
+        errors.append(FieldError.of(path, "Invalid value", detail))
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        for index, item in enumerate(value):
+            _validate(item, items, item_path(path, index), errors, correlated_item(item, old, schema))
+
+
+def _check_object(value: Obj, schema: Schema, path: str, errors: list[FieldError], old: Any) -> None:
+    count = len(value)
+    if "maxProperties" in schema and count > schema["maxProperties"]:
+        errors.append(FieldError.of(path, "Too many", f"{count}: must have at most {schema['maxProperties']} items"))
+    if "minProperties" in schema and count < schema["minProperties"]:
+        detail = f"{count}: {path} in body should have at least {schema['minProperties']} properties"
+        errors.append(FieldError.of(path, "Invalid value", detail))
+    for key in schema.get("required") or ():
+        if key not in value:
+            errors.append(FieldError.of(child_path(path, key), "Required value"))
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    for key, child in value.items():
+        if key in properties:
+            _validate(child, properties[key], child_path(path, key), errors, old_child(old, key))
+        elif isinstance(extra, Mapping):
+            _validate(child, extra, child_path(path, key), errors, old_child(old, key))
+
+
+# --- list types ----------------------------------------------------------------------------
+
+
+def validate_list_types(obj: Obj, schema: Schema, old: Obj | None = None) -> list[FieldError]:
+    """``x-kubernetes-list-type`` ``map`` and ``set``: no two items with the same key (or value);
+    ratcheted like :func:`validate`."""
+    errors: list[FieldError] = []
+    _list_types(obj, schema, "", errors, old if old is not None else ABSENT)
+    return errors
+
+
+def _list_types(node: Any, schema: Schema, path: str, errors: list[FieldError], old: Any) -> None:
+    if old is not ABSENT and old == node:
+        return
+    if isinstance(node, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, value in node.items():
+            if path == "" and key == "metadata":
+                continue
+            sub = properties.get(key, extra if isinstance(extra, Mapping) else None)
+            if sub is not None:
+                _list_types(value, sub, child_path(path, key), errors, old_child(old, key))
+        return
+    if not isinstance(node, list):
+        return
+    list_type = schema.get("x-kubernetes-list-type")
+    seen: list[Any] = []
+    for index, item in enumerate(node):
+        if list_type == "map" and isinstance(item, dict):
+            keys = {k: item[k] for k in schema.get("x-kubernetes-list-map-keys") or () if k in item}
+            if keys in seen:
+                errors.append(FieldError.of(item_path(path, index), "Duplicate value", go_value(keys)))
+            seen.append(keys)
+        elif list_type == "set":
+            if item in seen:
+                errors.append(FieldError.of(item_path(path, index), "Duplicate value", go_value(item)))
+            seen.append(item)
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        for index, item in enumerate(node):
+            _list_types(item, items, item_path(path, index), errors, correlated_item(item, old, schema))
