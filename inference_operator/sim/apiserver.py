@@ -184,6 +184,7 @@ class FakeApiServer(ObjectStore):
             key = strategy.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
+                self.custom_resources.check_applied(key[0], obj)
                 stored = self._lookup(key)
                 if stored is None:  # created, as the real server does (a resourceVersion is ignored)
                     applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
@@ -381,7 +382,8 @@ class FakeApiServer(ObjectStore):
         self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
         blob = self._frozen[key] = freeze(new)
         if kind == "CustomResourceDefinition":
-            self.custom_resources.register(new)
+            served = self.custom_resources.register(new)  # stored objects are read with its defaults
+            self._reread(served, lambda obj: self.custom_resources.defaulted(served, obj))
         self._watches.emit(event, kind, namespace, blob)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob

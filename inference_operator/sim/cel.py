@@ -145,7 +145,7 @@ def _dump(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=2048)
 def _cached(rule: str, self_json: str, optional_old_self: bool, old_json: str | None) -> bool | str:
     """Rule verdicts are pure functions of the rule and the values: evaluate each once."""
     program = _program(rule)

@@ -27,6 +27,7 @@ from ..jsoncopy import deep_copy
 __all__ = [
     "ABSENT",
     "BLOCKING",
+    "OBJECT_META_FIELDS",
     "FieldError",
     "apply_defaults",
     "child_path",

@@ -8,8 +8,13 @@ from then on each write of that kind goes through the real server's pipeline, in
 1. decoding (:meth:`~CustomResources.decode`): unknown fields pruned, ``metadata`` coerced to
    ObjectMeta, then structural defaults filled in (:mod:`.crdschema`). This happens to the
    request's whole object: the body of a create or an update, a merge patch applied to the
-   stored object, the result of a server-side apply, the body sent to ``/status``;
-2. validation (:meth:`~CustomResources.validate`), after the write strategy has built the
+   stored object, the result of a server-side apply, the body sent to ``/status``. Reads are
+   defaulted too (:meth:`~CustomResources.defaulted`): objects stored before a CRD gained a
+   default are read with it;
+2. for a server-side apply, before anything else (:meth:`~CustomResources.check_applied`): the
+   applied configuration must fit the schema (no undeclared field, no value of the wrong
+   type), or the real server fails to build its typed patch and answers 500;
+3. validation (:meth:`~CustomResources.validate`), after the write strategy has built the
    object to store: the OpenAPI schema, the scale subresource's replicas path, list-type
    uniqueness, then, unless an error of a blocking type came up, the CEL rules (:mod:`.cel`)
    with the stored object as ``oldSelf`` on update. All errors go out in one :class:`Invalid`,
@@ -22,15 +27,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Invalid
+from ..errors import ApiError, Invalid
 from ..jsoncopy import copy_without_nulls
 from . import cel, crdschema
-from .crdschema import BLOCKING, FieldError
+from .crdschema import BLOCKING, OBJECT_META_FIELDS, FieldError
 
-__all__ = ["CustomResource", "CustomResources"]
+__all__ = ["CustomResource", "CustomResources", "TypedPatchFailed"]
 
 Obj = dict[str, Any]
 Schema = Mapping[str, Any]
+
+
+class TypedPatchFailed(ApiError):
+    """A server-side apply whose configuration does not fit the schema: the real server's 500,
+    which carries no reason."""
+
+    code = 500
+    reason = ""
 
 
 @dataclass(frozen=True)
@@ -85,14 +98,16 @@ class CustomResources:
         self._by_kind: dict[str, CustomResource] = {}
         self._kind_of_crd: dict[str, str] = {}
 
-    def register(self, crd: Mapping[str, Any]) -> None:
-        """Serve (or re-serve, after an update) the kind ``crd`` declares with its schemas."""
+    def register(self, crd: Mapping[str, Any]) -> str:
+        """Serve (or re-serve, after an update) the kind ``crd`` declares with its schemas; the kind."""
         name = str((crd.get("metadata") or {}).get("name", ""))
         self.forget(crd)
         resource = CustomResource.from_crd(crd)
-        if resource is not None:
-            self._by_kind[resource.kind] = resource
-            self._kind_of_crd[name] = resource.kind
+        if resource is None:
+            return ""
+        self._by_kind[resource.kind] = resource
+        self._kind_of_crd[name] = resource.kind
+        return resource.kind
 
     def forget(self, crd: Mapping[str, Any]) -> None:
         """Stop applying the schemas of ``crd`` (it was deleted)."""
@@ -114,6 +129,42 @@ class CustomResources:
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)
         return out
+
+    def defaulted(self, kind: str, stored: Obj) -> Obj | None:
+        """``stored`` as the server reads it (with the defaults of the schema now served), or
+        None when that changes nothing: kube-apiserver defaults what it reads from etcd too."""
+        resource = self._by_kind.get(kind)
+        schema = resource.schemas.get(resource.storage_version) if resource is not None else None
+        if schema is None:
+            return None
+        read = copy_without_nulls(stored)
+        crdschema.apply_defaults(read, schema)
+        return read if read != stored else None
+
+    def check_applied(self, kind: str, applied: Obj) -> None:
+        """:class:`TypedPatchFailed` if a server-side apply configuration has fields the schema
+        does not declare or values of the wrong type (nothing is pruned from an apply)."""
+        resource = self._by_kind.get(kind)
+        schema = resource.schemas.get(resource.version_of(applied)) if resource is not None else None
+        if resource is None or schema is None:
+            return
+        problems: list[str] = []
+        for key, value in applied.items():
+            if key == "metadata" and isinstance(value, dict):
+                problems += [
+                    f".metadata.{k}: field not declared in schema" for k in value if k not in OBJECT_META_FIELDS
+                ]
+            elif key not in ("apiVersion", "kind", "metadata"):
+                _typed(value, (schema.get("properties") or {}).get(key), f".{key}", problems)
+        if problems:
+            meta = applied.get("metadata") or {}
+            where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            what = f"{resource.group}/{resource.version_of(applied)}, Kind={kind}"
+            listed = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
+            message = f"failed to create typed patch object ({where}; {what}): {listed}"
+            raise TypedPatchFailed(
+                message, kind=kind, namespace=str(meta.get("namespace", "")), name=str(meta.get("name", ""))
+            )
 
     def validate(self, kind: str, obj: Obj, old: Obj | None, *, status: bool = False) -> None:
         """:class:`Invalid` with every error if ``obj`` (to be stored; ``old`` on update) breaks
@@ -144,6 +195,58 @@ class CustomResources:
             errors += cel.check_rules(obj, schema, old)
         if errors:
             raise _invalid(resource, obj, errors)
+
+
+_SCALARS = {
+    "integer": "numeric (int or float)",
+    "number": "numeric (int or float)",
+    "string": "string",
+    "boolean": "bool",
+}
+
+
+def _typed(value: Any, schema: Schema | None, path: str, problems: list[str]) -> None:
+    """Why ``value`` cannot become a typed value of ``schema`` (structured-merge-diff's words)."""
+    if schema is None:
+        problems.append(f"{path}: field not declared in schema")
+        return
+    if value is None or schema.get("x-kubernetes-preserve-unknown-fields") or schema.get("x-kubernetes-int-or-string"):
+        return
+    wanted = schema.get("type")
+    if wanted in _SCALARS:
+        ok = {
+            "integer": isinstance(value, int | float) and not isinstance(value, bool),
+            "number": isinstance(value, int | float) and not isinstance(value, bool),
+            "string": isinstance(value, str),
+            "boolean": isinstance(value, bool),
+        }[wanted]
+        if not ok:
+            problems.append(f"{path}: expected {_SCALARS[wanted]}, got {_go_kind(value)}")
+    elif wanted == "array":
+        if not isinstance(value, list):
+            problems.append(f"{path}: expected list, got {_go_kind(value)}")
+            return
+        for index, item in enumerate(value):
+            _typed(item, schema.get("items") or {}, f"{path}[{index}]", problems)
+    elif wanted == "object":
+        if not isinstance(value, dict):
+            problems.append(f"{path}: expected map, got {_go_kind(value)}")
+            return
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, child in value.items():
+            sub = properties.get(key, extra if isinstance(extra, Mapping) else None)
+            _typed(child, sub if sub is not None or extra is not True else {}, f"{path}.{key}", problems)
+
+
+def _go_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "numeric"
+    if isinstance(value, str):
+        return "string"
+    return "list" if isinstance(value, list) else "map" if isinstance(value, dict) else "null"
 
 
 def _scale_errors(obj: Obj, path: str) -> list[FieldError]:

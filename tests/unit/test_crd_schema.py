@@ -11,6 +11,7 @@ and ratchets values an update leaves alone; CEL rules (``has``, ``exists``, ``ex
 ``reason``; transition rules run on update only, ``optionalOldSelf`` rules always with an
 optional ``oldSelf``; unchanged values are not re-checked; a blocking error stops CEL; the
 server registers a CRD it stores (and forgets it when deleted), keeps ``default: {}`` in it,
+reads objects stored before with its defaults, refuses an apply of undeclared or mistyped fields,
 and a Simulation has the project's CRD installed.
 """
 
@@ -26,7 +27,7 @@ from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver import FakeApiServer
 from inference_operator.sim.cel import check_rules, evaluate
 from inference_operator.sim.crdschema import apply_defaults, prune, validate, validate_list_types
-from inference_operator.sim.customresources import CustomResources
+from inference_operator.sim.customresources import CustomResources, TypedPatchFailed
 
 Obj = dict[str, Any]
 KIND = "InferenceService"
@@ -315,3 +316,30 @@ def test_the_simulation_has_the_project_crd_installed() -> None:
     with pytest.raises(Invalid):
         sim.api.create(isvc(port=0))
     assert sim.api.create(isvc())["spec"]["healthPath"] == "/health"
+
+
+def test_objects_stored_before_a_crd_gained_defaults_are_read_with_them() -> None:
+    api = FakeApiServer()
+    api.create(isvc("old"))  # no CRD yet: stored as sent
+    watch = api.watch(KIND)
+    before = api.get(KIND, "default", "old")
+    api.create(project_crd())
+    after = api.get(KIND, "default", "old")
+    assert after["spec"]["replicas"] == 1 and after["spec"]["loadBalancer"] == {"enabled": True}
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert api.list(KIND)[0]["spec"] == after["spec"] and watch.drain() == []
+
+
+def test_an_apply_of_undeclared_or_mistyped_fields_fails_like_the_real_typed_patch() -> None:
+    api = FakeApiServer()
+    api.create(project_crd())
+    for bad, words in (
+        (isvc(unknown=1), ".spec.unknown: field not declared in schema"),
+        (isvc(env=[{"name": "A", "x": 1}]), ".spec.env[0].x: field not declared in schema"),
+        (isvc(replicas="two"), ".spec.replicas: expected numeric (int or float), got string"),
+    ):
+        with pytest.raises(TypedPatchFailed) as caught:
+            api.apply(bad, field_manager="applier")
+        assert caught.value.code == 500 and caught.value.message.endswith(words)
+    assert api.objects_total(KIND) == 0
+    assert api.apply(isvc(resources={"limits": {"cpu": 1}}), field_manager="applier")["spec"]["port"] == 8000

@@ -300,3 +300,15 @@ def valid_everything(api: Api) -> None:
         "loadBalancer": {"enabled": False},
     }
     api.create(isvc("a", **spec), keep=SPEC)
+
+
+@check("crd/apply-of-undeclared-or-mistyped-fields-is-refused")
+def apply_unknown(api: Api) -> None:
+    # Server-side apply prunes nothing: the typed patch cannot be built (500, no reason).
+    api.apply(isvc("a", unknownField=1), manager="applier")
+    top = isvc("a")
+    top["junk"] = 1
+    api.apply(top, manager="applier")
+    api.apply(isvc("a", env=[{"name": "A", "extra": 1}]), manager="applier")
+    api.apply(isvc("a", replicas="two"), manager="applier")
+    api.apply(isvc("a", resources={"requests": {"cpu": "1", "memory": 1024}}), manager="applier", keep=SPEC)
