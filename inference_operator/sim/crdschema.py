@@ -37,6 +37,7 @@ __all__ = [
     "prune",
     "validate",
     "validate_list_types",
+    "whole_numbers_as_integers",
 ]
 
 Obj = dict[str, Any]
@@ -125,6 +126,28 @@ def go_value(value: Any) -> str:
     if value is None:
         return "null"
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+
+def whole_numbers_as_integers(node: Any) -> Any:
+    """``node`` with every float that has no fraction turned into an int, in place where it can.
+
+    Unstructured JSON keeps ``8080.0`` as a float64, which Go writes back out as ``8080``: the
+    real server answers an integer, so a client never sees the ``.0``.
+    """
+    if isinstance(node, float) and node.is_integer() and abs(node) < 1e21:
+        return int(node)
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, float | dict | list):
+                node[key] = whole_numbers_as_integers(value)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            if isinstance(value, float | dict | list):
+                node[index] = whole_numbers_as_integers(value)
+    return node
 
 
 # --- pruning ---------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ class CustomResources:
         schema = resource.schemas.get(resource.version_of(obj)) if resource is not None else None
         if schema is None:
             return obj
-        out: Obj = copy_without_nulls(obj)
+        out: Obj = crdschema.whole_numbers_as_integers(copy_without_nulls(obj))
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)
         return out

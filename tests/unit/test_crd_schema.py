@@ -343,3 +343,12 @@ def test_an_apply_of_undeclared_or_mistyped_fields_fails_like_the_real_typed_pat
         assert caught.value.code == 500 and caught.value.message.endswith(words)
     assert api.objects_total(KIND) == 0
     assert api.apply(isvc(resources={"limits": {"cpu": 1}}), field_manager="applier")["spec"]["port"] == 8000
+
+
+def test_whole_numbers_are_stored_as_integers_and_fractions_refused() -> None:
+    api = FakeApiServer()
+    api.create(project_crd())
+    created = api.create(isvc(port=8080.0, gpu=1.0))
+    assert type(created["spec"]["port"]) is int and type(created["spec"]["gpu"]) is int
+    with pytest.raises(Invalid, match=r"spec\.replicas in body must be of type integer: \"number\""):
+        api.create(isvc("b", replicas=2.5))

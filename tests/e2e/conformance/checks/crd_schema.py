@@ -312,3 +312,29 @@ def apply_unknown(api: Api) -> None:
     api.apply(isvc("a", env=[{"name": "A", "extra": 1}]), manager="applier")
     api.apply(isvc("a", replicas="two"), manager="applier")
     api.apply(isvc("a", resources={"requests": {"cpu": "1", "memory": 1024}}), manager="applier", keep=SPEC)
+
+
+@check("crd/defaulted-and-pruned-fields-in-managed-fields")
+def defaults_managed_fields(api: Api) -> None:
+    # The creating manager owns what defaulting added, and nothing of what pruning took away.
+    api.create(isvc("a", unknown=1), keep=["metadata.managedFields"])
+    api.patch(KIND, "a", {"spec": {"replicas": None, "gpu": 2, "extra": 1}}, keep=["metadata.managedFields", "spec"])
+    api.apply(isvc("a", port=9000), manager="applier", keep=["metadata.managedFields", "spec"])
+
+
+@check("crd/watch-and-list-see-the-defaulted-object")
+def defaults_watch_list(api: Api) -> None:
+    handle = api.watch(KIND)
+    api.create(isvc("a", loadBalancer={}), keep=["spec"])
+    api.patch(KIND, "a", {"spec": {"loadBalancer": {"enabled": None}, "junk": 1}}, keep=SPEC_AND_VERSION)
+    api.patch(KIND, "a", {"spec": {"replicas": 4}}, keep=SPEC_AND_VERSION)
+    api.events(handle, 2, keep=["spec", "metadata.generation"])
+    api.list(KIND, keep=["items"])
+
+
+@check("crd/numbers-with-a-fraction-are-not-integers")
+def float_integers(api: Api) -> None:
+    api.create(isvc("a", replicas=2.5))
+    made = api.create(isvc("b", port=8080.0, gpu=1.0), keep=["spec.port", "spec.gpu"])
+    api.note("types answered", {k: type(made.get("spec", {}).get(k)).__name__ for k in ("port", "gpu")})
+    api.create(isvc("c", resources={"limits": {"cpu": 1.5}}))
