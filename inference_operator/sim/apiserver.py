@@ -28,7 +28,8 @@ the e2e suite is the referee.
 This module is what requests do; where objects live, reads and the request log are
 :mod:`.store`. What a request turns into before it is stored is :mod:`.strategy` (with
 :mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
-garbage collector is :mod:`.garbage`, watches are :mod:`.watch`.
+garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, what a stored CRD's schema
+does to writes of its kind (pruning, defaults, validation, CEL) is :mod:`.customresources`.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it

@@ -64,7 +64,31 @@ def check_rules(obj: Obj, schema: Schema, old: Obj | None) -> list[FieldError]:
 
 def evaluate(rule: str, value: Any, *, old: Any = _ABSENT, optional_old_self: bool = False) -> bool | str:
     """One rule's verdict on ``value`` (True, False, or the evaluation error's text)."""
+    reads, reads_old = _reads(rule)
+    if reads is not None and isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k in reads}
+    if old is not _ABSENT and not reads_old:
+        old = {}
     return _cached(rule, _dump(value), optional_old_self, _dump(old) if old is not _ABSENT else None)
+
+
+_SELF: Final = re.compile(r"\bself\b(?:\.(\w+))?")
+_OLD_SELF_USE: Final = re.compile(r"\boldSelf\b(\.hasValue\(\))?")
+
+
+@functools.lru_cache(maxsize=256)
+def _reads(rule: str) -> tuple[frozenset[str] | None, bool]:
+    """What a rule can see: the fields of ``self`` it reads (None: ``self`` itself), and whether
+    it reads ``oldSelf``'s value (not only ``oldSelf.hasValue()``). Values are cut down to that
+    before evaluating, so verdicts are cached per what matters (a status write does not make
+    the name rule run again)."""
+    fields: set[str] = set()
+    for match in _SELF.finditer(rule):
+        if match.group(1) is None:
+            return None, True
+        fields.add(match.group(1))
+    reads_old = any(match.group(1) is None for match in _OLD_SELF_USE.finditer(rule))
+    return frozenset(fields), reads_old
 
 
 # --- walking the object --------------------------------------------------------------------
@@ -77,10 +101,13 @@ def _root_view(obj: Obj) -> Obj:
 
 
 def _walk(value: Any, schema: Schema, old: Any, path: str, errors: list[FieldError]) -> None:
+    any_rules, transition_rules = _rules_at_or_below(schema)
+    if not any_rules:
+        return
     unchanged = old is not _ABSENT and old == value
     for rule in schema.get("x-kubernetes-validations") or ():
         _run(rule, value, old, path, unchanged, errors)
-    if unchanged and not _has_transition_rules(schema):
+    if unchanged and not transition_rules:
         return
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
@@ -120,16 +147,20 @@ def _run(rule: Mapping[str, Any], value: Any, old: Any, path: str, unchanged: bo
     errors.append(FieldError.of(where, _REASONS.get(str(rule.get("reason") or ""), "Invalid value"), message))
 
 
-_TRANSITIONS: dict[int, tuple[Schema, bool]] = {}
-"""Whether a schema node has a rule using ``oldSelf`` at or below it, by ``id`` (the node is
-kept alongside, so the id cannot be reused while the entry lives)."""
+_RULES_BELOW: dict[int, tuple[Schema, bool, bool]] = {}
+"""Whether a schema node has rules at or below it, and rules using ``oldSelf``, by ``id`` (the
+node is kept alongside, so the id cannot be reused while the entry lives)."""
 
 
-def _has_transition_rules(schema: Schema) -> bool:
-    found = _TRANSITIONS.get(id(schema))
+def _rules_at_or_below(schema: Schema) -> tuple[bool, bool]:
+    found = _RULES_BELOW.get(id(schema))
     if found is None or found[0] is not schema:
-        found = _TRANSITIONS[id(schema)] = (schema, bool(_OLD_SELF.search(_dump(schema))))
-    return found[1]
+        if len(_RULES_BELOW) >= 4096:  # each server's CRD brings its own nodes: stay bounded
+            _RULES_BELOW.clear()
+        text = _dump(schema)
+        found = (schema, "x-kubernetes-validations" in text, bool(_OLD_SELF.search(text)))
+        _RULES_BELOW[id(schema)] = found
+    return found[1], found[2]
 
 
 # --- celpy -----------------------------------------------------------------------------------

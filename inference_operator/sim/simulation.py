@@ -12,6 +12,7 @@ operator's controller and the simulated Deployment controller each drain their o
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any, cast
 
@@ -35,6 +36,12 @@ Obj = dict[str, Any]
 KINDS = (KIND, DEPLOYMENT, SERVICE)
 
 
+@functools.cache
+def _project_crd() -> Obj:
+    """The project's CRD manifest, generated once (50 ms); the server stores copies of it."""
+    return crd()
+
+
 class Simulation:
     """An offline, deterministic cluster running the inference-operator."""
 
@@ -51,7 +58,7 @@ class Simulation:
         self.api = FakeApiServer(self.clock)
         # As on a real cluster, the CRD is installed before anything else: its schema's defaults,
         # pruning, validation and CEL rules apply to every InferenceService written from now on.
-        self.api.create(crd())
+        self.api.create(_project_crd())
         self.api.reset_counters()
         self.lb = InMemoryLoadBalancer()
         self._timeline = Timeline(self.clock)

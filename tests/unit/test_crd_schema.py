@@ -214,6 +214,13 @@ def test_optional_old_self_has_no_value_on_create_and_one_on_update() -> None:
     assert evaluate("oldSelf.orValue(self).n == self.n", {"n": "x"}, optional_old_self=True) is True
 
 
+def test_cutting_values_down_to_what_a_rule_reads_keeps_its_verdict() -> None:
+    assert evaluate("has(self.a) && !has(self.b)", {"a": 1, "c": 2}) is True
+    assert evaluate("self == oldSelf", {"a": 1}, old={"a": 2}) is False
+    assert evaluate("oldSelf.hasValue() && oldSelf.value().a == 2", {"a": 1}, old={"a": 2}, optional_old_self=True)
+    assert evaluate("oldSelf.hasValue()", {"a": 1}, old={"a": 2}, optional_old_self=True) is True
+
+
 def test_an_evaluation_error_is_reported_not_raised() -> None:
     assert isinstance(evaluate("self.missing.deeper == 1", {}), str)
 
