@@ -338,3 +338,15 @@ def float_integers(api: Api) -> None:
     made = api.create(isvc("b", port=8080.0, gpu=1.0), keep=["spec.port", "spec.gpu"])
     api.note("types answered", {k: type(made.get("spec", {}).get(k)).__name__ for k in ("port", "gpu")})
     api.create(isvc("c", resources={"limits": {"cpu": 1.5}}))
+
+
+@check("crd/each-endpoint-validates-what-it-writes-only")
+def endpoint_scope(api: Api) -> None:
+    # /status ignores the body's spec (even an invalid one), the main endpoint ignores its status.
+    first = api.create(isvc("a"))
+    body = {**first, "spec": {**first["spec"], "replicas": -1, "image": ""}, "status": {"phase": "Pending"}}
+    second = api.update(body, subresource="status", keep=["spec", "status", "metadata.generation"])
+    body = {**second, "spec": {**second["spec"], "replicas": 2}, "status": {"phase": "Exploded", "junk": 1}}
+    api.update(body, keep=["spec.replicas", "status", "metadata.generation"])
+    api.patch(KIND, "a", {"status": {"phase": "Exploded"}}, keep=["status"])
+    api.patch(KIND, "a", {"spec": {"gpu": 99}}, subresource="status", keep=["spec.gpu"])
