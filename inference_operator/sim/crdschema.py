@@ -34,6 +34,7 @@ __all__ = [
     "correlated_item",
     "go_value",
     "item_path",
+    "object_meta_problem",
     "prune",
     "validate",
     "validate_list_types",
@@ -126,6 +127,46 @@ def go_value(value: Any) -> str:
     if value is None:
         return "null"
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+# --- metadata ------------------------------------------------------------------------------
+
+_META_TYPES: Final = {
+    **dict.fromkeys(("generation", "deletionGracePeriodSeconds"), ("integer", "int64")),
+    **dict.fromkeys(("labels", "annotations"), ("object", "map[string]string")),
+    "finalizers": ("array", "[]string"),
+    "ownerReferences": ("array", "[]v1.OwnerReference"),
+    "managedFields": ("array", "[]v1.ManagedFieldsEntry"),
+}
+_GO_JSON: Final = {"integer": "number", "number": "number", "boolean": "bool"}
+
+
+def object_meta_problem(meta: Any) -> str:
+    """Why ``meta`` cannot be decoded as ObjectMeta (Go's json words), or ``""``."""
+    if not isinstance(meta, dict):
+        return ""
+    for key, value in meta.items():
+        if key not in OBJECT_META_FIELDS or value is None:
+            continue
+        wanted, go_type = _META_TYPES.get(key, ("string", "string"))
+        if not _type_ok(value, wanted) or (wanted == "integer" and isinstance(value, float)):
+            return _unmarshal(value, key, go_type)
+        elements = value.values() if key in ("labels", "annotations") else value if key == "finalizers" else ()
+        for element in elements:
+            if not isinstance(element, str):
+                return _unmarshal(element, key, "string")
+        if wanted == "array" and key != "finalizers":
+            for element in value:
+                if not isinstance(element, dict):
+                    return _unmarshal(element, key, go_type[2:])
+    return ""
+
+
+def _unmarshal(value: Any, key: str, go_type: str) -> str:
+    actual = _json_type(value)
+    return (
+        f"json: cannot unmarshal {_GO_JSON.get(actual, actual)} into Go struct field ObjectMeta.{key} of type {go_type}"
+    )
 
 
 # --- numbers ---------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from ..errors import ApiError, Invalid
 from ..jsoncopy import copy_without_nulls
 from . import cel, crdschema
 from .crdschema import BLOCKING, OBJECT_META_FIELDS, FieldError
+from .managedfields import BadRequest
 
 __all__ = ["CustomResource", "CustomResources", "TypedPatchFailed"]
 
@@ -120,12 +121,17 @@ class CustomResources:
 
     def decode(self, kind: str, obj: Obj) -> Obj:
         """A request's object as the server decodes it: a copy without nulls, pruned and
-        defaulted (``obj`` itself when ``kind`` is no custom resource with a schema)."""
+        defaulted (``obj`` itself when ``kind`` is no custom resource with a schema);
+        :class:`BadRequest` when its metadata cannot be ObjectMeta."""
         resource = self._by_kind.get(kind)
         schema = resource.schemas.get(resource.version_of(obj)) if resource is not None else None
         if schema is None:
             return obj
         out: Obj = crdschema.whole_numbers_as_integers(copy_without_nulls(obj))
+        problem = crdschema.object_meta_problem(out.get("metadata"))
+        if problem:
+            version = resource.version_of(obj) if resource is not None else ""
+            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)
         return out

@@ -11,7 +11,8 @@ and ratchets values an update leaves alone; CEL rules (``has``, ``exists``, ``ex
 ``reason``; transition rules run on update only, ``optionalOldSelf`` rules always with an
 optional ``oldSelf``; unchanged values are not re-checked; a blocking error stops CEL; the
 server registers a CRD it stores (and forgets it when deleted), keeps ``default: {}`` in it,
-reads objects stored before with its defaults, refuses an apply of undeclared or mistyped fields,
+reads objects stored before with its defaults, refuses an apply of undeclared or mistyped fields
+and metadata that cannot be ObjectMeta (400),
 and a Simulation has the project's CRD installed.
 """
 
@@ -24,7 +25,7 @@ import pytest
 from inference_operator.crd import crd as project_crd
 from inference_operator.errors import Invalid
 from inference_operator.sim import Simulation
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.apiserver import BadRequest, FakeApiServer
 from inference_operator.sim.cel import check_rules, evaluate
 from inference_operator.sim.crdschema import apply_defaults, prune, validate, validate_list_types
 from inference_operator.sim.customresources import CustomResources, TypedPatchFailed
@@ -359,3 +360,16 @@ def test_whole_numbers_are_stored_as_integers_and_fractions_refused() -> None:
     assert type(created["spec"]["port"]) is int and type(created["spec"]["gpu"]) is int
     with pytest.raises(Invalid, match=r"spec\.replicas in body must be of type integer: \"number\""):
         api.create(isvc("b", replicas=2.5))
+
+
+def test_metadata_that_cannot_be_object_meta_is_a_bad_request() -> None:
+    api = FakeApiServer()
+    api.create(project_crd())
+    body = isvc()
+    body["metadata"]["labels"] = ["x"]
+    with pytest.raises(BadRequest, match=r"cannot unmarshal array into Go struct field ObjectMeta\.labels"):
+        api.create(body)
+    body["metadata"]["labels"] = {"a": "b"}
+    body["metadata"]["finalizers"] = "x"
+    with pytest.raises(BadRequest, match=r"ObjectMeta\.finalizers of type \[\]string"):
+        api.create(body)

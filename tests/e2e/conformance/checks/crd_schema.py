@@ -350,3 +350,19 @@ def endpoint_scope(api: Api) -> None:
     api.update(body, keep=["spec.replicas", "status", "metadata.generation"])
     api.patch(KIND, "a", {"status": {"phase": "Exploded"}}, keep=["status"])
     api.patch(KIND, "a", {"spec": {"gpu": 99}}, subresource="status", keep=["spec.gpu"])
+
+
+@check("crd/metadata-of-the-wrong-shape-is-refused")
+def metadata_shape(api: Api) -> None:
+    body = isvc("a")
+    body["metadata"]["labels"] = ["x"]
+    api.create(body)
+    body = isvc("b")
+    body["metadata"]["annotations"] = {"a": 1}
+    api.create(body)
+    body = isvc("c")
+    body["metadata"]["finalizers"] = "x"
+    api.create(body)
+    body = isvc("d")
+    body["metadata"]["ownerReferences"] = {"name": "x"}
+    api.create(body)
