@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ApiError, Invalid
 from ..jsoncopy import copy_without_nulls
-from . import cel, crdschema
+from . import cel, crdschema, crdvalidation
 from .crdschema import BLOCKING, OBJECT_META_FIELDS, FieldError
 from .managedfields import BadRequest
 
@@ -183,11 +183,11 @@ class CustomResources:
         schema = resource.schemas.get(version)
         if schema is None:
             return
-        errors = crdschema.validate(obj, schema, old)
+        errors = crdvalidation.validate(obj, schema, old)
         scale = resource.scale.get(version)
         if scale is not None:
             errors += _scale_errors(obj, str(scale.get("statusReplicasPath" if status else "specReplicasPath", "")))
-        errors += crdschema.validate_list_types(obj, schema, old)
+        errors += crdvalidation.validate_list_types(obj, schema, old)
         if any(error.type in BLOCKING for error in errors):
             errors.append(
                 FieldError.of(

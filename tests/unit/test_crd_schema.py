@@ -27,7 +27,8 @@ from inference_operator.errors import Invalid
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver import BadRequest, FakeApiServer
 from inference_operator.sim.cel import check_rules, evaluate
-from inference_operator.sim.crdschema import apply_defaults, prune, validate, validate_list_types
+from inference_operator.sim.crdschema import apply_defaults, prune
+from inference_operator.sim.crdvalidation import validate, validate_list_types
 from inference_operator.sim.customresources import CustomResources, TypedPatchFailed
 
 Obj = dict[str, Any]
