@@ -287,7 +287,8 @@ class FakeApiServer(ObjectStore):
                 f'{kind} "{name}" already exists in namespace "{namespace}"', kind=kind, namespace=namespace, name=name
             )
         decoded = self.custom_resources.decode(kind, obj)
-        new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        with self.custom_resources.reporting_with(kind, decoded):
+            new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
         self.custom_resources.validate(kind, new, None)
         if applied is not None:
             _set_managed_fields(new, applied.managed_fields)

@@ -23,7 +23,8 @@ from then on each write of that kind goes through the real server's pipeline, in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,10 +173,23 @@ class CustomResources:
                 message, kind=kind, namespace=str(meta.get("namespace", "")), name=str(meta.get("name", ""))
             )
 
-    def validate(self, kind: str, obj: Obj, old: Obj | None, *, status: bool = False) -> None:
+    @contextlib.contextmanager
+    def reporting_with(self, kind: str, obj: Obj) -> Iterator[None]:
+        """Turn an :class:`Invalid` raised inside (the strategy's metadata checks) into one that
+        also lists ``obj``'s schema errors: the real server reports them all in one answer."""
+        try:
+            yield
+        except Invalid as err:
+            first = FieldError("", "", err.message.partition(" is invalid: ")[2] or err.message)
+            self.validate(kind, {k: v for k, v in obj.items() if k != "status"}, None, first=[first])
+            raise
+
+    def validate(
+        self, kind: str, obj: Obj, old: Obj | None, *, status: bool = False, first: list[FieldError] | None = None
+    ) -> None:
         """:class:`Invalid` with every error if ``obj`` (to be stored; ``old`` on update) breaks
         the schema; ``status`` for a write through ``/status`` (the scale check then looks at
-        the status replicas instead of the spec's)."""
+        the status replicas instead of the spec's); ``first``: errors found before."""
         resource = self._by_kind.get(kind)
         if resource is None:
             return
@@ -183,7 +197,7 @@ class CustomResources:
         schema = resource.schemas.get(version)
         if schema is None:
             return
-        errors = crdvalidation.validate(obj, schema, old)
+        errors = [*(first or ()), *crdvalidation.validate(obj, schema, old)]
         scale = resource.scale.get(version)
         if scale is not None:
             errors += _scale_errors(obj, str(scale.get("statusReplicasPath" if status else "specReplicasPath", "")))

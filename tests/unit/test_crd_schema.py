@@ -12,7 +12,7 @@ and ratchets values an update leaves alone; CEL rules (``has``, ``exists``, ``ex
 optional ``oldSelf``; unchanged values are not re-checked; a blocking error stops CEL; the
 server registers a CRD it stores (and forgets it when deleted), keeps ``default: {}`` in it,
 reads objects stored before with its defaults, refuses an apply of undeclared or mistyped fields
-and metadata that cannot be ObjectMeta (400),
+and metadata that cannot be ObjectMeta (400), reports a bad name together with the schema errors,
 and a Simulation has the project's CRD installed.
 """
 
@@ -374,3 +374,14 @@ def test_metadata_that_cannot_be_object_meta_is_a_bad_request() -> None:
     body["metadata"]["finalizers"] = "x"
     with pytest.raises(BadRequest, match=r"ObjectMeta\.finalizers of type \[\]string"):
         api.create(body)
+
+
+def test_a_bad_name_is_reported_together_with_the_schema_errors() -> None:
+    api = FakeApiServer()
+    api.create(project_crd())
+    body = isvc("Bad_Name")
+    del body["spec"]["image"]
+    with pytest.raises(Invalid) as caught:
+        api.create(body)
+    assert "metadata.name: Invalid value" in caught.value.message
+    assert "spec.image: Required value" in caught.value.message

@@ -91,3 +91,10 @@ def every_rule(api: Api) -> None:
         {"name": "A", "valueFrom": {}},
     ]
     api.create(isvc("x.y", args=["--model", "m"], env=env, tolerations=[{"operator": "Exists", "value": "v"}]))
+
+
+@check("crd/a-bad-name-is-reported-with-the-schema-errors")
+def bad_name_with_schema_errors(api: Api) -> None:
+    api.create(isvc("Bad_Name", image=None))
+    api.create(isvc("Bad_Name", env=[{"name": "A"}, {"name": "A"}]))
+    api.create(isvc("bad_name", replicas=-1))
