@@ -2,6 +2,8 @@
 # The operator image: `kopf run -m inference_operator.operator`, as a non-root numeric user.
 # Build: docker build -t inference-operator:0.1.0 .   (make kind-up does it for kind)
 
+# The base image. For a reproducible build, pin it by digest:
+#   docker build --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:<digest> .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # -- build: wheels for the project and its pinned dependencies ------------------------------
@@ -14,6 +16,13 @@ RUN python -m pip wheel --no-cache-dir --wheel-dir /wheels -r requirements.lock 
 
 # -- runtime: no compilers, no pip cache, no source tree ------------------------------------
 FROM ${PYTHON_IMAGE}
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="inference-operator" \
+      org.opencontainers.image.description="Kubernetes operator for GPU inference servers (InferenceService)" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 RUN groupadd --system --gid 10001 operator \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin operator
 COPY --from=build /wheels /wheels

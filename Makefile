@@ -4,7 +4,7 @@ PIP := $(PYTHON) -m pip
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane explore \
+.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: ## Run the four scenarios on the bundled simulator
@@ -44,6 +44,12 @@ INVARIANT ?=
 explore: deps ## Long fault-injecting exploration on the simulator: make explore SEED=1 EXAMPLES=500 STEPS=80 [INVARIANT=name]
 	$(PYTHON) -m inference_operator.sim.explore --seed $(SEED) --examples $(EXAMPLES) --steps $(STEPS) \
 	  $(foreach name,$(INVARIANT),--invariant $(name))
+
+conformance: deps controlplane ## The differential suite alone: every check on the FakeApiServer and a real kube-apiserver
+	$(PYTHON) -m pytest -q tests/e2e/test_conformance.py
+
+conformance-record: deps controlplane ## Re-record the real server's answers for the offline replay (needs KUBECONFIG, e.g. from make cluster-up)
+	$(PYTHON) -m tests.e2e.conformance.record --kubeconfig "$${KUBECONFIG:?set KUBECONFIG to a running cluster, e.g. from make cluster-up}"
 
 crd: ## Regenerate deploy/crds (and the chart's copy) from the API models
 	$(PYTHON) -m inference_operator crd -o deploy/crds/serving.inference-operator.dev_inferenceservices.yaml

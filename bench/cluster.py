@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,7 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "hack")]
 
 import cluster as local  # noqa: E402 - hack/cluster.py
+import promtext  # noqa: E402 - bench/promtext.py
 from kubernetes import config as kube_config  # noqa: E402
+from procstats import cpu_line, cpu_seconds, process_cpu, rss_mib  # noqa: E402 - bench/procstats.py
 
 from inference_operator.api import InferenceService  # noqa: E402
 from inference_operator.builders import desired_deployment, desired_service  # noqa: E402
@@ -178,32 +181,6 @@ class Profiles:
         for spy in self.spies:
             spy.wait(PROFILE_SECONDS + 60)
         self.threads, self.spies = [], []
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
-
-
-def process_cpu(plane: local.LocalControlPlane, **others: int) -> dict[str, float]:
-    """CPU seconds used so far by each control-plane process, and by ``others`` (name=pid)."""
-    pids = {**plane.pids(), **others}
-    out = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    out["benchmark"] = time.process_time()
-    return out
-
-
-def cpu_line(before: dict[str, float], after: dict[str, float]) -> str:
-    used = {k: after[k] - before.get(k, 0.0) for k in after}
-    return f"{sum(used.values()):.1f}s: " + ", ".join(f"{k} {v:.1f}s" for k, v in used.items())
-
-
-def rss_mib(pid: int, field: str = "VmHWM") -> float:
-    """VmHWM: peak resident set; VmRSS: resident now."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> int:
@@ -358,6 +335,9 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
             verb_resource = " ".join(w.split()[:2])
             by_verb[verb_resource] = by_verb.get(verb_resource, 0) + 1
 
+        with urllib.request.urlopen(operator.metrics_url, timeout=5) as response:
+            latency = promtext.buckets(response.read().decode(), "inference_operator_event_to_reconcile_seconds")
+        p50, p99 = (promtext.quantile(q, latency) * 1000 for q in (0.5, 0.99))
         pid = operator.process.pid if operator.process else 0
         rss = rss_mib(pid)
         # Then restart it with a short resync period: the restart pass and two resyncs over
@@ -382,6 +362,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
             f"({', '.join(f'{k}: {v}' for k, v in sorted(by_verb.items()))})"
         )
         print(f"mutating requests per object over a restart and two resyncs: {len(resync_writes) / n:.2f}")
+        print(f"event to reconcile (operator's histogram): p50 {p50:.0f} ms, p99 {p99:.0f} ms")
         print(
             f"operator RSS: peak {rss:.0f} MiB while converging, {rss_now:.0f} MiB after a restart and two resyncs; "
             f"load balancer records: {records}{'' if records == n else ' (MISMATCH)'}"

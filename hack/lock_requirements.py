@@ -8,7 +8,7 @@ import importlib.metadata as md
 import re
 from pathlib import Path
 
-TOP = ("kopf", "kubernetes", "pydantic", "PyYAML", "cel-python")
+TOP = ("kopf", "kubernetes", "pydantic", "PyYAML", "prometheus_client", "cel-python")
 SKIP = {"colorama"}  # only required on Windows
 OUT = Path(__file__).resolve().parents[1] / "requirements.lock"
 

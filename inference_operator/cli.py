@@ -88,6 +88,7 @@ RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
     "lb_provider": "LB_PROVIDER",
     "lb_url": "LB_URL",
     "lb_timeout": "LB_TIMEOUT",
+    "lb_ca_file": "LB_CA_FILE",
     "log_format": "LOG_FORMAT",
     "metrics_address": "METRICS_ADDRESS",
 }
@@ -151,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lb-provider", choices=LB_PROVIDERS, help="load balancer provider (default memory)")
     run.add_argument("--lb-url", help="base URL of the HTTP load balancer registry (with --lb-provider http)")
     run.add_argument("--lb-timeout", type=float, help="seconds per load balancer request (default 5)")
+    run.add_argument(
+        "--lb-ca-file",
+        metavar="PEM",
+        help="CA bundle for an https load balancer (default: the system's); the bearer token has no flag, "
+        "since flags show in the process list: set INFERENCE_OPERATOR_LB_TOKEN",
+    )
     run.add_argument("--log-format", choices=LOG_FORMATS, help="log format (default plain)")
     run.add_argument("--metrics-address", help="serve Prometheus /metrics here, e.g. 0.0.0.0:9090 (default off)")
     run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")

@@ -8,6 +8,8 @@
 | INFERENCE_OPERATOR_LB_PROVIDER        | --lb-provider     | memory   |
 | INFERENCE_OPERATOR_LB_URL             | --lb-url          | (none)   |
 | INFERENCE_OPERATOR_LB_TIMEOUT         | --lb-timeout      | 5        |
+| INFERENCE_OPERATOR_LB_TOKEN           | (none: a secret)  | (none)   |
+| INFERENCE_OPERATOR_LB_CA_FILE         | --lb-ca-file      | (system) |
 | INFERENCE_OPERATOR_NAMESPACES         | --namespace (rep) | all      |
 | INFERENCE_OPERATOR_LOG_FORMAT         | --log-format      | plain    |
 | INFERENCE_OPERATOR_METRICS_ADDRESS    | --metrics-address | (off)    |
@@ -72,6 +74,10 @@ class OperatorConfig:
     lb_provider: str = "memory"
     lb_url: str | None = None
     lb_timeout: float = 5.0
+    lb_token: str | None = field(default=None, repr=False)
+    """Sent as ``Authorization: Bearer``; from a Secret (the chart's ``loadBalancer.tokenSecret``), never logged."""
+    lb_ca_file: str | None = None
+    """CA bundle (PEM) that the https registry's certificate must chain to; None: the system's."""
     namespaces: tuple[str, ...] = field(default_factory=tuple)
     log_format: str = "plain"
     metrics_address: str = ""
@@ -87,6 +93,15 @@ class OperatorConfig:
             raise ConfigError(f"{ENV_PREFIX}LB_PROVIDER=http needs {ENV_PREFIX}LB_URL (e.g. http://lb-registry:9090)")
         if url and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: must start with http:// or https://")
+        token = env.get(ENV_PREFIX + "LB_TOKEN") or None
+        if token is not None and (token != token.strip() or "\n" in token):
+            raise ConfigError(f"{ENV_PREFIX}LB_TOKEN must be one line without surrounding whitespace")
+        ca_file = env.get(ENV_PREFIX + "LB_CA_FILE") or None
+        if ca_file is not None:
+            if not (url or "").startswith("https://"):
+                raise ConfigError(f"{ENV_PREFIX}LB_CA_FILE is set, but {ENV_PREFIX}LB_URL is not https://")
+            if not os.access(ca_file, os.R_OK):
+                raise ConfigError(f"{ENV_PREFIX}LB_CA_FILE={ca_file!r}: no readable file there")
         namespaces = tuple(n for n in (env.get(ENV_PREFIX + "NAMESPACES") or "").replace(",", " ").split() if n)
         return cls(
             workers=int(_number(env, "WORKERS", 4, minimum=1, integer=True)),
@@ -95,6 +110,8 @@ class OperatorConfig:
             lb_provider=provider,
             lb_url=url,
             lb_timeout=_number(env, "LB_TIMEOUT", 5.0, minimum=0.1),
+            lb_token=token,
+            lb_ca_file=ca_file,
             namespaces=namespaces,
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
             metrics_address=_address(env, "METRICS_ADDRESS"),

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .backend import Result
 from .clock import FakeClock
+from .metrics import Metrics
 from .model import split_key
 from .workqueue import RateLimitingQueue
 
@@ -37,10 +39,17 @@ class HotLoop(RuntimeError):
 class Controller:
     """One reconciler fed by one workqueue, driven by worker threads or by ``step``."""
 
-    def __init__(self, name: str, reconcile: ReconcileFunc, queue: RateLimitingQueue) -> None:
+    def __init__(
+        self, name: str, reconcile: ReconcileFunc, queue: RateLimitingQueue, *, metrics: Metrics | None = None
+    ) -> None:
         self.name = name
         self.reconcile = reconcile
         self.queue = queue
+        self.metrics = metrics
+        if metrics is not None:
+            queue.hooks = metrics.queue(queue.name or name, depth=queue.__len__)
+        self._event_at: dict[str, float] = {}
+        """When the first watch event since the key's last pass queued it (for the latency metric)."""
         self.reconcile_total = 0
         self.reconcile_errors_total = 0
         self.failing: dict[str, tuple[int, str]] = {}
@@ -49,10 +58,32 @@ class Controller:
         self._threads: list[threading.Thread] = []
 
     def enqueue(self, key: str) -> None:
+        """Queue ``key`` because a watch event concerns it (timed, unlike the loop's own requeues)."""
+        if self.metrics is not None:
+            now = self.metrics.clock.now()
+            with self._lock:
+                self._event_at.setdefault(key, now)
         self.queue.add(key)
 
     def process(self, key: str) -> None:
         """Reconcile ``key`` (already taken from the queue) and requeue as the result says."""
+        if self.metrics is None:
+            self._process(key)
+            return
+        with self._lock:
+            event_at = self._event_at.pop(key, None)
+        if event_at is not None:
+            self.metrics.event_to_reconcile(self.metrics.clock.now() - event_at)
+        self.metrics.active_workers.labels(controller=self.metrics.controller).inc()
+        started = time.perf_counter()
+        try:
+            outcome = self._process(key)
+        finally:
+            self.metrics.active_workers.labels(controller=self.metrics.controller).dec()
+        self.metrics.reconciled(outcome, time.perf_counter() - started)
+
+    def _process(self, key: str) -> str:
+        """One pass; returns controller-runtime's name for how it ended (``success``, ``error`` …)."""
         namespace, name = split_key(key)
         try:
             result = self.reconcile(namespace, name)
@@ -74,7 +105,7 @@ class Controller:
             )
             self.queue.done(key)
             self.queue.add_rate_limited(key)
-            return
+            return "error"
         with self._lock:
             self.reconcile_total += 1
             self.failing.pop(key, None)
@@ -82,10 +113,12 @@ class Controller:
         if result.requeue_after is not None and result.requeue_after > 0:
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
-        elif result.requeue:
+            return "requeue_after"
+        if result.requeue:
             self.queue.add(key)
-        else:
-            self.queue.forget(key)
+            return "requeue"
+        self.queue.forget(key)
+        return "success"
 
     def stalled(self) -> dict[str, str]:
         """Keys that keep failing (their backoff has reached its maximum), each with how many

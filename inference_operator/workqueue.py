@@ -29,6 +29,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 from inference_operator.clock import Clock, ManualClock
 from inference_operator.ratelimit import TokenBucket
@@ -48,6 +49,15 @@ def _waker(queue: RateLimitingQueue) -> Callable[[], None]:
             target.poke()
 
     return wake
+
+
+class QueueHooks(Protocol):
+    """Who is told what happens to keys (client-go's queue metrics); called with the lock held."""
+
+    def added(self, key: str) -> None: ...
+    def taken(self, key: str) -> None: ...
+    def finished(self, key: str) -> None: ...
+    def retried(self) -> None: ...
 
 
 class RateLimitingQueue:
@@ -100,6 +110,8 @@ class RateLimitingQueue:
         """Keys accepted into the queue (duplicates of a queued key are not counted)."""
         self.retries_total = 0
         """Calls to :meth:`add_rate_limited` that were accepted."""
+        self.hooks: QueueHooks | None = None
+        """Told of every add, take, finish and retry (metrics); None: nobody."""
 
         # A manual clock does not tick on its own: ask it to wake blocked getters instead.
         self._clock_is_manual = isinstance(clock, ManualClock)
@@ -143,6 +155,8 @@ class RateLimitingQueue:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
             self.retries_total += 1
+            if self.hooks is not None:
+                self.hooks.retried()
             now = self._clock.now()
             delay = max(self._backoff(failures), self._bucket.reserve(now))
             self._schedule_locked(key, now + delay)
@@ -214,6 +228,8 @@ class RateLimitingQueue:
             if key not in self._processing:
                 return
             self._processing.discard(key)
+            if self.hooks is not None:
+                self.hooks.finished(key)
             if key in self._dirty:
                 self._ready.append(key)
                 self._item_ready.notify()
@@ -317,6 +333,8 @@ class RateLimitingQueue:
         if key in self._dirty:
             return
         self.adds_total += 1
+        if self.hooks is not None:
+            self.hooks.added(key)
         self._dirty.add(key)
         if key in self._processing:
             return  # done() re-queues it
@@ -327,6 +345,8 @@ class RateLimitingQueue:
         key = self._ready.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
+        if self.hooks is not None:
+            self.hooks.taken(key)
         return key
 
     def _schedule_locked(self, key: str, due: float) -> None:

@@ -49,14 +49,18 @@ class KubeBackend:
         self.clock = clock
         self._lock = threading.Lock()
         self.writes = 0
+        self.on_write: Callable[[str, str], None] | None = None
+        """Told the verb and kind of every write (the metrics), before it is sent."""
         self.events = events or EventPoster(client)
         self.correlator = correlator or EventCorrelator(clock)
         self.crash = crash or CrashPoint()
         """The crash-point test hook (off unless armed): it sees each write once answered."""
 
-    def _count(self) -> None:
+    def _count(self, verb: str, kind: str) -> None:
         with self._lock:
             self.writes += 1
+        if self.on_write is not None:
+            self.on_write(verb, kind)
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.cache.get(kind, namespace, name)
@@ -65,7 +69,7 @@ class KubeBackend:
         return self.client.get(kind, namespace, name)
 
     def create(self, obj: Obj) -> Obj:
-        self._count()
+        self._count("create", obj["kind"])
         meta = obj["metadata"]
         created = self.crash.call(
             f"create {obj['kind']} {meta.get('namespace')}/{meta['name']}", lambda: self.client.create(obj)
@@ -73,7 +77,7 @@ class KubeBackend:
         return self._remember(obj["kind"], created)
 
     def apply(self, obj: Obj) -> Obj:
-        self._count()
+        self._count("apply", obj["kind"])
         meta = obj["metadata"]
         applied = self.crash.call(
             f"apply {obj['kind']} {meta.get('namespace')}/{meta['name']}", lambda: self.client.apply(obj)
@@ -81,14 +85,14 @@ class KubeBackend:
         return self._remember(obj["kind"], applied)
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
-        self._count()
+        self._count("patch", kind)
         patched = self.crash.call(
             f"patch {kind} {namespace}/{name}", lambda: self.client.patch(kind, namespace, name, patch)
         )
         return self._remember(kind, patched)
 
     def update_status(self, obj: Obj) -> Obj:
-        self._count()
+        self._count("update_status", obj["kind"])
         meta = obj["metadata"]
         updated = self.crash.call(
             f"update_status {obj['kind']} {meta.get('namespace')}/{meta['name']}",

@@ -1,7 +1,10 @@
-"""A Prometheus text endpoint with the operator's counters (``/metrics``).
+"""The HTTP endpoint of the operator's metrics (``/metrics``) and health (``/healthz``).
 
-Kopf's liveness probe caches its answers for ten seconds, which is right for kubelets but
-too coarse to watch a control loop; this endpoint reads the counters live. It also serves
+The metrics themselves are :mod:`inference_operator.metrics` (controller-runtime's and
+client-go's families, in a prometheus_client registry); this module adds the operator's own
+live counters to them (:func:`live`, read at each scrape) and serves the text. Kopf's liveness
+probe caches its answers for ten seconds, which is right for kubelets but too coarse to watch a
+control loop; this endpoint reads everything live. It also serves
 ``/healthz``, which answers 503 and names the problem (a dead worker or Event poster thread)
 whenever the operator's health check finds one. Bind it to 127.0.0.1 or a pod IP; it
 exposes counts only, no object data.
@@ -12,7 +15,7 @@ from __future__ import annotations
 import http.server
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 log = logging.getLogger("inference_operator.metrics")
@@ -23,11 +26,6 @@ HELP = {
         "inference_operator_reconcile_errors_total",
         "counter",
         "Reconcile passes that failed and went back to the queue with backoff.",
-    ),
-    "writes": (
-        "inference_operator_api_writes_total",
-        "counter",
-        "Mutating requests sent to the API server (Events excluded).",
     ),
     "queue_depth": ("inference_operator_workqueue_depth", "gauge", "Keys ready to be reconciled."),
     "waiting": ("inference_operator_workqueue_waiting", "gauge", "Keys waiting for a delayed requeue."),
@@ -74,28 +72,29 @@ def healthz(problems: list[str]) -> tuple[int, bytes]:
     return 503, ("unhealthy: " + "; ".join(problems) + "\n").encode()
 
 
-def render(values: dict[str, int]) -> str:
-    lines = []
-    for key, value in sorted(values.items()):
+def live(values: Mapping[str, float]) -> dict[str, tuple[str, str, float]]:
+    """The operator's counters by metric name: ``{name: (type, help, value)}`` (see ``HELP``)."""
+    out = {}
+    for key, value in values.items():
         name, kind, text = HELP.get(key, (f"inference_operator_{key}", "gauge", key))
-        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", f"{name} {value}"]
-    return "\n".join(lines) + "\n"
+        out[name] = (kind, text, float(value))
+    return out
 
 
 class MetricsServer:
-    """Serves ``render(collect())`` on ``/metrics`` and ``healthz(health())`` on ``/healthz``
+    """Serves ``render()`` on ``/metrics`` and ``healthz(health())`` on ``/healthz``
     from a background thread. ``start`` binds once: calling it again reuses the bound server."""
 
     def __init__(
         self,
         address: str,
-        collect: Callable[[], dict[str, int]],
+        render: Callable[[], bytes],
         health: Callable[[], list[str]] = list,
     ) -> None:
         host, _, port = address.rpartition(":")
         self.host = host or "0.0.0.0"
         self.port = int(port)
-        self.collect = collect
+        self.render = render
         self.health = health
         self._httpd: http.server.ThreadingHTTPServer | None = None
 
@@ -110,7 +109,7 @@ class MetricsServer:
     def start(self) -> None:
         if self._httpd is not None:
             return
-        collect, health = self.collect, self.health
+        render, health = self.render, self.health
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -118,7 +117,7 @@ class MetricsServer:
                 if self.path == "/healthz":
                     (status, body), ctype = healthz(health()), "text/plain"
                 elif self.path == "/metrics":
-                    body, ctype = render(collect()).encode(), "text/plain; version=0.0.4"
+                    body, ctype = render(), "text/plain; version=0.0.4; charset=utf-8"
                 else:
                     self.send_error(404)
                     return

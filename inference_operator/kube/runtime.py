@@ -34,6 +34,7 @@ from ..config import OperatorConfig
 from ..constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
 from ..controller import Controller
 from ..lb.memory import InMemoryLoadBalancer
+from ..metrics import MeasuredLoadBalancer, Metrics
 from ..model import changed_beyond_status, obj_key, owner_key
 from ..reconciler import Reconciler
 from ..workqueue import RateLimitingQueue
@@ -43,7 +44,7 @@ from .client import KubeClient
 from .consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
 from .crashpoint import CrashPoint, with_crash_point
 from .health import ThreadGroup
-from .metrics import MetricsServer
+from .metrics import MetricsServer, live
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.runtime")
@@ -65,7 +66,9 @@ def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
         from ..lb.http import HttpLoadBalancer
 
         assert config.lb_url is not None  # checked by OperatorConfig
-        return HttpLoadBalancer(config.lb_url, timeout=config.lb_timeout)
+        return HttpLoadBalancer(
+            config.lb_url, timeout=config.lb_timeout, token=config.lb_token, ca_file=config.lb_ca_file
+        )
     return InMemoryLoadBalancer()
 
 
@@ -96,12 +99,18 @@ class OperatorRuntime:
         # counts the API writes and the load balancer's register/release calls together.
         self.crash = CrashPoint(config.crash_after_writes, on=config.crash_on)
         self.backend = KubeBackend(client, self.cache, self.clock, crash=self.crash)
-        self.lb = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
+        self.telemetry = Metrics(self.clock, controller="inferenceservice")
+        """The Prometheus metrics (served by ``metrics``, the server, when an address is set)."""
+        self.backend.on_write = self.telemetry.api_write
+        provider = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
+        self.lb = MeasuredLoadBalancer(provider, self.telemetry)
         self.reconciler = Reconciler(
             self.backend, self.lb, self.clock, requeue_while_progressing=config.requeue_seconds
         )
         self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
-        self.controller = Controller("inferenceservice", self.reconciler.reconcile, self.queue)
+        self.controller = Controller("inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry)
+        self.telemetry.workers(active=0, maximum=config.workers)
+        self.telemetry.read_live(lambda: live(self.probe()))
         self.threads = threads if threads is not None else ThreadGroup()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -114,7 +123,7 @@ class OperatorRuntime:
         self.consistency = ConsistencySchedule(WATCHED_KINDS, now, period=consistency_period)
         self.consistency_drops = 0
         if metrics is None and config.metrics_address:
-            metrics = MetricsServer(config.metrics_address, self.probe, self.health)
+            metrics = MetricsServer(config.metrics_address, self.telemetry.render, self.health)
         self.metrics = metrics
 
     # -- events ---------------------------------------------------------------------------------
@@ -130,11 +139,11 @@ class OperatorRuntime:
             if after is before and event_type != "DELETED":
                 return  # stale, or already known
             if before is None or after is None or changed_beyond_status(before, after):
-                self.queue.add(obj_key(obj))
+                self.controller.enqueue(obj_key(obj))
             return
         key = owner_key(after or obj)
         if key is not None:
-            self.queue.add(key)
+            self.controller.enqueue(key)
 
     def _relisted(self, kind: str) -> None:
         with self._lock:
@@ -286,7 +295,6 @@ class OperatorRuntime:
             "cached_objects": len(self.cache),
             "reconciles": self.controller.reconcile_total,
             "reconcile_errors": self.controller.reconcile_errors_total,
-            "writes": self.backend.writes,
             "events_posted": events.posted,
             "event_post_failures": events.failures,
             "events_dropped": events.dropped,

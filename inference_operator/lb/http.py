@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import ssl
 import urllib.parse
 from typing import Any
 
@@ -27,10 +28,14 @@ class HttpLoadBalancer:
     """Implements ``LoadBalancerProvider`` against ``{base_url}/v1/registrations/{namespace}/{name}``.
 
     ``timeout`` (seconds) bounds the connect and every read; ``token``, when given, is sent as
-    ``Authorization: Bearer <token>`` and never appears in messages or ``repr``.
+    ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
+    (https only) is the PEM bundle the registry's certificate must chain to, instead of the
+    system's trust store.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 5.0, token: str | None = None) -> None:
+    def __init__(
+        self, base_url: str, *, timeout: float = 5.0, token: str | None = None, ca_file: str | None = None
+    ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
             raise ValueError(f"load balancer URL must look like http://host:port, got {base_url!r}")
@@ -47,6 +52,14 @@ class HttpLoadBalancer:
         self._netloc = parts.netloc
         self._prefix = parts.path.rstrip("/")
         self._token = token
+        self._tls: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            try:
+                self._tls = ssl.create_default_context(cafile=ca_file)
+            except (OSError, ssl.SSLError) as err:
+                raise ValueError(f"cannot load the load balancer CA bundle {ca_file!r}: {err}") from None
+        elif ca_file is not None:
+            raise ValueError(f"a CA bundle only applies to an https:// load balancer URL, got {base_url!r}")
 
     def __repr__(self) -> str:
         return f"HttpLoadBalancer({self.base_url!r}, timeout={self.timeout})"
@@ -101,8 +114,11 @@ class HttpLoadBalancer:
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, str, bytes]:
         """One request on a fresh connection: ``(status, reason, body)``, or LoadBalancerError."""
-        connection_class = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(self._netloc, timeout=self.timeout)
+        connection: http.client.HTTPConnection
+        if self._tls is not None:
+            connection = http.client.HTTPSConnection(self._netloc, timeout=self.timeout, context=self._tls)
+        else:
+            connection = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         body = None
         if payload is not None:
@@ -116,6 +132,8 @@ class HttpLoadBalancer:
             return response.status, response.reason, response.read(MAX_RESPONSE_BYTES)
         except TimeoutError:
             raise self._error(method, path, f"no answer within {self.timeout:g} s (timed out)") from None
+        except ssl.SSLError as err:
+            raise self._error(method, path, f"TLS failed: {err.reason or err}") from None
         except OSError as err:
             detail = f"{err.strerror} [errno {err.errno}]" if err.strerror else (str(err) or type(err).__name__)
             raise self._error(method, path, f"connection failed: {detail}") from None

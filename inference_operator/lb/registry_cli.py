@@ -42,10 +42,17 @@ def configure_parser(
         metavar="TEMPLATE",
         help="address given to new registrations (default %(default)s)",
     )
+    serve.add_argument(
+        "--token-file", type=Path, metavar="FILE", help="require 'Authorization: Bearer <the file's content>'"
+    )
+    serve.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve https with this certificate (chain)")
+    serve.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's private key")
     serve.set_defaults(func=_cmd_serve)
     listing = sub.add_parser("list", help="print the registrations of a running registry")
     listing.add_argument("--url", default="http://127.0.0.1:9090", help="registry URL (default %(default)s)")
     listing.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the answer (default 5)")
+    listing.add_argument("--token-file", type=Path, metavar="FILE", help="bearer token to send, from a file")
+    listing.add_argument("--ca-file", metavar="PEM", help="CA bundle for an https registry")
     listing.set_defaults(func=_cmd_list)
 
 
@@ -59,9 +66,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             address_template=args.address_template,
             fail_registers=args.fail_registers,
             fail_releases=args.fail_releases,
+            token=_read_token(args.token_file),
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
         )
         server.start()
-    except (RegistryStateError, OSError) as err:
+    except (RegistryStateError, OSError, ValueError) as err:
         print(f"error: cannot start the registry on {args.host}:{args.port}: {err}", file=sys.stderr)
         return 1
     stopping = threading.Event()
@@ -77,8 +87,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     try:
-        registrations = HttpLoadBalancer(args.url, timeout=args.timeout).list_registrations()
-    except (LoadBalancerError, ValueError) as err:
+        client = HttpLoadBalancer(
+            args.url, timeout=args.timeout, token=_read_token(args.token_file), ca_file=args.ca_file
+        )
+        registrations = client.list_registrations()
+    except (LoadBalancerError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     rows = [("KEY", "ID", "ADDRESS", "TARGET")]
@@ -87,6 +100,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for key, reg_id, address, target in rows:
         print(f"{key:<{w0}}   {reg_id:<{w1}}   {address:<{w2}}   {target}")
     return 0
+
+
+def _read_token(path: Path | None) -> str | None:
+    """The token in ``path`` (one line, surrounding whitespace dropped), None without a path."""
+    if path is None:
+        return None
+    token = path.read_text().strip()
+    if not token or "\n" in token:
+        raise ValueError(f"the token file {path} must hold one non-empty line")
+    return token
 
 
 def _port(text: str) -> int:

@@ -60,6 +60,15 @@ class RegistryHttpServer(http.server.ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """The accepted connection, inside TLS when the registry serves https (the handshake
+        runs in the request's own thread, so a slow client cannot stall accepting)."""
+        sock, address = super().get_request()
+        tls = self.registry.tls
+        if tls is not None:
+            sock = tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("Dropped connection client=%s", client_address, exc_info=True)
 

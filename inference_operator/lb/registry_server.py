@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import ssl
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +44,8 @@ class RegistryServer:
         fail_registers: int = 0,
         fail_releases: int = 0,
         token: str | None = None,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
     ) -> None:
         check_address_template(address_template)
         self.host = host
@@ -50,6 +53,11 @@ class RegistryServer:
         self.state_file = state_file
         self.address_template = address_template
         self.token = token
+        self.tls: ssl.SSLContext | None = None
+        """Serves https with this certificate when ``tls_cert`` (and ``tls_key``) are given."""
+        if tls_cert is not None:
+            self.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self.tls.load_cert_chain(tls_cert, tls_key)
         self._state = StateFile(state_file) if state_file else None
         self._registrations, self._next_id = self._state.load() if self._state else ({}, 0)
         self._faults = {"fail_registers": fail_registers, "fail_releases": fail_releases}
@@ -65,7 +73,7 @@ class RegistryServer:
             raise RuntimeError("the registry is not started")
         port = self._httpd.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def start(self) -> None:
         """Bind, then serve from a background thread; requests are accepted as soon as this returns."""

@@ -28,8 +28,10 @@ the e2e suite is the referee.
 This module is what requests do; where objects live, reads and the request log are
 :mod:`.store`. What a request turns into before it is stored is :mod:`.strategy` (with
 :mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
-garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, what a stored CRD's schema
-does to writes of its kind (pruning, defaults, validation, CEL) is :mod:`.customresources`.
+garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, selectors :mod:`.selectors`; a
+request's URL against its body (``target``) is :mod:`.target`, with :mod:`.decoding`; what a
+stored CRD's schema does to writes of its kind (pruning, defaults, validation, CEL) is
+:mod:`.customresources`.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -54,11 +56,20 @@ from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
 from . import defaults, managedfields, strategy
 from .customresources import CustomResources
-from .garbage import FOREGROUND_FINALIZER, GarbageCollector, Propagation
+from .garbage import GarbageCollector, Propagation, deletion_finalizers
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
 from .store import ApiRequest, ObjectStore, thaw_object
 from .strategy import Key
+from .target import (
+    Target,
+    body_for_create,
+    check_apply_body,
+    check_patch,
+    check_update_body,
+    patch_body,
+    patch_preconditions,
+)
 from .watch import EventType, Watch, WatchEvent
 
 __all__ = [
@@ -102,13 +113,16 @@ class FakeApiServer(ObjectStore):
 
     # --- writes -------------------------------------------------------------------------------
 
-    def create(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
+    def create(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None) -> Obj:
         """Store a new object; the server sets uid, resourceVersion, generation and timestamps.
 
         ``field_manager`` (every write takes one) names the ``Update`` entry in ``managedFields``;
-        like the real server, a request that names none is recorded as ``unknown``.
+        like the real server, a request that names none is recorded as ``unknown``. ``target`` is
+        what the request's URL names, when there is one (:mod:`.target`: the body must agree).
         """
         with self._lock:
+            if target is not None:
+                obj = body_for_create(target, obj)
             key = strategy.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
@@ -120,9 +134,11 @@ class FakeApiServer(ObjectStore):
             self.gc_writes += self._gc.run()
             return thaw_object(created)
 
-    def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
+    def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None) -> Obj:
         """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition."""
         with self._lock:
+            if target is not None:
+                obj = check_update_body(target, obj)
             key = strategy.key_of(obj)
             return self._write(
                 "update",
@@ -132,9 +148,13 @@ class FakeApiServer(ObjectStore):
                 manager=field_manager,
             )
 
-    def update_status(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER) -> Obj:
+    def update_status(
+        self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None
+    ) -> Obj:
         """Replace only ``status`` (PUT /status); spec and metadata changes are ignored."""
         with self._lock:
+            if target is not None:
+                obj = check_update_body(target, obj)
             key = strategy.key_of(obj)
             return self._write(
                 "update_status",
@@ -151,12 +171,15 @@ class FakeApiServer(ObjectStore):
         """Apply a JSON merge patch; ``metadata.resourceVersion`` in it is a precondition."""
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
+            url = Target("", *key)
+            patch = patch_body(url, patch)
 
             def build(stored: Obj) -> tuple[Obj, Obj]:
                 patched = merge_patch(stored, patch, copy=False)
+                check_patch(url, stored=stored, patched=patched)
                 return self._prepare_update(key, stored, defaults.ingest(kind, patched)), patched
 
-            return self._write("patch", key, build, precondition=patch, manager=field_manager)
+            return self._write("patch", key, build, precondition=patch_preconditions(patch), manager=field_manager)
 
     def patch_status(
         self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
@@ -164,16 +187,20 @@ class FakeApiServer(ObjectStore):
         """Apply a JSON merge patch to ``status`` only (PATCH /status)."""
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
+            url = Target("", *key)
+            patch = patch_body(url, patch)
 
             def build(stored: Obj) -> tuple[Obj, Obj]:
                 patched = merge_patch(stored, patch, copy=False)
+                check_patch(url, stored=stored, patched=patched)
                 return self._prepare_status_update(key, stored, patched), patched
 
+            checked = patch_preconditions(patch)
             return self._write(
-                "patch_status", key, build, precondition=patch, manager=field_manager, subresource="status"
+                "patch_status", key, build, precondition=checked, manager=field_manager, subresource="status"
             )
 
-    def apply(self, obj: Obj, *, field_manager: str, force: bool = False) -> Obj:
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, target: Target | None = None) -> Obj:
         """Server-side apply (PATCH ``application/apply-patch+yaml``): create or merge ``obj``.
 
         ``obj`` is the applied configuration: everything ``field_manager`` wants set, nothing
@@ -182,6 +209,8 @@ class FakeApiServer(ObjectStore):
         when it would change a field another manager owns, unless ``force``.
         """
         with self._lock:
+            if target is not None:
+                obj = check_apply_body(target, obj)
             key = strategy.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
@@ -206,29 +235,26 @@ class FakeApiServer(ObjectStore):
             self.gc_writes += self._gc.run()
             return thaw_object(result)
 
-    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> None:
+    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj | None:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
 
         ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
-        (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` strips the
-        owner reference from the dependents and leaves them alone.
+        (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` marks it
+        (finalizer ``orphan``) until the owner reference is stripped from the dependents. Like the
+        real server, the answer is the marked object when the delete only marked it (even if the
+        garbage collector finished before this returns), None when it removed the object at once.
         """
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
             try:
-                if propagation not in ("Background", "Foreground", "Orphan"):
-                    raise Invalid(
-                        f"DeleteOptions.propagationPolicy: Unsupported value: {propagation!r}",
-                        kind=kind,
-                        namespace=key[1],
-                        name=name,
-                    )
                 changed = self._delete(key, propagation)
             except ApiError as err:
                 self._log("delete", key, error=err)
                 raise
+            marked = self._frozen.get(key)
             self._log("delete", key, changed=changed)
             self.gc_writes += self._gc.run()
+            return thaw_object(marked) if marked is not None else None
 
     # --- write paths --------------------------------------------------------------------------
 
@@ -337,17 +363,12 @@ class FakeApiServer(ObjectStore):
     def _delete(self, key: Key, propagation: Propagation) -> bool:
         stored = self._stored(key)
         uid = stored["metadata"]["uid"]
-        if propagation == "Orphan":
-            self.gc_writes += self._gc.orphan(uid)
-        finalizers = list(stored["metadata"].get("finalizers", ()))
-        if propagation == "Foreground" and self._gc.has_dependents(uid) and FOREGROUND_FINALIZER not in finalizers:
-            finalizers.append(FOREGROUND_FINALIZER)
+        finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
         if not finalizers:
             self._remove(key, stored, self._next_resource_version())
             return True
         changed = self._mark_deleting(key, stored, finalizers)
-        if FOREGROUND_FINALIZER in finalizers:
-            self._gc.await_dependents(uid)
+        self._gc.marked(uid, finalizers)
         return changed
 
     def _mark_deleting(self, key: Key, stored: Obj, finalizers: Sequence[str]) -> bool:
@@ -372,8 +393,9 @@ class FakeApiServer(ObjectStore):
             self.custom_resources.forget(stored)
         meta: Obj = stored["metadata"]
         self._gc.forget(key, meta)
-        last = freeze({**stored, "metadata": {**meta, "resourceVersion": rv}})
-        self._watches.emit("DELETED", kind, namespace, last)
+        final = {**stored, "metadata": {**meta, "resourceVersion": rv}}
+        last = freeze(final)
+        self._watches.emit("DELETED", kind, namespace, last, new=final, old=stored)
         return last
 
     # --- store ----------------------------------------------------------------------------------
@@ -386,7 +408,7 @@ class FakeApiServer(ObjectStore):
         if kind == "CustomResourceDefinition":
             served = self.custom_resources.register(new)  # stored objects are read with its defaults
             self._reread(served, lambda obj: self.custom_resources.defaulted(served, obj))
-        self._watches.emit(event, kind, namespace, blob)
+        self._watches.emit(event, kind, namespace, blob, new=new, old=old)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob
 

@@ -91,6 +91,9 @@ def ingest(kind: str, obj: Mapping[str, Any]) -> Obj:
         if key in _ENVELOPE:
             if value is not None:
                 out[key] = copy_without_nulls(value)
+        elif type(value) is dict and _is_map(key, value):  # data, stringData: its "" values are values
+            if value:
+                out[key] = copy_without_nulls(value)
         elif type(value) is dict:
             out[key] = _copy_pruned(value)
         elif value is not None and value != "" and value != []:

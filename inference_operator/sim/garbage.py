@@ -5,7 +5,10 @@ controller does, following ``ownerReferences``. It keeps a graph from owner uid 
 and, once an owner is gone, deletes its dependents (``Background``); or it deletes them first
 and only then lets the owner go (``Foreground``, via the ``foregroundDeletion`` finalizer); or
 it strips the reference and leaves them alone (``Orphan``). A dependent created for an owner
-that is already gone is collected as well.
+that is already gone is collected as well. Like the real collector, an owner is looked up by what
+the reference names (kind, name, and the dependent's namespace for a namespaced owner) and must
+have the reference's uid: a reference to another kind, name or namespace than the uid's object
+names an absent owner.
 
 The fake runs that controller synchronously at the end of every request, so a test sees the
 cascade finished when the call returns. It is a separate controller with its own state (the
@@ -18,16 +21,55 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from .strategy import Key
+from ..errors import Invalid
+from .strategy import Key, key_for
 
-__all__ = ["FOREGROUND_FINALIZER", "GarbageCollector", "Propagation"]
+__all__ = [
+    "FOREGROUND_FINALIZER",
+    "ORPHAN_FINALIZER",
+    "POLICY_FINALIZERS",
+    "GarbageCollector",
+    "Propagation",
+    "deletion_finalizers",
+]
 
 Obj = dict[str, Any]
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
 FOREGROUND_FINALIZER: Final = "foregroundDeletion"
+ORPHAN_FINALIZER: Final = "orphan"
+POLICY_FINALIZERS: Final[Mapping[str, str]] = {"Foreground": FOREGROUND_FINALIZER, "Orphan": ORPHAN_FINALIZER}
+"""The finalizer the API server adds on a delete with each propagation policy; the collector removes it."""
+
+
+@dataclass(frozen=True)
+class _Orphaning:
+    """Queued: strip an owner's references from its dependents, then take its ``orphan`` finalizer."""
+
+    owner_uid: str
+
+
+def deletion_finalizers(key: Key, meta: Mapping[str, Any], *, propagation: str) -> list[str]:
+    """The finalizers an object has once a delete with ``propagation`` marked it: its own, plus the
+    policy's (added whether or not it has dependents, as by the real API server). :class:`Invalid`
+    for a policy the API server does not know."""
+    if propagation not in ("Background", "Foreground", "Orphan"):
+        kind, namespace, name = key
+        raise Invalid(
+            f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "{propagation}": '
+            'supported values: "Foreground", "Background", "Orphan"',
+            kind=kind,
+            namespace=namespace,
+            name=name,
+        )
+    finalizers = list(meta.get("finalizers", ()))
+    policy = POLICY_FINALIZERS.get(propagation)
+    if policy is not None and policy not in finalizers:
+        finalizers.append(policy)
+    return finalizers
 
 
 class GarbageCollector:
@@ -53,7 +95,7 @@ class GarbageCollector:
         self._commit = commit
         self._keys: dict[str, Key] = {}  # uid → key, for every stored object
         self._dependents: dict[str, dict[Key, None]] = {}  # owner uid → dependents (ordered set)
-        self._queue: deque[Key | str] = deque()  # dependent keys to check, or owner uids to finish
+        self._queue: deque[Key | str | _Orphaning] = deque()  # dependents to check, owners to finish
 
     # --- the graph, kept current by the server -------------------------------------------------
 
@@ -80,12 +122,12 @@ class GarbageCollector:
 
     # --- propagation ---------------------------------------------------------------------------
 
-    def orphan(self, owner_uid: str) -> int:
-        """Strip the owner's references from its dependents (``Orphan`` propagation)."""
-        dependents = list(self._dependents.get(owner_uid, ()))
-        for dependent in dependents:
-            self._drop_owner_references(dependent, {owner_uid})
-        return len(dependents)
+    def marked(self, owner_uid: str, finalizers: list[str]) -> None:
+        """An object was marked for deletion with ``finalizers``: do the policy finalizers' work."""
+        if FOREGROUND_FINALIZER in finalizers:
+            self.await_dependents(owner_uid)
+        if ORPHAN_FINALIZER in finalizers:
+            self._queue.append(_Orphaning(owner_uid))
 
     def await_dependents(self, owner_uid: str) -> None:
         """The owner is marked ``foregroundDeletion``: collect its dependents, then let it go."""
@@ -99,6 +141,8 @@ class GarbageCollector:
             item = self._queue.popleft()
             if isinstance(item, str):
                 writes += self._finish_foreground(item)
+            elif isinstance(item, _Orphaning):
+                writes += self._orphan(item.owner_uid)
             else:
                 writes += self._collect(item)
         return writes
@@ -111,10 +155,10 @@ class GarbageCollector:
         solid: list[str] = []
         gone: set[str] = set()
         waiting: set[str] = set()
-        for uid in _owner_uids(dependent["metadata"]):
-            owner_key = self._keys.get(uid)
-            owner = self._lookup(owner_key) if owner_key is not None else None
-            if owner is None:
+        for ref in _owner_refs(dependent["metadata"]):
+            uid = ref["uid"]
+            owner = self._lookup(key_for(str(ref.get("kind", "")), key[1], str(ref.get("name", ""))))
+            if owner is None or owner["metadata"]["uid"] != uid:  # looked up by what the reference names
                 gone.add(uid)
             elif FOREGROUND_FINALIZER in owner["metadata"].get("finalizers", ()):
                 waiting.add(uid)
@@ -125,9 +169,25 @@ class GarbageCollector:
                 self._drop_owner_references(key, gone | waiting)
                 return 1
             return 0
-        if (gone or waiting) and self._delete(key, "Foreground" if waiting else "Background"):
+        # Like the real collector: a dependent of a foreground-deleting owner is itself deleted in the
+        # foreground only when it has dependents of its own.
+        foreground = bool(waiting) and self.has_dependents(dependent["metadata"]["uid"])
+        if (gone or waiting) and self._delete(key, "Foreground" if foreground else "Background"):
             return 1
         return 0
+
+    def _orphan(self, owner_uid: str) -> int:
+        """Strip the owner's references from its dependents, then remove its ``orphan`` finalizer."""
+        dependents = list(self._dependents.get(owner_uid, ()))
+        for dependent in dependents:
+            self._drop_owner_references(dependent, {owner_uid})
+        owner_key = self._keys.get(owner_uid)
+        owner = self._lookup(owner_key) if owner_key is not None else None
+        if owner is None or owner_key is None or ORPHAN_FINALIZER not in owner["metadata"].get("finalizers", ()):
+            return len(dependents)
+        remaining = [f for f in owner["metadata"]["finalizers"] if f != ORPHAN_FINALIZER]
+        self._commit(owner_key, owner, {**owner, "metadata": {**owner["metadata"], "finalizers": remaining}})
+        return len(dependents) + 1
 
     def _finish_foreground(self, owner_uid: str) -> int:
         """Remove ``foregroundDeletion`` once no dependent blocks its owner any more."""
@@ -176,5 +236,9 @@ class GarbageCollector:
         self._queue.append(owner_uid)  # a foreground-deleting owner may be free to go now
 
 
+def _owner_refs(meta: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [ref for ref in meta.get("ownerReferences", ()) if isinstance(ref, Mapping) and ref.get("uid")]
+
+
 def _owner_uids(meta: Mapping[str, Any]) -> set[str]:
-    return {ref["uid"] for ref in meta.get("ownerReferences", ()) if isinstance(ref, Mapping) and ref.get("uid")}
+    return {ref["uid"] for ref in _owner_refs(meta)}

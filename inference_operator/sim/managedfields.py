@@ -54,6 +54,7 @@ __all__ = [
     "GC_FIELD_MANAGER",
     "Applied",
     "BadRequest",
+    "UnknownError",
     "apply",
     "settle_timestamps",
     "track_update",
@@ -77,6 +78,14 @@ class BadRequest(ApiError):
 
     code = 400
     reason = "BadRequest"
+
+
+class UnknownError(ApiError):
+    """A failure the API server has no status for: HTTP 500 with no reason (``StatusReasonUnknown``),
+    as a field manager's error reaches the client."""
+
+    code = 500
+    reason = ""
 
 
 # --- the zero objects updates are compared with on create ------------------------------------------
@@ -290,7 +299,7 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
     try:
         managed = decode(_managed_fields(live), stored=True)
     except ValueError as err:
-        raise ApiError(f"failed to decode managed fields: {err}", kind=kind) from err
+        raise UnknownError(f"failed to decode managed fields: {err}", kind=kind) from err
     api_version = str(config.get("apiVersion") or (live or {}).get("apiVersion") or "")
     before = _plain(live, kind)
     if live is not None and not managed:
@@ -300,7 +309,7 @@ def apply(kind: str, live: Obj | None, config: Obj, *, manager: str, force: bool
         applied = raw_field_set(config, node, skip=reset_fields(kind), strict=True)
         merged = merge(before, config, node)
     except ValueError as err:
-        raise ApiError(
+        raise UnknownError(
             f"failed to create typed patch object ({_name(config)}; {api_version}, Kind={kind}): {err}", kind=kind
         ) from err
     merged = {} if merged is MISSING else merged

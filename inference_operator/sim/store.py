@@ -21,6 +21,7 @@ from ..jsoncopy import freeze
 from ..jsoncopy import thaw as _thaw
 from . import strategy
 from .kinds import traits_of
+from .selectors import parse_field_selector, parse_label_selector
 from .strategy import Key
 from .watch import Broadcaster, Watch
 
@@ -75,16 +76,31 @@ class ObjectStore:
             self._stored(key)
             return thaw_object(self._frozen[key])
 
-    def list(self, kind: str, namespace: str | None = None, *, labels: Mapping[str, str] | None = None) -> Objs:
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> Objs:
         """Copies of the objects of ``kind`` (in ``namespace``, with ``labels``), sorted by key.
 
-        ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match.
+        ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match, and so must
+        ``label_selector`` and ``field_selector`` (strings in the API's syntax: ``app in (a,b),!canary``,
+        ``metadata.name=x``); a malformed one is :class:`~.managedfields.BadRequest`, as for real.
         """
+        selector = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector)
         with self._lock:
             self.reads += 1
             frozen = self._frozen
             key_of = strategy.key_of_stored
-            return [thaw_object(frozen[key_of(obj)]) for obj in self._select(kind, namespace, labels)]
+            chosen = self._select(kind, namespace, labels)
+            if selector or field_selector:
+                chosen = [o for o in chosen if selector.matches(o["metadata"].get("labels") or {}) and fields(o)]
+            return [thaw_object(frozen[key_of(obj)]) for obj in chosen]
 
     def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
         """List and open a watch atomically: the watch sees exactly the changes after the list."""
@@ -92,10 +108,12 @@ class ObjectStore:
             items = self.list(kind, namespace)
             return items, self.watch(kind, namespace)
 
-    def watch(self, kind: str | None = None, namespace: str | None = None) -> Watch:
-        """Start buffering events for ``kind`` (all kinds if None) from now on."""
+    def watch(self, kind: str | None = None, namespace: str | None = None, *, label_selector: str = "") -> Watch:
+        """Start buffering events for ``kind`` (all kinds if None) from now on; ``label_selector``
+        (the API's syntax) narrows it as on a real server."""
+        selector = parse_label_selector(label_selector)
         with self._lock:
-            return self._watches.open(kind, namespace or None)
+            return self._watches.open(kind, namespace or None, selector)
 
     def objects_total(self, kind: str | None = None) -> int:
         with self._lock:

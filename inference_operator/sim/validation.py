@@ -71,10 +71,10 @@ def validate_metadata(kind: str, meta: Obj) -> None:
                     "and must start and end with an alphanumeric character"
                 )
     refs = meta.get("ownerReferences", [])
-    for i, ref in enumerate(refs if isinstance(refs, list) else [refs]):
-        for field in ("apiVersion", "kind", "name", "uid"):
+    for ref in refs if isinstance(refs, list) else [refs]:  # the real paths carry no index
+        for field, what in (("apiVersion", "version"), ("kind", "kind"), ("name", "name"), ("uid", "uid")):
             if not isinstance(ref, dict) or not ref.get(field):
-                problems.append(f"metadata.ownerReferences[{i}].{field}: Required value")
+                problems.append(f'metadata.ownerReferences.{field}: Invalid value: "": {what} must not be empty')
     if isinstance(refs, list) and sum(1 for ref in refs if isinstance(ref, dict) and ref.get("controller")) > 1:
         problems.append("metadata.ownerReferences: Invalid value: only one reference can have controller set to true")
     if problems:

@@ -5,6 +5,11 @@ and drain it whenever the simulation says so. It therefore has its own small API
 ``pending``, ``stop``), kept apart from :mod:`.apiserver`, which only needs to offer each change
 to whoever is watching (:meth:`Broadcaster.emit`).
 
+A watch may carry a label selector (:mod:`.selectors`); it then sees an object the way the real
+API server's watch cache shows it: ``ADDED`` when a change makes the object match, ``DELETED``
+(with the new state) when a change makes it stop matching, nothing while it matches neither
+before nor after.
+
 Events are buffered as frozen snapshots (:func:`~inference_operator.jsoncopy.freeze`) and thawed
 when drained, so every receiver gets its own copy and none can touch the store. A watch shares
 the server's lock: the server is safe to share between threads, and so are its watches.
@@ -14,9 +19,11 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from ..jsoncopy import thaw
+from ..jsoncopy import freeze, thaw
+from .selectors import Selector
 
 __all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
 
@@ -34,9 +41,12 @@ class WatchEvent(NamedTuple):
 class Watch:
     """A buffered stream of events for one kind (or all kinds), from creation until :meth:`stop`."""
 
-    def __init__(self, broadcaster: Broadcaster, kind: str | None, namespace: str | None) -> None:
+    def __init__(
+        self, broadcaster: Broadcaster, kind: str | None, namespace: str | None, selector: Selector | None = None
+    ) -> None:
         self.kind = kind
         self.namespace = namespace
+        self.selector = selector or Selector()
         self._broadcaster = broadcaster
         self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
         self._stopped = False
@@ -67,7 +77,23 @@ class Watch:
     def stopped(self) -> bool:
         return self._stopped
 
-    def _offer(self, event: EventType, blob: bytes) -> None:
+    def _offer(self, event: EventType, blob: bytes, new: Obj, old: Obj | None) -> None:
+        """One change: ``new`` is the object now (DELETED: its last state), ``old`` the version
+        before a MODIFIED. A selector's leave is DELETED with the old state at the new version."""
+        if self.selector:
+            matches_now = self.selector.matches(_labels(new))
+            if event == "DELETED":
+                if not matches_now:
+                    return
+            else:
+                matched_before = event == "MODIFIED" and old is not None and self.selector.matches(_labels(old))
+                if not matches_now and not matched_before:
+                    return  # outside the selector before and after
+                if matches_now and not matched_before:
+                    event = "ADDED"  # it entered the selector
+                elif not matches_now and old is not None:  # it left: its old state, at the new version
+                    rv = new["metadata"]["resourceVersion"]
+                    event, blob = "DELETED", freeze({**old, "metadata": {**old["metadata"], "resourceVersion": rv}})
         self._events.append((event, blob))
 
 
@@ -81,10 +107,11 @@ class Broadcaster:
         self.lock = lock
         self._watches: list[Watch] = []
 
-    def open(self, kind: str | None, namespace: str | None) -> Watch:
-        """A new watch that receives every event emitted from now on for ``kind`` in ``namespace``."""
+    def open(self, kind: str | None, namespace: str | None, selector: Selector | None = None) -> Watch:
+        """A new watch that receives every event emitted from now on for ``kind`` in ``namespace``
+        (for objects ``selector`` matches)."""
         with self.lock:
-            watch = Watch(self, kind, namespace)
+            watch = Watch(self, kind, namespace, selector)
             self._watches.append(watch)
             return watch
 
@@ -92,8 +119,14 @@ class Broadcaster:
         with self.lock:
             self._watches.remove(watch)
 
-    def emit(self, event: EventType, kind: str, namespace: str, blob: bytes) -> None:
-        """Offer one change (``blob``: the frozen object) to every matching watch. Call with ``lock`` held."""
+    def emit(self, event: EventType, kind: str, namespace: str, blob: bytes, *, new: Obj, old: Obj | None) -> None:
+        """Offer one change to every matching watch: ``blob`` is ``new`` frozen (the object now, or
+        its last state), ``old`` the stored version before it. Call with ``lock`` held."""
         for watch in self._watches:
             if watch.matches(kind, namespace):
-                watch._offer(event, blob)
+                watch._offer(event, blob, new, old)
+
+
+def _labels(obj: Obj) -> Mapping[str, str]:
+    labels = obj["metadata"].get("labels")
+    return labels if isinstance(labels, dict) else {}

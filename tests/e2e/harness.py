@@ -253,11 +253,12 @@ class OperatorProcess:
         """The operator's live counters from /metrics, by short name (``reconcile_total`` …)."""
         with urllib.request.urlopen(self.metrics_url, timeout=2) as response:
             text = response.read().decode()
-        out = {}
+        out: dict[str, float] = {}
         for line in text.splitlines():
             if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name.removeprefix("inference_operator_")] = float(value)
+                series, value = line.rsplit(" ", 1)
+                name = series.partition("{")[0].removeprefix("inference_operator_")
+                out[name] = out.get(name, 0.0) + float(value)  # summed over labels
         return out
 
     def wait_idle(self, *, reconciles_at_least: float, timeout: float = 60) -> dict[str, float]:

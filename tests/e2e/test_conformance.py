@@ -8,19 +8,15 @@ A check listed in ``not_modelled.NOT_MODELLED`` must disagree (strict xfail) and
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-import uuid
 from collections.abc import Iterator
 
 import pytest
-import yaml
 
 from .conformance import checks  # noqa: F401 - registers the checks
 from .conformance.not_modelled import NOT_MODELLED
-from .conformance.recorder import Api
 from .conformance.registry import CHECKS
-from .conformance.transports import FakeTransport, RealTransport, Request
+from .conformance.session import diff, new_namespace, run_check
+from .conformance.transports import FakeTransport, RealTransport
 from .conformance.world import fake_server
 from .conftest import Cluster
 
@@ -28,31 +24,6 @@ from .conftest import Cluster
 @pytest.fixture(scope="module")
 def real(cluster: Cluster, crd: None) -> Iterator[RealTransport]:
     yield RealTransport(cluster.kubeconfig)
-
-
-def _namespace(check: str) -> str:
-    digest = hashlib.sha1(check.encode()).hexdigest()[:6]
-    return f"conf-{digest}-{uuid.uuid4().hex[:5]}"
-
-
-def run_check(name: str, transport: FakeTransport | RealTransport, namespace: str) -> list[dict[str, object]]:
-    made = transport.request(
-        Request("create", "Namespace", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    )
-    assert made.code == 201, f"could not create namespace {namespace} on {transport.name}: {made.body}"
-    api = Api(transport, namespace)
-    try:
-        CHECKS[name](api)
-    finally:
-        if isinstance(transport, RealTransport):
-            transport.request(Request("delete", "Namespace", name=namespace))
-    return api.trace
-
-
-def _diff(fake: list[dict[str, object]], real: list[dict[str, object]]) -> str:
-    left = yaml.safe_dump(fake, sort_keys=True, width=200).splitlines()
-    right = yaml.safe_dump(real, sort_keys=True, width=200).splitlines()
-    return "\n".join(difflib.unified_diff(left, right, "fake", "real", lineterm="", n=6))
 
 
 def _params() -> list[object]:
@@ -64,9 +35,9 @@ def _params() -> list[object]:
 
 @pytest.mark.parametrize("check", _params())
 def test_fake_agrees_with_the_real_api_server(check: str, real: RealTransport) -> None:
-    namespace = _namespace(check)
+    namespace = new_namespace(check)
     real_trace = run_check(check, real, namespace)
     fake_trace = run_check(check, FakeTransport(fake_server()), namespace)
     assert fake_trace == real_trace, (
-        f"the fake and the real API server disagree on {check}:\n{_diff(fake_trace, real_trace)}"
+        f"the fake and the real API server disagree on {check}:\n{diff(fake_trace, real_trace)}"
     )

@@ -1,8 +1,9 @@
 """The operator's metrics server (``/metrics``, ``/healthz``) on 127.0.0.1, a free port.
 
 Covers: ``/healthz`` answers 200 ``ok`` while healthy and 503 naming the dead thread as soon
-as the health check reports one (read live, not cached); ``/metrics`` serves the counters in
-Prometheus text; ``start`` twice reuses the bound server (no EADDRINUSE on a retried startup);
+as the health check reports one (read live, not cached); ``/metrics`` serves the registry in
+Prometheus text, the operator's live counters read at each scrape; ``start`` twice reuses the
+bound server (no EADDRINUSE on a retried startup);
 after ``stop`` the same port can be bound again; unknown paths are 404.
 
 ``start()`` returns once the socket is bound, so no test sleeps.
@@ -16,7 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from inference_operator.kube.metrics import MetricsServer
+from inference_operator.clock import FakeClock
+from inference_operator.kube.metrics import MetricsServer, live
+from inference_operator.metrics import Metrics
 
 
 def get(server: MetricsServer, path: str) -> tuple[int, str]:
@@ -36,7 +39,9 @@ def problems() -> list[str]:
 
 @pytest.fixture
 def server(problems: list[str]) -> Iterator[MetricsServer]:
-    srv = MetricsServer("127.0.0.1:0", lambda: {"reconciles": 3, "dead_threads": len(problems)}, lambda: problems)
+    metrics = Metrics(FakeClock())
+    metrics.read_live(lambda: live({"reconciles": 3, "dead_threads": len(problems)}))
+    srv = MetricsServer("127.0.0.1:0", metrics.render, lambda: problems)
     srv.start()
     try:
         yield srv

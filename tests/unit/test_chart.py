@@ -23,27 +23,17 @@ tests fail, they never skip.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from inference_operator.config import OperatorConfig
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "inference-operator"
-DEPLOY = ROOT / "deploy"
-RELEASE = "ops"
-RELEASE_NAMESPACE = "operators"
-FULLNAME = f"{RELEASE}-inference-operator"
-# The Kubernetes version the tests render for (explicit, so they do not depend on the default
-# compiled into helm; test_helm_template_without_a_cluster_assumes_kubernetes_1_36 checks that).
-KUBE_VERSION = "1.36.0"
+from .chartkit import CHART, DEPLOY, FULLNAME, KUBE_VERSION, RELEASE, RELEASE_NAMESPACE, Obj, Render, only
+
 OPERATOR_COMMAND = ["kopf", "run", "-m", "inference_operator.operator"]
 STANDARD_LABELS = (
     "app.kubernetes.io/name",
@@ -54,88 +44,6 @@ STANDARD_LABELS = (
     "helm.sh/chart",
 )
 CLUSTER_SCOPED_RBAC = {"ClusterRole", "ClusterRoleBinding"}
-
-Obj = dict[str, Any]
-Render = Callable[..., list[Obj]]
-
-
-def find_helm() -> Path:
-    """helm from the bin dir of the local control plane (the build script prints it; cached: ~0 s)."""
-    sys.path.insert(0, str(ROOT / "hack"))
-    try:
-        import cluster  # hack/cluster.py
-
-        bin_dir = cluster.ensure_binaries()
-    except Exception as err:  # noqa: BLE001 - any failure to find helm fails the tests loudly
-        pytest.fail(f"cannot find helm: hack/build-controlplane.sh failed: {err}", pytrace=False)
-    finally:
-        sys.path.remove(str(ROOT / "hack"))
-    helm = bin_dir / "helm"
-    if not os.access(helm, os.X_OK):
-        pytest.fail(f"helm is missing from the bin dir {bin_dir}; run hack/build-controlplane.sh", pytrace=False)
-    return helm
-
-
-@pytest.fixture(scope="module")
-def helm(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
-    binary = find_helm()
-    home = tmp_path_factory.mktemp("helm-home")
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(home / "cache"),
-        "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_DATA_HOME": str(home / "data"),
-        "KUBECONFIG": str(home / "no-kubeconfig"),  # static: nothing may talk to a cluster
-    }
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(binary), *args], capture_output=True, text=True, env=env, timeout=60, check=False, cwd=ROOT
-        )
-
-    return run
-
-
-@pytest.fixture()
-def template(
-    helm: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
-) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`helm template` of the chart with these values (a dict written to a values file)."""
-
-    def run(values: Obj | None = None, kube_version: str = KUBE_VERSION) -> subprocess.CompletedProcess[str]:
-        values_file = tmp_path / "values.yaml"
-        values_file.write_text(yaml.safe_dump(values or {}))
-        return helm(
-            "template",
-            RELEASE,
-            str(CHART),
-            "--namespace",
-            RELEASE_NAMESPACE,
-            "--kube-version",
-            kube_version,
-            "--values",
-            str(values_file),
-        )
-
-    return run
-
-
-@pytest.fixture()
-def render(template: Callable[..., subprocess.CompletedProcess[str]]) -> Render:
-    """The rendered objects for these values; rendering must succeed."""
-
-    def run(values: Obj | None = None, kube_version: str = KUBE_VERSION) -> list[Obj]:
-        result = template(values, kube_version)
-        assert result.returncode == 0, f"helm template failed: {result.stderr}"
-        return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
-
-    return run
-
-
-def only(objects: list[Obj], kind: str) -> Obj:
-    found = [o for o in objects if o["kind"] == kind]
-    assert len(found) == 1, f"expected one {kind}, rendered {[o['metadata']['name'] for o in found]}"
-    return found[0]
 
 
 def operator_container(objects: list[Obj]) -> Obj:
@@ -240,8 +148,7 @@ def test_no_admission_policy_when_disabled_or_before_kubernetes_1_36(
 
 def test_cluster_mode_renders_a_cluster_role_with_the_rules_of_deploy_rbac(render: Render) -> None:
     objects = render()
-    role = only(objects, "ClusterRole")
-    assert role["metadata"]["name"] == FULLNAME
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == FULLNAME]
     assert role["rules"] == rules_of(DEPLOY / "rbac" / "cluster_role.yaml")
     assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
 

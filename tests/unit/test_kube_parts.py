@@ -26,7 +26,7 @@ from inference_operator.constants import FIELD_MANAGER
 from inference_operator.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import error_for, path_of
-from inference_operator.kube.metrics import render
+from inference_operator.kube.metrics import live
 from inference_operator.kube.runtime import OperatorRuntime
 from inference_operator.operator import namespaces_from_argv
 
@@ -180,6 +180,18 @@ def test_settings_come_from_the_environment_with_defaults() -> None:
     assert OperatorConfig.from_env({}) == OperatorConfig()
 
 
+def test_the_load_balancer_token_is_read_but_never_shown() -> None:
+    env = {
+        "INFERENCE_OPERATOR_LB_PROVIDER": "http",
+        "INFERENCE_OPERATOR_LB_URL": "https://lb:8443",
+        "INFERENCE_OPERATOR_LB_TOKEN": "t0ken",
+        "INFERENCE_OPERATOR_LB_CA_FILE": "/etc/hosts",
+    }
+    cfg = OperatorConfig.from_env(env)
+    assert (cfg.lb_token, cfg.lb_ca_file) == ("t0ken", "/etc/hosts")
+    assert "t0ken" not in repr(cfg)
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -190,6 +202,15 @@ def test_settings_come_from_the_environment_with_defaults() -> None:
         ({"INFERENCE_OPERATOR_LB_URL": "lb:9090"}, "must start with http://"),
         ({"INFERENCE_OPERATOR_LOG_FORMAT": "xml"}, "must be one of plain, full, json"),
         ({"INFERENCE_OPERATOR_METRICS_ADDRESS": "9090"}, "must be HOST:PORT"),
+        ({"INFERENCE_OPERATOR_LB_TOKEN": "two\nlines"}, "INFERENCE_OPERATOR_LB_TOKEN must be one line"),
+        (
+            {"INFERENCE_OPERATOR_LB_URL": "http://lb:9090", "INFERENCE_OPERATOR_LB_CA_FILE": "/etc/hosts"},
+            "INFERENCE_OPERATOR_LB_CA_FILE is set, but INFERENCE_OPERATOR_LB_URL is not https://",
+        ),
+        (
+            {"INFERENCE_OPERATOR_LB_URL": "https://lb:8443", "INFERENCE_OPERATOR_LB_CA_FILE": "/nonexistent/ca.crt"},
+            "INFERENCE_OPERATOR_LB_CA_FILE='/nonexistent/ca.crt': no readable file there",
+        ),
     ],
 )
 def test_bad_settings_name_the_variable_and_what_is_allowed(env: dict[str, str], message: str) -> None:
@@ -203,10 +224,10 @@ def test_kopf_run_namespaces_are_read_from_the_command_line() -> None:
     assert namespaces_from_argv(["kopf", "run", "--all-namespaces"]) == ()
 
 
-def test_metrics_are_prometheus_text() -> None:
-    text = render({"reconciles": 3, "writes": 7})
-    assert "# TYPE inference_operator_reconcile_total counter\ninference_operator_reconcile_total 3" in text
-    assert "inference_operator_api_writes_total 7" in text
+def test_live_counters_are_named_and_typed_for_prometheus() -> None:
+    values = live({"reconciles": 3, "dead_threads": 1})
+    assert values["inference_operator_reconcile_total"] == ("counter", "Reconcile passes run.", 3.0)
+    assert values["inference_operator_dead_threads"][0] == "gauge"
 
 
 def runtime() -> OperatorRuntime:

@@ -6,11 +6,15 @@ the ClusterRole; the kustomization lists files that exist; the operator Deployme
 the ServiceAccount with a PSS-restricted security context; the Dockerfile is multi-stage,
 non-root numeric USER, no ADD of URLs, no build tools in the final stage, entrypoint
 `kopf run -m inference_operator.operator`; requirements.lock pins the runtime dependencies.
+The build backend is pinned; the image carries OCI labels and its build context admits only
+what the Dockerfile copies (.dockerignore); the ClusterRoles for people (deploy/rbac/user_roles.yaml)
+touch InferenceServices only, aggregate into view/edit/admin and are in the kustomization.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +148,36 @@ def test_requirements_lock_pins_the_runtime_dependencies() -> None:
         for line in (ROOT / "requirements.lock").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    for name in ("kopf", "kubernetes", "pydantic", "pyyaml"):
+    for name in ("kopf", "kubernetes", "pydantic", "pyyaml", "prometheus-client"):
         assert name in pins and re.match(r"^\d+(\.\d+)+", pins[name]), name
     assert "requirements.lock" in dockerfile()
+
+
+def test_the_build_backend_is_pinned() -> None:
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert requires and all(re.match(r"^[A-Za-z0-9_.\-]+==\d+(\.\d+)+$", r) for r in requires), requires
+
+
+def test_the_image_carries_oci_labels_and_its_build_context_is_only_what_it_needs() -> None:
+    labels = dict(re.findall(r'(org\.opencontainers\.image\.[a-z]+)="([^"]*)"', dockerfile()))
+    assert {"title", "version", "revision", "licenses"} <= {k.rsplit(".", 1)[1] for k in labels}
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "*" in ignore  # everything out, then only what the Dockerfile copies back in
+    copied = set(re.findall(r"^COPY (?!--from)(.+?) \./", dockerfile(), re.MULTILINE))
+    assert copied, "no COPY found in the Dockerfile"
+    allowed = {line.removeprefix("!").rstrip("/") for line in ignore if line.startswith("!")}
+    assert {name.rstrip("/") for entry in copied for name in entry.split()} <= allowed
+
+
+def test_user_roles_only_read_or_write_inference_services_and_aggregate_into_the_built_in_roles() -> None:
+    roles = {d["metadata"]["name"]: d for d in yaml.safe_load_all((RBAC / "user_roles.yaml").read_text())}
+    for role in roles.values():
+        for rule in role["rules"]:
+            assert rule["apiGroups"] == ["serving.inference-operator.dev"]
+            assert all(r.startswith("inferenceservices") for r in rule["resources"])
+    view, edit = roles["inference-operator-view"], roles["inference-operator-edit"]
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert {v for r in view["rules"] for v in r["verbs"]} == {"get", "list", "watch"}
+    assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    assert "rbac/user_roles.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]

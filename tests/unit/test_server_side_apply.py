@@ -202,6 +202,7 @@ class TestApply:
         with pytest.raises(ApiError, match=message) as raised:
             apply(api, config)
         assert raised.value.code == 500 and api.objects_total("Deployment") == 0
+        assert raised.value.reason == "", "a 500 with no reason (StatusReasonUnknown), as the real server answers"
 
 
 # --- removal ------------------------------------------------------------------------------------------

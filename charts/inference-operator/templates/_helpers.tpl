@@ -54,9 +54,17 @@ app.kubernetes.io/part-of: inference-operator
 {{- end }}
 {{- end }}
 
-{{/* The operator image, <repository>:<tag>, the tag defaulting to the chart's appVersion. */}}
+{{/* The operator image: <repository>@<digest> when a digest is given (immutable), else
+<repository>:<tag>, the tag defaulting to the chart's appVersion. */}}
 {{- define "inference-operator.image" -}}
+{{- if hasPrefix "sha256:" (toString .Values.image.tag) }}
+{{- fail "image.tag is a digest (sha256:...): set image.digest instead, which renders repository@sha256:..." }}
+{{- end }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
 {{- end }}
 
 {{/*

@@ -94,7 +94,10 @@ class Normaliser:
 
     def _walk(self, node: Any, *, path: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
-            return {self._key(key): self._walk(value, path=(*path, key)) for key, value in node.items()}
+            # Placeholders are handed out in key order, not in the order a server wrote the keys
+            # (the fake's metadata order is not the real one's, and JSON key order means nothing).
+            walked = {key: self._walk(node[key], path=(*path, key)) for key in sorted(node)}
+            return {self._key(key): walked[key] for key in node}
         if isinstance(node, list):
             return [self._walk(item, path=path) for item in node]
         last = path[-1] if path else ""

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .normalise import Normaliser, field_errors
+from .normalise import CONTROLLER_OBJECTS, Normaliser, field_errors
 from .transports import KINDS, Request, Response, Transport
 
 Obj = dict[str, Any]
@@ -42,6 +42,10 @@ class Api:
             entry["reason"] = body.get("reason", "")
             if response.code == 422:
                 entry["fields"] = field_errors(str(body.get("message", "")))
+            if str(body.get("message", "")).startswith("Apply failed with"):
+                entry["conflicts"] = body["message"]  # which fields, whose: the message is the API
+        elif keep is not None and not keep:
+            entry["object"] = {}  # nothing kept: nothing of it can hand out placeholders either
         elif keep is not None:
             normal = self._normaliser.object(copy.deepcopy(body), kind=kind)
             entry["object"] = {path: _pick(normal, path) for path in keep}
@@ -53,44 +57,88 @@ class Api:
     def _send(self, what: str, req: Request, keep: Sequence[str] | None) -> Obj:
         return self._record(what, self.transport.request(req), keep, req.kind)
 
-    def _place(self, obj: Obj) -> Obj:
+    def _place(self, obj: Obj, *, kind: str | None = None) -> Obj:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        if KINDS[obj["kind"]].namespaced:
+        if KINDS[kind or obj["kind"]].namespaced:
             meta.setdefault("namespace", self.ns)
         return obj
 
     # --- requests ----------------------------------------------------------------------------
 
-    def create(self, obj: Obj, *, keep: Sequence[str] | None = None, **params: str) -> Obj:
-        obj = self._place(obj)
+    def create(
+        self,
+        obj: Obj,
+        *,
+        keep: Sequence[str] | None = None,
+        url_kind: str | None = None,
+        url_namespace: str | None = None,
+        **params: str,
+    ) -> Obj:
+        """POST ``obj``; ``url_kind``/``url_namespace`` send it to another kind's or namespace's URL."""
+        kind = url_kind or obj["kind"]
+        obj = self._place(obj, kind=kind)
         meta = obj["metadata"]
         name = meta.get("name") or f"{meta.get('generateName', '')}*"
-        req = Request("create", obj["kind"], meta.get("namespace", ""), body=obj, params=params)
-        return self._send(f"create {obj['kind']} {name}", req, keep)
+        namespace = meta.get("namespace", "") if url_namespace is None else url_namespace
+        req = Request("create", kind, namespace, body=obj, params=params)
+        what = f"create {obj['kind']} {name}" if url_kind is None else f"create {obj.get('kind')} {name} at {kind}"
+        return self._send(what, req, keep)
 
     def get(self, kind: str, name: str, *, keep: Sequence[str] | None = None, namespace: str | None = None) -> Obj:
         req = Request("get", kind, self._ns(kind, namespace), name)
         return self._send(f"get {kind} {name}", req, keep)
 
     def list(
-        self, kind: str, *, selector: str = "", keep: Sequence[str] | None = None, namespace: str | None = None
+        self,
+        kind: str,
+        *,
+        selector: str = "",
+        fields: str = "",
+        keep: Sequence[str] | None = None,
+        namespace: str | None = None,
     ) -> Obj:
         params = {"labelSelector": selector} if selector else {}
+        if fields:
+            params["fieldSelector"] = fields
         req = Request("list", kind, self._ns(kind, namespace), params=params)
-        return self._send(f"list {kind} {selector}".strip(), req, keep)
+        return self._send(f"list {kind} {selector} {fields}".strip(), req, keep)
 
-    def update(self, obj: Obj, *, subresource: str = "", keep: Sequence[str] | None = None, **params: str) -> Obj:
+    def names(self, kind: str, *, selector: str = "", fields: str = "", namespace: str | None = None) -> list[str]:
+        """List, recording only the outcome and the names of the items, in the order answered."""
+        listed = self.list(kind, selector=selector, fields=fields, keep=(), namespace=namespace)
+        names = [
+            item["metadata"]["name"]
+            for item in listed.get("items", ())
+            if (kind, item["metadata"].get("name")) not in CONTROLLER_OBJECTS
+        ]
+        if "items" in listed:
+            self.note(f"names listed by {selector or fields or 'all'}", names)
+        return names
+
+    def update(
+        self,
+        obj: Obj,
+        *,
+        subresource: str = "",
+        keep: Sequence[str] | None = None,
+        url_name: str | None = None,
+        url_namespace: str | None = None,
+        **params: str,
+    ) -> Obj:
+        """PUT ``obj``; ``url_name``/``url_namespace`` send it to another object's URL."""
         obj = self._place(obj)
         meta = obj["metadata"]
-        req = Request("update", obj["kind"], meta.get("namespace", ""), meta.get("name", ""), subresource, obj, params)
-        return self._send(f"update {obj['kind']} {meta.get('name')} {subresource}".strip(), req, keep)
+        name = meta.get("name", "") if url_name is None else url_name
+        namespace = meta.get("namespace", "") if url_namespace is None else url_namespace
+        req = Request("update", obj["kind"], namespace, name, subresource, obj, params)
+        return self._send(f"update {obj['kind']} {name} {subresource}".strip(), req, keep)
 
     def patch(
         self,
         kind: str,
         name: str,
-        patch: Obj,
+        patch: Any,
         *,
         subresource: str = "",
         keep: Sequence[str] | None = None,
@@ -99,12 +147,24 @@ class Api:
         req = Request("patch", kind, self._ns(kind, None), name, subresource, patch, params)
         return self._send(f"patch {kind} {name} {subresource}".strip(), req, keep)
 
-    def apply(self, obj: Obj, *, manager: str, force: bool = False, keep: Sequence[str] | None = None) -> Obj:
-        obj = self._place(obj)
+    def apply(
+        self,
+        obj: Obj,
+        *,
+        manager: str,
+        force: bool = False,
+        keep: Sequence[str] | None = None,
+        url_kind: str | None = None,
+        url_name: str | None = None,
+    ) -> Obj:
+        """Server-side apply; ``url_kind``/``url_name`` send it to another object's URL."""
+        kind = url_kind or obj["kind"]
+        obj = self._place(obj, kind=kind)
         meta = obj["metadata"]
+        name = meta.get("name", "") if url_name is None else url_name
         params = {"fieldManager": manager, **({"force": "true"} if force else {})}
-        req = Request("apply", obj["kind"], meta.get("namespace", ""), meta.get("name", ""), body=obj, params=params)
-        return self._send(f"apply {obj['kind']} {meta.get('name')} as {manager}", req, keep)
+        req = Request("apply", kind, meta.get("namespace", ""), name, body=obj, params=params)
+        return self._send(f"apply {kind} {name} as {manager}", req, keep)
 
     def delete(self, kind: str, name: str, *, propagation: str = "", keep: Sequence[str] | None = ()) -> Obj:
         """Delete; by default only the code is recorded (``keep=None`` records the answer too)."""
@@ -114,8 +174,9 @@ class Api:
 
     # --- watches and eventual outcomes ------------------------------------------------------
 
-    def watch(self, kind: str) -> Any:
-        return self.transport.watch_open(kind, self._ns(kind, None))
+    def watch(self, kind: str, *, selector: str = "", namespace: str | None = None) -> Any:
+        """Open a watch from now on (``selector``: a label selector)."""
+        return self.transport.watch_open(kind, self._ns(kind, namespace), selector=selector)
 
     def events(self, handle: Any, count: int, *, keep: Sequence[str] | None = None, timeout: float = 5.0) -> None:
         """Record the next ``count`` watch events (fewer if they do not come before ``timeout``)."""

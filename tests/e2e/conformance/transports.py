@@ -18,6 +18,9 @@ from urllib.parse import quote, urlencode
 
 from inference_operator.errors import ApiError
 from inference_operator.sim.apiserver import FakeApiServer, Watch
+from inference_operator.sim.target import Target
+
+from .normalise import CONTROLLER_OBJECTS
 
 Obj = dict[str, Any]
 
@@ -27,6 +30,11 @@ class KindInfo:
     prefix: str
     plural: str
     namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """``v1`` for ``/api/v1``, ``apps/v1`` for ``/apis/apps/v1``."""
+        return self.prefix.removeprefix("/api/").removeprefix("/apis/")
 
 
 KINDS: dict[str, KindInfo] = {
@@ -50,7 +58,8 @@ class Request:
     namespace: str = ""
     name: str = ""
     subresource: str = ""
-    body: Obj | None = None
+    body: Any = None
+    """The JSON body: an object, or (for a malformed patch) any JSON value."""
     params: dict[str, str] = field(default_factory=dict)
     """Query parameters: fieldManager, force, propagationPolicy, labelSelector, …"""
 
@@ -66,7 +75,7 @@ class Transport(Protocol):
 
     def request(self, req: Request) -> Response: ...
 
-    def watch_open(self, kind: str, namespace: str) -> Any: ...
+    def watch_open(self, kind: str, namespace: str, *, selector: str = "") -> Any: ...
 
     def watch_next(self, handle: Any, *, count: int, timeout: float) -> list[tuple[str, Obj]]: ...
 
@@ -105,41 +114,37 @@ class FakeTransport:
         kind, ns, name, body = req.kind, req.namespace, req.name, req.body
         if req.verb == "get":
             return Response(200, server.get(kind, ns, name))
+        target = Target(KINDS[kind].api_version, kind, ns, name)
         if req.verb == "list":
-            selector = p.pop("labelSelector", "")
-            items = (
-                server.list(kind, ns or None, label_selector=selector) if selector else server.list(kind, ns or None)
-            )
+            selector, fields = p.pop("labelSelector", ""), p.pop("fieldSelector", "")
+            items = server.list(kind, ns or None, label_selector=selector, field_selector=fields)
+            meta = {"resourceVersion": server.resource_version}
             return Response(
-                200, {"kind": f"{kind}List", "metadata": {"resourceVersion": server.resource_version}, "items": items}
+                200, {"kind": f"{kind}List", "apiVersion": target.api_version, "metadata": meta, "items": items}
             )
         if req.verb == "create":
             assert body is not None
-            return Response(201, server.create(body, field_manager=manager, **_options(p)))
+            return Response(201, server.create(body, field_manager=manager, target=target, **_options(p)))
         if req.verb == "update":
             assert body is not None
             update = server.update_status if req.subresource == "status" else server.update
-            return Response(200, update(body, field_manager=manager))
+            return Response(200, update(body, field_manager=manager, target=target))
         if req.verb == "patch":
-            assert body is not None
             patch = server.patch_status if req.subresource == "status" else server.patch
             return Response(200, patch(kind, ns, name, body, field_manager=manager))
         if req.verb == "apply":
             assert body is not None
             existed = _exists(server, kind, ns, name)
-            applied = server.apply(body, field_manager=manager, force=p.pop("force", "") == "true")
+            applied = server.apply(body, field_manager=manager, force=p.pop("force", "") == "true", target=target)
             return Response(200 if existed else 201, applied)
         if req.verb == "delete":
             propagation = p.pop("propagationPolicy", "Background")
-            result = server.delete(kind, ns, name, propagation=propagation)  # type: ignore[arg-type, func-returns-value]
-            still = _exists(server, kind, ns, name)
-            if isinstance(result, dict):
-                return Response(202 if still else 200, result)
-            return Response(202 if still else 200, {"kind": "Status", "status": "Success"})
+            marked = server.delete(kind, ns, name, propagation=propagation)  # type: ignore[arg-type]
+            return Response(200, marked if marked is not None else {"kind": "Status", "status": "Success"})
         raise ValueError(f"unknown verb {req.verb!r}")
 
-    def watch_open(self, kind: str, namespace: str) -> Any:
-        return {"watch": self.server.watch(kind, namespace), "pending": []}
+    def watch_open(self, kind: str, namespace: str, *, selector: str = "") -> Any:
+        return {"watch": self.server.watch(kind, namespace, label_selector=selector), "pending": []}
 
     def watch_next(self, handle: Any, *, count: int, timeout: float) -> list[tuple[str, Obj]]:
         watch: Watch = handle["watch"]
@@ -212,18 +217,20 @@ class RealTransport:
         data = json.loads(response.data or b"{}")
         return Response(response.status, data)
 
-    def watch_open(self, kind: str, namespace: str) -> Any:
+    def watch_open(self, kind: str, namespace: str, *, selector: str = "") -> Any:
         listed = self.request(Request("list", kind, namespace))
-        return {"kind": kind, "namespace": namespace, "rv": listed.body["metadata"]["resourceVersion"]}
+        rv = listed.body["metadata"]["resourceVersion"]
+        return {"kind": kind, "namespace": namespace, "rv": rv, "selector": selector}
 
     def watch_next(self, handle: Any, *, count: int, timeout: float) -> list[tuple[str, Obj]]:
         events: list[tuple[str, Obj]] = []
         if count <= 0:
             return events
         url = self._host + self.path(handle["kind"], handle["namespace"])
-        url += "?" + urlencode(
-            {"watch": "true", "resourceVersion": handle["rv"], "timeoutSeconds": str(max(1, int(timeout)))}
-        )
+        query = {"watch": "true", "resourceVersion": handle["rv"], "timeoutSeconds": str(max(1, int(timeout)))}
+        if handle["selector"]:
+            query["labelSelector"] = handle["selector"]
+        url += "?" + urlencode(query)
         response = self._pool.request("GET", url, preload_content=False, timeout=timeout + 5)
         try:
             buffer = b""
@@ -236,8 +243,10 @@ class RealTransport:
                     event = json.loads(line)
                     if event["type"] in ("BOOKMARK", "ERROR"):
                         continue
-                    events.append((event["type"], event["object"]))
                     handle["rv"] = event["object"]["metadata"]["resourceVersion"]
+                    if (handle["kind"], event["object"]["metadata"].get("name")) in CONTROLLER_OBJECTS:
+                        continue  # the controller-manager's own (kube-root-ca.crt): the fake has no such controller
+                    events.append((event["type"], event["object"]))
                     if len(events) >= count:
                         return events
         finally:

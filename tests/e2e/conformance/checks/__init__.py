@@ -1,3 +1,3 @@
 """The conformance checks, one module per area; importing this package registers them all."""
 
-from . import basics, crd_rules, crd_schema  # noqa: F401
+from . import apply, basics, crd_rules, crd_schema, errors, gc, lists, watch  # noqa: F401

@@ -1,0 +1,43 @@
+"""One run of one check on one backend: a fresh namespace, the check, its trace; and the diff."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import uuid
+from typing import Any
+
+import yaml
+
+from .recorder import Api
+from .registry import CHECKS
+from .transports import Request, Transport
+
+Trace = list[dict[str, Any]]
+
+
+def new_namespace(check: str) -> str:
+    """A namespace name unique to this run of ``check`` (real namespaces are deleted lazily)."""
+    digest = hashlib.sha1(check.encode()).hexdigest()[:6]
+    return f"conf-{digest}-{uuid.uuid4().hex[:5]}"
+
+
+def run_check(name: str, transport: Transport, namespace: str) -> Trace:
+    """Run the check ``name`` in a new ``namespace`` on ``transport``; its trace."""
+    manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    made = transport.request(Request("create", "Namespace", body=manifest))
+    if made.code != 201:
+        raise RuntimeError(f"could not create namespace {namespace} on {transport.name}: {made.body}")
+    api = Api(transport, namespace)
+    try:
+        CHECKS[name](api)
+    finally:
+        if transport.name == "real":
+            transport.request(Request("delete", "Namespace", name=namespace))
+    return api.trace
+
+
+def diff(fake: Trace, real: Trace) -> str:
+    left = yaml.safe_dump(fake, sort_keys=True, width=200).splitlines()
+    right = yaml.safe_dump(real, sort_keys=True, width=200).splitlines()
+    return "\n".join(difflib.unified_diff(left, right, "fake", "real", lineterm="", n=6))
