@@ -61,4 +61,11 @@ class Forbidden(ApiError):
     reason = "Forbidden"
 
 
-__all__ = ["AlreadyExists", "ApiError", "Conflict", "Forbidden", "Invalid", "NotFound"]
+class ServerError(ApiError):
+    """The API server failed the request (HTTP 500); its Status names no reason."""
+
+    code = 500
+    reason = ""
+
+
+__all__ = ["AlreadyExists", "ApiError", "Conflict", "Forbidden", "Invalid", "NotFound", "ServerError"]

@@ -3,10 +3,12 @@
 The simulator, the unit tests and the ``demo`` command need an API server that runs offline,
 deterministically and in microseconds, yet punishes the same mistakes a real cluster does:
 
-1. optimistic concurrency: a write with a stale ``resourceVersion`` raises :class:`Conflict`;
+1. optimistic concurrency: a write with a stale ``resourceVersion`` raises :class:`Conflict`
+   (and a custom resource's PUT without one is :class:`Invalid`);
 2. ``metadata.generation`` counts spec changes only (and, for Deployments, annotation changes);
-3. the status subresource: ``update_status`` writes only ``status`` and the main endpoint
-   ignores it; neither a status write nor a no-op write bumps ``generation``;
+3. the status subresource: ``update_status`` writes ``status`` (and, for Go-typed kinds,
+   metadata) but never spec, and the main endpoint ignores status; neither a status write
+   nor a no-op write bumps ``generation``;
 4. finalizers and garbage collection: deleting an object with finalizers only marks it
    (``deletionTimestamp``, and ``generation`` + 1); removing the last finalizer removes it, and
    removal cascades through ``ownerReferences`` (background, foreground or orphan).
@@ -104,7 +106,10 @@ class FakeApiServer(ObjectStore):
         super().__init__(clock if clock is not None else FakeClock())
         self._defaulters = dict(defaulters or {})
         self._gc = GarbageCollector(
-            lookup=self._lookup, stored=self._stored, delete=self._delete, commit=self._commit_for_gc
+            lookup=self._lookup,
+            stored=self._stored,
+            delete=lambda key, propagation: self._delete(key, propagation)[0],
+            commit=self._commit_for_gc,
         )
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
@@ -126,6 +131,7 @@ class FakeApiServer(ObjectStore):
             key = strategy.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
+                strategy.check_create(key, obj)
                 created = self._create(key, obj, manager=field_manager)
             except ApiError as err:
                 self._log("create", key, error=err)
@@ -135,7 +141,7 @@ class FakeApiServer(ObjectStore):
             return thaw_object(created)
 
     def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None) -> Obj:
-        """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition."""
+        """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition (custom resources need one)."""
         with self._lock:
             if target is not None:
                 obj = check_update_body(target, obj)
@@ -151,7 +157,7 @@ class FakeApiServer(ObjectStore):
     def update_status(
         self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None
     ) -> Obj:
-        """Replace only ``status`` (PUT /status); spec and metadata changes are ignored."""
+        """Replace ``status`` (PUT /status); spec is never changed (see :func:`.strategy.prepare_status_update`)."""
         with self._lock:
             if target is not None:
                 obj = check_update_body(target, obj)
@@ -220,7 +226,7 @@ class FakeApiServer(ObjectStore):
                     applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
                     result, changed = self._create(key, applied.merged, applied=applied), True
                 else:
-                    strategy.check_preconditions(key, stored, obj)
+                    strategy.check_preconditions(key, stored, obj, write="apply")
                     applied = managedfields.apply(
                         key[0], stored, obj, manager=field_manager, force=force, now=self._now
                     )
@@ -235,26 +241,25 @@ class FakeApiServer(ObjectStore):
             self.gc_writes += self._gc.run()
             return thaw_object(result)
 
-    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj | None:
+    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
 
         ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
         (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` marks it
-        (finalizer ``orphan``) until the owner reference is stripped from the dependents. Like the
-        real server, the answer is the marked object when the delete only marked it (even if the
-        garbage collector finished before this returns), None when it removed the object at once.
+        (finalizer ``orphan``) until the owner reference is stripped from the dependents. The answer is the real
+        server's: the object while it is only marked (also when it already was), the deleted
+        object for kinds that return it (Services), else a success ``Status``.
         """
         with self._lock:
             key = strategy.key_for(kind, namespace, name)
             try:
-                changed = self._delete(key, propagation)
+                changed, answer = self._delete(key, propagation)
             except ApiError as err:
                 self._log("delete", key, error=err)
                 raise
-            marked = self._frozen.get(key)
             self._log("delete", key, changed=changed)
             self.gc_writes += self._gc.run()
-            return thaw_object(marked) if marked is not None else None
+            return answer
 
     # --- write paths --------------------------------------------------------------------------
 
@@ -272,7 +277,8 @@ class FakeApiServer(ObjectStore):
         try:
             managedfields.validate_field_manager(manager, kind=key[0], apply=False)
             stored = self._stored(key)
-            strategy.check_preconditions(key, stored, precondition)
+            write = "patch" if verb.startswith("patch") else "update"
+            strategy.check_preconditions(key, stored, precondition, write=write)
             candidate, request = build(stored)
             self._track(key, stored, candidate, request=request, manager=manager, subresource=subresource)
             result, changed = self._commit(key, stored, candidate)
@@ -351,25 +357,30 @@ class FakeApiServer(ObjectStore):
         meta = candidate["metadata"]
         rv = self._next_resource_version()
         if "deletionTimestamp" in meta and not meta.get("finalizers"):
-            # Like the real API server: the update turns into the delete; the object that is
-            # reported (and returned) is the last stored state.
-            return self._remove(key, stored, rv), True
+            # Like the real API server: the update turns into the delete. The watch reports the
+            # last stored state; the writer gets what it wrote (its resourceVersion unchanged).
+            self._remove(key, stored, rv)
+            return freeze(candidate), True
         candidate["metadata"] = {**meta, "resourceVersion": rv}
         blob = self._put(key, candidate, stored, "MODIFIED")
         if candidate["metadata"].get("ownerReferences") != stored["metadata"].get("ownerReferences"):
             self._gc.check(key)
         return blob, True
 
-    def _delete(self, key: Key, propagation: Propagation) -> bool:
+    def _delete(self, key: Key, propagation: Propagation) -> tuple[bool, Obj]:
+        """(changed, the answer): see :meth:`delete`."""
         stored = self._stored(key)
         uid = stored["metadata"]["uid"]
         finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
         if not finalizers:
-            self._remove(key, stored, self._next_resource_version())
-            return True
+            last = self._remove(key, stored, self._next_resource_version())
+            if traits_of(key[0]).returns_deleted_object:
+                return True, thaw_object(last)
+            return True, strategy.success_status(key, uid)
         changed = self._mark_deleting(key, stored, finalizers)
+        answer = thaw_object(self._frozen[key])  # the marked object, whatever the collector does next
         self._gc.marked(uid, finalizers)
-        return changed
+        return changed, answer
 
     def _mark_deleting(self, key: Key, stored: Obj, finalizers: Sequence[str]) -> bool:
         old_meta: Obj = stored["metadata"]

@@ -162,7 +162,9 @@ class CustomResources:
                     f".metadata.{k}: field not declared in schema" for k in value if k not in OBJECT_META_FIELDS
                 ]
             elif key not in ("apiVersion", "kind", "metadata"):
-                _typed(value, (schema.get("properties") or {}).get(key), f".{key}", problems)
+                sub = (schema.get("properties") or {}).get(key)
+                open_root = sub is None and schema.get("x-kubernetes-preserve-unknown-fields")
+                _typed(value, {} if open_root else sub, f".{key}", problems)
         if problems:
             meta = applied.get("metadata") or {}
             where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -11,16 +11,16 @@ per-kind rules; the checks that follow them are in :mod:`.validation`, and the p
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-import re
 from collections.abc import Callable, Mapping
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any, Final
 
 from ..errors import Invalid
 from ..jsoncopy import copy_without_nulls
+from . import configdata
 from .kinds import traits_of
+from .knownfields import prune_unknown
+from .podtemplate import canonical_quantity, default_deployment
 from .validation import validate_deployment, validate_service
 
 __all__ = [
@@ -81,8 +81,9 @@ def ingest(kind: str, obj: Mapping[str, Any]) -> Obj:
     """A copy of a client's object as the API server decodes it, owned by the caller.
 
     Entries set to ``null`` are dropped; for Go-typed kinds, so are empty optional fields, the
-    way ``omitempty`` drops them (``env: []``, ``value: ""``, ``nodeSelector: {}`` …). One
-    copying pass does both, since this runs on every write.
+    way ``omitempty`` drops them (``env: []``, ``value: ""``, ``nodeSelector: {}`` …), and
+    fields their Go type does not declare (:mod:`.knownfields`). One copying pass does the
+    first two, since this runs on every write.
     """
     if not traits_of(kind).built_in:
         return copy_without_nulls(dict(obj))
@@ -95,10 +96,11 @@ def ingest(kind: str, obj: Mapping[str, Any]) -> Obj:
             if value:
                 out[key] = copy_without_nulls(value)
         elif type(value) is dict:
-            out[key] = _copy_pruned(value)
+            if value or not _is_map(key, value):  # an empty top-level map (``data: {}``) is dropped
+                out[key] = _copy_pruned(value)
         elif value is not None and value != "" and value != []:
             out[key] = copy_without_nulls(value)
-    return out
+    return prune_unknown(kind, out)
 
 
 def ingest_status(kind: str, status: Any) -> Any:
@@ -116,9 +118,11 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
     modified (``status`` may be shared with the stored object and must stay untouched).
     """
     if kind == "Deployment":
-        _default_deployment(obj)
+        default_deployment(obj)
     elif kind == "Service":
         _default_service(obj, old, allocator)
+    elif kind in ("ConfigMap", "Secret"):
+        configdata.prepare(kind, obj, old)
     if extra is not None:
         extra(obj)
     if kind == "Deployment":
@@ -133,7 +137,7 @@ _MAP_FIELDS: Final = frozenset(
     {"labels", "annotations", "nodeSelector", "matchLabels", "limits", "requests", "data", "stringData", "binaryData"}
 )
 """Go map fields: dropped when empty, and their values (label values …) are never pruned."""
-_KEEP_EMPTY: Final = frozenset({"securityContext", "resources", "emptyDir", "loadBalancer"})
+_KEEP_EMPTY: Final = frozenset({"securityContext", "resources", "emptyDir", "loadBalancer", "affinity"})
 """Pointer-to-struct or plain struct fields that Go serialises as ``{}`` when empty."""
 _ENVELOPE: Final = frozenset({"apiVersion", "kind", "metadata"})
 _ATOMS: Final = frozenset({str, int, float, bool})
@@ -166,140 +170,6 @@ def _copy_pruned(node: Obj) -> Obj:
         elif value is not None:
             out[key] = copy_without_nulls(value)
     return out
-
-
-# --- Deployment ----------------------------------------------------------------------------
-
-
-def _default_deployment(obj: Obj) -> None:
-    spec = _child(obj, "spec")
-    spec.setdefault("replicas", 1)
-    strategy = _child(spec, "strategy")
-    strategy.setdefault("type", "RollingUpdate")
-    if strategy["type"] == "RollingUpdate":
-        rolling = _child(strategy, "rollingUpdate")
-        rolling.setdefault("maxUnavailable", "25%")
-        rolling.setdefault("maxSurge", "25%")
-    spec.setdefault("revisionHistoryLimit", 10)
-    spec.setdefault("progressDeadlineSeconds", 600)
-    _default_pod_spec(_child(_child(spec, "template"), "spec"))
-
-
-def _default_pod_spec(pod: Obj) -> None:
-    pod.setdefault("restartPolicy", "Always")
-    pod.setdefault("terminationGracePeriodSeconds", 30)
-    pod.setdefault("dnsPolicy", "ClusterFirst")
-    pod.setdefault("securityContext", {})
-    pod.setdefault("schedulerName", "default-scheduler")
-    for field in ("initContainers", "containers"):
-        for container in pod.get(field) or ():
-            if isinstance(container, dict):
-                _default_container(container)
-
-
-def _default_container(container: Obj) -> None:
-    container.setdefault("terminationMessagePath", "/dev/termination-log")
-    container.setdefault("terminationMessagePolicy", "File")
-    container.setdefault("imagePullPolicy", _pull_policy(str(container.get("image", ""))))
-    resources = container.setdefault("resources", {})
-    if isinstance(resources, dict):
-        for section in ("limits", "requests"):
-            values = resources.get(section)
-            if isinstance(values, dict):
-                resources[section] = {k: canonical_quantity(v) for k, v in values.items()}
-    for port in container.get("ports") or ():
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-    for env in container.get("env") or ():
-        field_ref = env.get("valueFrom", {}).get("fieldRef") if isinstance(env, dict) else None
-        if isinstance(field_ref, dict):
-            field_ref.setdefault("apiVersion", "v1")
-    for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
-        probe = container.get(probe_name)
-        if isinstance(probe, dict):
-            probe.setdefault("timeoutSeconds", 1)
-            probe.setdefault("periodSeconds", 10)
-            probe.setdefault("successThreshold", 1)
-            probe.setdefault("failureThreshold", 3)
-            http_get = probe.get("httpGet")
-            if isinstance(http_get, dict):
-                http_get.setdefault("path", "/")
-                http_get.setdefault("scheme", "HTTP")
-
-
-def _pull_policy(image: str) -> str:
-    """``Always`` for ``:latest`` or untagged images, else ``IfNotPresent`` (as the API server)."""
-    if "@" in image:
-        return "IfNotPresent"
-    last_segment = image.rsplit("/", 1)[-1]
-    tag = last_segment.partition(":")[2]
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
-
-
-# --- quantities ------------------------------------------------------------------------------
-
-_QUANTITY_RE: Final = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))((?:[KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
-_DECIMAL_EXPONENTS: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_SUFFIXES: Final = {e: s for s, e in _DECIMAL_EXPONENTS.items()}
-_BINARY_SUFFIXES: Final = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-_NANO: Final = Decimal("1e-9")
-
-
-def canonical_quantity(value: Any) -> Any:
-    """A resource quantity in the canonical form the API server stores and returns.
-
-    ``2`` → ``"2"``, ``0.5`` → ``"500m"``, ``"1000m"`` → ``"1"``, ``"1024Mi"`` → ``"1Gi"``,
-    ``"1.5Gi"`` → ``"1536Mi"``, ``"2000000"`` → ``"2M"``. Values that are not quantities are
-    returned unchanged (the real API server would reject them).
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return value
-    return _canonical_quantity(value)
-
-
-@functools.lru_cache(maxsize=4096, typed=True)
-def _canonical_quantity(value: int | float | str) -> Any:
-    text = value.strip() if isinstance(value, str) else repr(value)
-    match = _QUANTITY_RE.match(text)
-    if match is None:
-        return value
-    try:
-        number = Decimal(match.group(1))
-    except InvalidOperation:
-        return value
-    suffix = match.group(2) or ""
-    if suffix in _BINARY_SUFFIXES:
-        amount = number * (1024 ** (_BINARY_SUFFIXES.index(suffix) + 1))
-        if amount == amount.to_integral_value() and abs(amount) >= 1024:
-            return _format_binary(int(amount))
-        return _format_decimal(amount, exponent_form=False)
-    if suffix[:1] in ("e", "E"):
-        return _format_decimal(number.scaleb(int(suffix[1:])), exponent_form=True)
-    return _format_decimal(number.scaleb(_DECIMAL_EXPONENTS[suffix]), exponent_form=False)
-
-
-def _format_binary(amount: int) -> str:
-    for power in range(len(_BINARY_SUFFIXES), 0, -1):
-        unit = 1024**power
-        if amount % unit == 0:
-            return f"{amount // unit}{_BINARY_SUFFIXES[power - 1]}"
-    return str(amount)
-
-
-def _format_decimal(amount: Decimal, *, exponent_form: bool) -> str:
-    # Sub-nano precision is rounded up, as resource.Quantity does.
-    nanos = int((amount / _NANO).to_integral_value(rounding=ROUND_CEILING))
-    if nanos == 0:
-        return "0"
-    exponent = -9
-    while exponent < 18 and nanos % 1000 == 0:
-        nanos //= 1000
-        exponent += 3
-    if exponent_form:
-        return f"{nanos}e{exponent}" if exponent else str(nanos)
-    return f"{nanos}{_DECIMAL_SUFFIXES[exponent]}"
 
 
 # --- Service -----------------------------------------------------------------------------------

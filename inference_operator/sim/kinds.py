@@ -27,6 +27,8 @@ class KindTraits:
     namespaced: bool = True
     built_in: bool = False
     """A Go-typed kind: empty optional fields are dropped (``omitempty``)."""
+    returns_deleted_object: bool = False
+    """A DELETE that removes the object answers with it (else with a success ``Status``)."""
 
 
 _WORKLOAD = KindTraits(built_in=True)
@@ -38,7 +40,7 @@ KIND_TRAITS: Final[dict[str, KindTraits]] = {
     "ReplicaSet": _WORKLOAD,
     "DaemonSet": _WORKLOAD,
     "Job": _WORKLOAD,
-    "Service": KindTraits(tracks_generation=False, built_in=True),
+    "Service": KindTraits(tracks_generation=False, built_in=True, returns_deleted_object=True),
     "Pod": KindTraits(tracks_generation=False, built_in=True),
     "ConfigMap": _PLAIN,
     "Secret": _PLAIN,

@@ -34,6 +34,8 @@ from .platform import SimulatedDeploymentController
 
 Obj = dict[str, Any]
 KINDS = (KIND, DEPLOYMENT, SERVICE)
+KUBECTL = "kubectl"
+"""The field manager of ``kubectl apply --server-side`` (what :meth:`Simulation.apply` applies as)."""
 
 
 @functools.cache
@@ -168,21 +170,16 @@ class Simulation:
     # -- like kubectl ---------------------------------------------------------------------------
 
     def apply(self, manifest: Obj) -> Obj:
-        """Create the object, or update it to the manifest's spec, labels and annotations."""
-        meta = manifest.get("metadata") or {}
-        kind, namespace, name = manifest["kind"], meta.get("namespace", "default"), meta["name"]
-        try:
-            live = self.api.get(kind, namespace, name)
-        except NotFound:
-            return self.api.create(deep_copy(manifest))
-        updated = deep_copy(live)
-        for field in ("labels", "annotations"):
-            if field in meta:
-                updated["metadata"].setdefault(field, {}).update(meta[field])
-        if "spec" in manifest:
-            updated["spec"] = deep_copy(manifest["spec"])
-        updated["metadata"].pop("resourceVersion", None)
-        return self.api.update(updated)
+        """What ``kubectl apply --server-side`` does: server-side apply as field manager ``kubectl``.
+
+        The manifest is everything the user wants set: a missing object is created; a field an
+        earlier apply set and this one leaves out is removed (unless another manager owns it
+        too); fields others own (the operator's finalizer, status) are left alone. No
+        resourceVersion is needed. A field another manager owns that the manifest would change
+        raises :class:`~inference_operator.errors.Conflict`, as kubectl does without
+        ``--force-conflicts``.
+        """
+        return self.api.apply(deep_copy(manifest), field_manager=KUBECTL)
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         try:

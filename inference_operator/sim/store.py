@@ -90,23 +90,31 @@ class ObjectStore:
         ``namespace`` None (or ``""``) lists all namespaces; ``labels`` must all match, and so must
         ``label_selector`` and ``field_selector`` (strings in the API's syntax: ``app in (a,b),!canary``,
         ``metadata.name=x``); a malformed one is :class:`~.managedfields.BadRequest`, as for real.
+        As in the real server's lists, items of built-in kinds carry no ``kind`` and ``apiVersion``
+        (only the list does); a custom resource's items keep theirs.
         """
         selector = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector)
         with self._lock:
             self.reads += 1
-            frozen = self._frozen
-            key_of = strategy.key_of_stored
-            chosen = self._select(kind, namespace, labels)
+            items = self._copies(kind, namespace, labels)
             if selector or field_selector:
-                chosen = [o for o in chosen if selector.matches(o["metadata"].get("labels") or {}) and fields(o)]
-            return [thaw_object(frozen[key_of(obj)]) for obj in chosen]
+                items = [o for o in items if selector.matches(o["metadata"].get("labels") or {}) and fields(o)]
+            if traits_of(kind).built_in:
+                for item in items:
+                    item.pop("apiVersion", None)
+                    item.pop("kind", None)
+            return items
 
     def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
-        """List and open a watch atomically: the watch sees exactly the changes after the list."""
+        """List and open a watch atomically: the watch sees exactly the changes after the list.
+
+        This is an informer's list: its items carry ``kind`` and ``apiVersion``, which clients
+        (Kopf, client-go's dynamic informers) fill in from the list's own.
+        """
         with self._lock:
-            items = self.list(kind, namespace)
-            return items, self.watch(kind, namespace)
+            self.reads += 1
+            return self._copies(kind, namespace, None), self.watch(kind, namespace)
 
     def watch(self, kind: str | None = None, namespace: str | None = None, *, label_selector: str = "") -> Watch:
         """Start buffering events for ``kind`` (all kinds if None) from now on; ``label_selector``
@@ -133,6 +141,11 @@ class ObjectStore:
             self.requests.clear()
 
     # --- store -------------------------------------------------------------------------------------
+
+    def _copies(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
+        frozen = self._frozen
+        key_of = strategy.key_of_stored
+        return [thaw_object(frozen[key_of(obj)]) for obj in self._select(kind, namespace, labels)]
 
     def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         namespaces = self._objects.get(kind, {})

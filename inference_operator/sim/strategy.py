@@ -17,15 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..errors import Conflict, Invalid, NotFound
+from ..errors import Conflict, Invalid, NotFound, ServerError
 from ..jsoncopy import merge_patch
 from . import defaults
 from .kinds import traits_of
-from .validation import validate_metadata, validate_name
+from .validation import validate_metadata, validate_name, validate_status
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "Key",
+    "check_create",
     "check_preconditions",
     "key_for",
     "key_of",
@@ -34,6 +35,7 @@ __all__ = [
     "prepare_create",
     "prepare_status_update",
     "prepare_update",
+    "success_status",
 ]
 
 Obj = dict[str, Any]
@@ -50,6 +52,8 @@ _SERVER_FIELDS: Final = (
     "deletionGracePeriodSeconds",
 )
 _OMITEMPTY_METADATA: Final = ("labels", "annotations", "finalizers", "ownerReferences")
+_STATUS_RESETS_LABELS: Final = frozenset({"Deployment"})
+"""Kinds whose status strategy resets labels as well as spec (apps/v1 Deployment)."""
 
 
 # --- identity --------------------------------------------------------------------------------
@@ -79,14 +83,36 @@ def key_of_stored(obj: Obj) -> Key:
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
-def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any]) -> None:
-    """:class:`Conflict` if ``sent`` names a resourceVersion or uid other than the stored one."""
+def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any], *, write: str = "update") -> None:
+    """Refuse ``sent`` (a PUT body, a patch or an applied configuration) as the real server does.
+
+    ``write`` is ``"update"`` (PUT), ``"patch"`` or ``"apply"``. A resourceVersion other than the
+    stored one is a :class:`Conflict`; a PUT without one is :class:`Invalid` for a custom
+    resource (built-in kinds allow an unconditional update). A uid in a PUT body is a
+    precondition (:class:`Conflict`); in a merge patch or an applied configuration it would
+    change the uid, which is :class:`Invalid` (immutable).
+    """
     meta = sent.get("metadata")
-    if not isinstance(meta, Mapping):
-        return
+    meta = meta if isinstance(meta, Mapping) else {}
     kind, namespace, name = key
     stored_meta = stored["metadata"]
-    sent_rv = meta.get("resourceVersion")
+    sent_rv, sent_uid = meta.get("resourceVersion"), meta.get("uid")
+    foreign_uid = sent_uid not in (None, "") and sent_uid != stored_meta["uid"]
+    if foreign_uid and write == "update":  # a PUT's uid is a precondition, checked before anything else
+        raise Conflict(
+            f'Precondition failed for {kind} "{namespace}/{name}": UID in object meta: {sent_uid}, '
+            f"UID of the stored object: {stored_meta['uid']} (it was deleted and created again)",
+            kind=kind,
+            namespace=namespace,
+            name=name,
+        )
+    if sent_rv in (None, "") and write == "update" and not traits_of(kind).built_in:
+        raise Invalid(
+            f'{kind} "{name}" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update',
+            kind=kind,
+            namespace=namespace,
+            name=name,
+        )
     if sent_rv not in (None, "") and str(sent_rv) != stored_meta["resourceVersion"]:
         raise Conflict(
             f'Operation cannot be fulfilled on {kind} "{namespace}/{name}": the object has been modified '
@@ -96,14 +122,27 @@ def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any]) -> None:
             namespace=namespace,
             name=name,
         )
-    sent_uid = meta.get("uid")
-    if sent_uid not in (None, "") and sent_uid != stored_meta["uid"]:
-        raise Conflict(
-            f'Precondition failed for {kind} "{namespace}/{name}": UID in object meta: {sent_uid}, '
-            f"UID of the stored object: {stored_meta['uid']} (it was deleted and created again)",
+    if foreign_uid:
+        raise Invalid(
+            f'{kind} "{name}" is invalid: metadata.uid: Invalid value: "{sent_uid}": field is immutable',
             kind=kind,
             namespace=namespace,
             name=name,
+        )
+
+
+def success_status(key: Key, uid: str) -> Obj:
+    """What a DELETE that removed the object answers, for most kinds."""
+    details = {"name": key[2], "kind": key[0], "uid": uid}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def check_create(key: Key, obj: Mapping[str, Any]) -> None:
+    """A create may not name a resourceVersion: the real server answers 500 (no reason)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and meta.get("resourceVersion") not in (None, ""):
+        raise ServerError(
+            "resourceVersion should not be set on objects to be created", kind=key[0], namespace=key[1], name=key[2]
         )
 
 
@@ -143,6 +182,14 @@ def prepare_update(
     candidate["kind"] = kind
     meta = _normalised_metadata(candidate, key)
     old_meta: Obj = stored["metadata"]
+    for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+        if field in meta and field not in old_meta:  # only a DELETE sets them
+            raise Invalid(
+                f'{kind} "{key[2]}" is invalid: metadata.{field}: Invalid value: {meta[field]!r}: field is immutable',
+                kind=kind,
+                namespace=key[1],
+                name=key[2],
+            )
     for field in _SERVER_FIELDS:
         if field in old_meta:
             meta[field] = old_meta[field]
@@ -155,16 +202,7 @@ def prepare_update(
             candidate.pop("status", None)
     validate_metadata(kind, meta)
     defaults.prepare(kind, candidate, stored, allocator, defaulter)
-    if "deletionTimestamp" in old_meta:
-        added = [f for f in meta.get("finalizers", ()) if f not in old_meta.get("finalizers", ())]
-        if added:
-            raise Invalid(
-                f'{kind} "{key[2]}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
-                f"if the object is being deleted, found new finalizers {added!r}",
-                kind=kind,
-                namespace=key[1],
-                name=key[2],
-            )
+    _forbid_new_finalizers(key, old_meta, meta)
     if traits.tracks_generation and (
         candidate.get("spec") != stored.get("spec")
         or (traits.annotations_bump_generation and meta.get("annotations") != old_meta.get("annotations"))
@@ -174,9 +212,15 @@ def prepare_update(
 
 
 def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any]) -> Obj:
-    """What PUT / PATCH on ``/status`` would store: ``stored`` with ``source``'s status only."""
+    """What PUT / PATCH on ``/status`` would store: ``stored`` with ``source``'s status.
+
+    A custom resource takes nothing else from ``source``. The Go-typed kinds' status strategies
+    only reset ``spec`` (a Deployment's labels too): the metadata the request carries is kept,
+    as on the main endpoint (the server-set fields stay the server's).
+    """
     kind, namespace, name = key
-    if not traits_of(kind).status_subresource:
+    traits = traits_of(kind)
+    if not traits.status_subresource:
         raise NotFound(f"{kind} has no status subresource", kind=kind, namespace=namespace, name=name)
     candidate = dict(stored)
     status = source.get("status")
@@ -184,12 +228,50 @@ def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any]) -> O
         candidate.pop("status", None)
     else:
         candidate["status"] = defaults.ingest_status(kind, status)
+    if traits.built_in:
+        candidate["metadata"] = _status_metadata(key, stored, source)
+        validate_status(kind, candidate)
     return candidate
+
+
+def _status_metadata(key: Key, stored: Obj, source: Mapping[str, Any]) -> Obj:
+    """The metadata a status write to a Go-typed kind stores (see :func:`prepare_status_update`)."""
+    sent = defaults.ingest(key[0], {"metadata": source.get("metadata") or {}})
+    meta = _normalised_metadata(sent, key)
+    old_meta: Obj = stored["metadata"]
+    for field in (*_SERVER_FIELDS, "managedFields"):
+        if field in old_meta:
+            meta[field] = old_meta[field]
+        else:
+            meta.pop(field, None)
+    if key[0] in _STATUS_RESETS_LABELS:
+        meta.pop("labels", None)
+        if "labels" in old_meta:
+            meta["labels"] = old_meta["labels"]
+    validate_metadata(key[0], meta)
+    _forbid_new_finalizers(key, old_meta, meta)
+    return meta
 
 
 def patched(kind: str, stored: Obj, patch: Obj) -> Obj:
     """The merge-patched object, owned by the caller (shares nothing with either input)."""
     return defaults.ingest(kind, merge_patch(stored, patch, copy=False))
+
+
+def _forbid_new_finalizers(key: Key, old_meta: Obj, meta: Obj) -> None:
+    """:class:`Invalid` if ``meta`` adds a finalizer to a terminating object."""
+    if "deletionTimestamp" not in old_meta:
+        return
+    added = [f for f in meta.get("finalizers", ()) if f not in old_meta.get("finalizers", ())]
+    if added:
+        kind, namespace, name = key
+        raise Invalid(
+            f'{kind} "{name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
+            f"if the object is being deleted, found new finalizers {added!r}",
+            kind=kind,
+            namespace=namespace,
+            name=name,
+        )
 
 
 def _normalised_metadata(obj: Obj, key: Key) -> Obj:

@@ -15,8 +15,9 @@ import re
 from typing import Any, Final
 
 from ..errors import Invalid
+from .kinds import traits_of
 
-__all__ = ["validate_deployment", "validate_metadata", "validate_name", "validate_service"]
+__all__ = ["validate_deployment", "validate_metadata", "validate_name", "validate_service", "validate_status"]
 
 Obj = dict[str, Any]
 
@@ -70,6 +71,10 @@ def validate_metadata(kind: str, meta: Obj) -> None:
                     "string or consist of at most 63 alphanumeric characters, '-', '_' or '.', "
                     "and must start and end with an alphanumeric character"
                 )
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and _size(annotations) > _ANNOTATIONS_MAX_BYTES:
+        problems.append(f"metadata.annotations: Too long: may not be more than {_ANNOTATIONS_MAX_BYTES} bytes")
+    problems.extend(_finalizer_problems(kind, meta.get("finalizers", [])))
     refs = meta.get("ownerReferences", [])
     for ref in refs if isinstance(refs, list) else [refs]:  # the real paths carry no index
         for field, what in (("apiVersion", "version"), ("kind", "kind"), ("name", "name"), ("uid", "uid")):
@@ -79,6 +84,32 @@ def validate_metadata(kind: str, meta: Obj) -> None:
         problems.append("metadata.ownerReferences: Invalid value: only one reference can have controller set to true")
     if problems:
         raise Invalid(f'{kind} "{name}" is invalid: ' + "; ".join(problems), kind=kind, name=name)
+
+
+_ANNOTATIONS_MAX_BYTES: Final = 256 * 1024
+_STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def _size(values: dict[str, Any]) -> int:
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in values.items())
+
+
+def _finalizer_problems(kind: str, finalizers: Any) -> list[str]:
+    """Finalizers are qualified names; Go-typed kinds also want a domain prefix (or a standard name)."""
+    problems: list[str] = []
+    for i, finalizer in enumerate(finalizers if isinstance(finalizers, list) else [finalizers]):
+        if not isinstance(finalizer, str) or not _valid_label_key(finalizer):
+            problems.append(
+                f"metadata.finalizers: Invalid value: {finalizer!r}: a valid finalizer must be a qualified name "
+                "(an optional DNS subdomain prefix and '/', and a name part of alphanumeric characters, "
+                "'-', '_' or '.')"
+            )
+        if traits_of(kind).built_in and finalizer not in _STANDARD_FINALIZERS and "/" not in str(finalizer):
+            problems.append(
+                f"metadata.finalizers[{i}]: Invalid value: {finalizer!r}: "
+                "name is neither a standard finalizer name nor is it fully qualified"
+            )
+    return problems
 
 
 def _valid_label_key(key: str) -> bool:
@@ -140,3 +171,19 @@ def validate_service(obj: Obj) -> None:
 
 def _name(obj: Obj) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
+
+
+def validate_status(kind: str, obj: Obj) -> None:
+    """Reject a status the real API server rejects (a load balancer ingress on a Service of another type)."""
+    if kind != "Service":
+        return
+    ingress = (obj.get("status") or {}).get("loadBalancer", {}).get("ingress")
+    service_type = (obj.get("spec") or {}).get("type")
+    if ingress and service_type != "LoadBalancer":
+        name = _name(obj)
+        raise Invalid(
+            f'Service "{name}" is invalid: status.loadBalancer.ingress: Forbidden: may only be used when '
+            "`spec.type` is 'LoadBalancer'",
+            kind="Service",
+            name=name,
+        )

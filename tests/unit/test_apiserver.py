@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import pytest
 
 from inference_operator.clock import FakeClock
+from inference_operator.errors import ServerError
 from inference_operator.jsoncopy import copy_without_nulls, deep_copy, freeze, merge_patch, thaw
 from inference_operator.sim.apiserver import (
     AlreadyExists,
@@ -168,7 +169,7 @@ class TestCreate:
         assert api.create(manifest)["metadata"]["namespace"] == "default"
 
     def test_client_sent_server_fields_and_status_are_ignored(self, api: FakeApiServer) -> None:
-        manifest = isvc(uid="mine", resourceVersion="999", generation=7, deletionTimestamp="2020-01-01T00:00:00Z")
+        manifest = isvc(uid="mine", generation=7, deletionTimestamp="2020-01-01T00:00:00Z")
         manifest["status"] = {"phase": "Ready"}
         created = api.create(manifest)
         assert created["metadata"]["uid"] != "mine"
@@ -281,10 +282,39 @@ class TestOptimisticConcurrency:
         fresh["spec"]["replicas"] = 3
         assert api.update(fresh)["spec"]["replicas"] == 3
 
-    def test_update_without_resource_version_is_unconditional(self, api: FakeApiServer) -> None:
+    def test_update_of_a_custom_resource_without_resource_version_is_invalid(self, api: FakeApiServer) -> None:
         api.create(isvc())
-        api.patch(KIND, "default", "llama", {"spec": {"replicas": 5}})
-        assert api.update(isvc(replicas=7))["spec"]["replicas"] == 7
+        with pytest.raises(Invalid, match=r"resourceVersion: Invalid value: 0: must be specified for an update"):
+            api.update(isvc(replicas=7))
+        with pytest.raises(Invalid, match=r"metadata\.resourceVersion: Invalid value: 0: must be specified"):
+            api.update_status({**isvc(), "status": {"phase": "Ready"}})
+        assert api.get(KIND, "default", "llama")["spec"]["replicas"] == 1
+
+    def test_update_of_a_built_in_kind_without_resource_version_is_unconditional(self, api: FakeApiServer) -> None:
+        config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "1"}}
+        api.create(config)
+        api.patch("ConfigMap", "default", "c", {"data": {"k": "2"}})
+        assert api.update({**config, "data": {"k": "3"}})["data"] == {"k": "3"}
+
+    def test_a_merge_patch_needs_no_resource_version_but_honours_one(self, api: FakeApiServer) -> None:
+        created = api.create(isvc())
+        assert api.patch(KIND, "default", "llama", {"spec": {"replicas": 2}})["spec"]["replicas"] == 2
+        with pytest.raises(Conflict):
+            api.patch(KIND, "default", "llama", {"metadata": {"resourceVersion": rv(created)}, "spec": {"replicas": 3}})
+
+    def test_a_merge_patch_changing_the_uid_is_invalid(self, api: FakeApiServer) -> None:
+        api.create(isvc())
+        with pytest.raises(Invalid, match=r'metadata\.uid: Invalid value: "other": field is immutable'):
+            api.patch(KIND, "default", "llama", {"metadata": {"uid": "other"}})
+        with pytest.raises(Invalid, match=r"metadata\.uid: Invalid value"):
+            api.apply(isvc(uid="other"), field_manager="kubectl")
+
+    def test_a_create_naming_a_resource_version_is_a_server_error(self, api: FakeApiServer) -> None:
+        with pytest.raises(ServerError, match="resourceVersion should not be set on objects to be created") as err:
+            api.create(isvc(resourceVersion="7"))
+        assert (err.value.code, err.value.reason) == (500, "")
+        with pytest.raises(NotFound):
+            api.get(KIND, "default", "llama")
 
     def test_update_of_a_recreated_object_with_the_old_uid_conflicts(self, api: FakeApiServer) -> None:
         old = api.create(isvc())
@@ -327,15 +357,21 @@ class TestGeneration:
     def test_client_cannot_change_server_owned_metadata(self, api: FakeApiServer) -> None:
         created = api.create(isvc())
         forged = deep_copy(created)
-        forged["metadata"].update(
-            generation=50, creationTimestamp="1999-01-01T00:00:00Z", deletionTimestamp="1999-01-01T00:00:00Z"
-        )
+        forged["metadata"].update(generation=50, creationTimestamp="1999-01-01T00:00:00Z")
         forged["metadata"]["labels"] = {"a": "b"}
         updated = api.update(forged)
         assert updated["metadata"]["generation"] == 1
         assert updated["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
-        assert "deletionTimestamp" not in updated["metadata"]
         assert updated["metadata"]["labels"] == {"a": "b"}
+
+    def test_only_a_delete_sets_a_deletion_timestamp_or_grace_period(self, api: FakeApiServer) -> None:
+        created = api.create(isvc())
+        forged = deep_copy(created)
+        forged["metadata"]["deletionTimestamp"] = "1999-01-01T00:00:00Z"
+        with pytest.raises(Invalid, match=r"metadata\.deletionTimestamp: Invalid value: .*: field is immutable"):
+            api.update(forged)
+        with pytest.raises(Invalid, match=r"deletionGracePeriodSeconds: Invalid value: 5: field is immutable"):
+            api.patch(KIND, "default", "llama", {"metadata": {"deletionGracePeriodSeconds": 5}})
 
 
 class TestStatusSubresource:
@@ -389,7 +425,7 @@ class TestNoOpWrites:
         watch = api.watch(KIND)
         api.reset_counters()
         again = api.update(obj)
-        api.update(isvc())  # the same manifest without resourceVersion: nothing changes either
+        api.update(isvc(resourceVersion=rv(obj)))  # the same manifest: nothing changes either
         api.patch(KIND, "default", "llama", {"spec": {"replicas": 1}})
         api.update_status(again)
         assert rv(again) == rv(obj)
@@ -873,7 +909,7 @@ class TestDefaults:
         api = FakeApiServer(clock, defaulters={KIND: default_port})
         created = api.create(isvc())
         assert created["spec"]["port"] == 8000
-        assert api.update(isvc()) == created
+        assert api.update(isvc(resourceVersion=rv(created))) == created
 
 
 # --- scale ---------------------------------------------------------------------------------------------

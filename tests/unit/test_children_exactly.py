@@ -131,7 +131,7 @@ def test_a_field_the_operator_owns_is_put_back_once_without_a_loop() -> None:
 
 def test_a_child_made_before_server_side_apply_is_adopted_and_then_loses_removed_fields() -> None:
     sim = Simulation()
-    obj = sim.api.create(llama(gpu=1))
+    obj = sim.apply(llama(gpu=1))
     # What an older operator did: a POST of the whole Deployment, owned through an Update.
     sim.api.create(desired_deployment(InferenceService.from_object(obj)), field_manager=FIELD_MANAGER)
     sim.run_until_quiescent()

@@ -385,3 +385,13 @@ def test_a_bad_name_is_reported_together_with_the_schema_errors() -> None:
         api.create(body)
     assert "metadata.name: Invalid value" in caught.value.message
     assert "spec.image: Required value" in caught.value.message
+
+
+def test_an_apply_under_a_schema_that_keeps_unknown_fields_is_not_refused() -> None:
+    api = FakeApiServer()
+    crd = project_crd()
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    }
+    api.create(crd)
+    assert api.apply(isvc(anything=1), field_manager="applier")["spec"]["anything"] == 1

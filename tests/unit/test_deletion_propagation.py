@@ -1,7 +1,7 @@
 """Tests for deletes with a propagation policy and the garbage collector's view of owners.
 
 Covers:
-- The answer of a delete: None when the object went at once, the marked object (deletionTimestamp,
+- The answer of a delete: a success Status when the object went at once, the marked object (deletionTimestamp,
   finalizers) when the delete only marked it, even if the collector finished in the same call.
 - Foreground: ``foregroundDeletion`` is added whether or not there are dependents; the owner waits
   for dependents with ``blockOwnerDeletion`` only; a dependent is deleted in the foreground only
@@ -54,9 +54,10 @@ def exists(api: FakeApiServer, name: str, namespace: str = "default") -> bool:
     return True
 
 
-def test_a_delete_that_removes_at_once_answers_nothing(api: FakeApiServer) -> None:
+def test_a_delete_that_removes_at_once_answers_a_success_status(api: FakeApiServer) -> None:
     api.create(configmap("cm"))
-    assert api.delete("ConfigMap", "default", "cm") is None
+    answer = api.delete("ConfigMap", "default", "cm")
+    assert (answer["kind"], answer["status"]) == ("Status", "Success")
 
 
 def test_a_delete_that_only_marks_answers_the_marked_object(api: FakeApiServer) -> None:

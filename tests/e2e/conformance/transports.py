@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 
 from inference_operator.errors import ApiError
 from inference_operator.sim.apiserver import FakeApiServer, Watch
+from inference_operator.sim.kinds import traits_of
 from inference_operator.sim.target import Target
 
 from .normalise import CONTROLLER_OBJECTS
@@ -119,6 +120,8 @@ class FakeTransport:
             selector, fields = p.pop("labelSelector", ""), p.pop("fieldSelector", "")
             items = server.list(kind, ns or None, label_selector=selector, field_selector=fields)
             meta = {"resourceVersion": server.resource_version}
+            if not traits_of(kind).built_in:
+                meta["continue"] = ""  # what the real server's lists of custom resources carry
             return Response(
                 200, {"kind": f"{kind}List", "apiVersion": target.api_version, "metadata": meta, "items": items}
             )
@@ -139,8 +142,8 @@ class FakeTransport:
             return Response(200 if existed else 201, applied)
         if req.verb == "delete":
             propagation = p.pop("propagationPolicy", "Background")
-            marked = server.delete(kind, ns, name, propagation=propagation)  # type: ignore[arg-type]
-            return Response(200, marked if marked is not None else {"kind": "Status", "status": "Success"})
+            # 200 either way: the real server answers 202 only to the deprecated orphanDependents=false
+            return Response(200, server.delete(kind, ns, name, propagation=propagation))  # type: ignore[arg-type]
         raise ValueError(f"unknown verb {req.verb!r}")
 
     def watch_open(self, kind: str, namespace: str, *, selector: str = "") -> Any:

@@ -1,3 +1,16 @@
 """The conformance checks, one module per area; importing this package registers them all."""
 
-from . import apply, basics, crd_rules, crd_schema, errors, gc, lists, watch  # noqa: F401
+from . import (  # noqa: F401
+    apply,
+    basics,
+    concurrency,
+    crd_rules,
+    crd_schema,
+    defaults,
+    errors,
+    finalizers,
+    gc,
+    lists,
+    status,
+    watch,
+)
