@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-TOP = ("kopf", "kubernetes", "pydantic", "PyYAML", "prometheus_client")
+TOP = ("kopf", "kubernetes", "pydantic", "PyYAML", "prometheus_client", "cel-python")
 SKIP = {"colorama"}  # only required on Windows
 OUT = Path(__file__).resolve().parents[1] / "requirements.lock"
 PLATFORMS = ("manylinux2014_x86_64", "manylinux2014_aarch64")

@@ -32,7 +32,8 @@ This module is what requests do; where objects live, reads and the request log a
 :mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
 garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, selectors :mod:`.selectors`; a
 request's URL against its body (``target``) is :mod:`.target`, with :mod:`.decoding`; namespaces
-(admission, deletion) are :mod:`.namespaces`.
+(admission, deletion) are :mod:`.namespaces`; what a stored CRD's schema does to writes of its
+kind (pruning, defaults, validation, CEL) is :mod:`.customresources`.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -57,6 +58,7 @@ from ..clock import Clock, FakeClock
 from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
 from . import defaults, managedfields, namespaces, strategy
+from .customresources import CustomResources
 from .garbage import GarbageCollector, Propagation, deletion_finalizers
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
@@ -113,6 +115,8 @@ class FakeApiServer(ObjectStore):
         )
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
+        self.custom_resources = CustomResources()
+        """The schemas of the CustomResourceDefinitions stored here, applied to writes of their kinds."""
         self._names = random.Random(0)  # generateName: random-looking, yet the same in every run
         self._namespaces = NamespaceLifecycle(
             store=self, put=self._put, remove=self._remove, delete=lambda key: self._delete(key, "Background")[0]
@@ -182,7 +186,7 @@ class FakeApiServer(ObjectStore):
             return self._write(
                 "update_status",
                 key,
-                lambda stored: (strategy.prepare_status_update(key, stored, obj), obj),
+                lambda stored: (self._prepare_status_update(key, stored, obj), obj),
                 precondition=obj,
                 manager=field_manager,
                 subresource="status",
@@ -216,7 +220,7 @@ class FakeApiServer(ObjectStore):
             def build(stored: Obj) -> tuple[Obj, Obj]:
                 patched = merge_patch(stored, patch, copy=False)
                 check_patch(url, stored=stored, patched=patched)
-                return strategy.prepare_status_update(key, stored, patched), patched
+                return self._prepare_status_update(key, stored, patched), patched
 
             checked = patch_preconditions(patch)
             return self._write(
@@ -237,6 +241,7 @@ class FakeApiServer(ObjectStore):
             key = strategy.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
+                self.custom_resources.check_applied(key[0], obj)
                 stored = self._lookup(key)
                 if stored is None:  # created, as the real server does (a resourceVersion is ignored)
                     self._namespaces.admit_create(obj, path_namespace=None)
@@ -341,7 +346,10 @@ class FakeApiServer(ObjectStore):
             raise AlreadyExists(
                 f'{kind} "{name}" already exists in namespace "{namespace}"', kind=kind, namespace=namespace, name=name
             )
-        new = strategy.prepare_create(key, obj, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        decoded = self.custom_resources.decode(kind, obj)
+        with self.custom_resources.reporting_with(kind, decoded):
+            new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        self.custom_resources.validate(kind, new, None)
         if applied is not None:
             _set_managed_fields(new, applied.managed_fields)
         else:
@@ -361,7 +369,15 @@ class FakeApiServer(ObjectStore):
 
     def _prepare_update(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
         defaulter = self._defaulters.get(key[0])
-        return strategy.prepare_update(key, stored, candidate, allocator=self._allocator, defaulter=defaulter)
+        decoded = self.custom_resources.decode(key[0], candidate)
+        new = strategy.prepare_update(key, stored, decoded, allocator=self._allocator, defaulter=defaulter)
+        self.custom_resources.validate(key[0], new, stored)
+        return new
+
+    def _prepare_status_update(self, key: Key, stored: Obj, source: Obj) -> Obj:
+        new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
+        self.custom_resources.validate(key[0], new, stored, status=True)
+        return new
 
     def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
         """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went."""
@@ -413,6 +429,8 @@ class FakeApiServer(ObjectStore):
         kind, namespace, name = key
         del self._objects[kind][namespace][name]
         del self._frozen[key]
+        if kind == "CustomResourceDefinition":
+            self.custom_resources.forget(stored)
         meta: Obj = stored["metadata"]
         self._gc.forget(key, meta)
         final = {**stored, "metadata": {**meta, "resourceVersion": rv}}
@@ -428,6 +446,9 @@ class FakeApiServer(ObjectStore):
         kind, namespace, name = key
         self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
         blob = self._frozen[key] = freeze(new)
+        if kind == "CustomResourceDefinition":
+            served = self.custom_resources.register(new)  # stored objects are read with its defaults
+            self._reread(served, lambda obj: self.custom_resources.defaulted(served, obj))
         self._watches.emit(event, kind, namespace, blob, new=new, old=old)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
         return blob

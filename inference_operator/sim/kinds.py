@@ -50,7 +50,9 @@ KIND_TRAITS: Final[dict[str, KindTraits]] = {
     "Lease": _PLAIN,
     "Namespace": KindTraits(tracks_generation=False, namespaced=False, built_in=True),
     "Node": KindTraits(tracks_generation=False, namespaced=False, built_in=True),
-    "CustomResourceDefinition": KindTraits(namespaced=False, built_in=True),
+    # Go-typed, but what matters in it is JSON that keeps its empties (``default: {}``,
+    # ``subresources: {status: {}}``): stored as sent, like a custom resource.
+    "CustomResourceDefinition": KindTraits(namespaced=False),
 }
 CUSTOM_RESOURCE: Final = KindTraits()
 

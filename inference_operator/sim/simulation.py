@@ -12,6 +12,7 @@ operator's controller and the simulated Deployment controller each drain their o
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any, cast
 
@@ -19,6 +20,7 @@ from ..backend import LoadBalancerProvider, Result
 from ..clock import FakeClock
 from ..constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
 from ..controller import Controller, ReconcileFunc, run_until_quiescent
+from ..crd import crd
 from ..errors import NotFound
 from ..jsoncopy import deep_copy
 from ..lb.memory import InMemoryLoadBalancer
@@ -36,6 +38,12 @@ KUBECTL = "kubectl"
 """The field manager of ``kubectl apply --server-side`` (what :meth:`Simulation.apply` applies as)."""
 
 
+@functools.cache
+def _project_crd() -> Obj:
+    """The project's CRD manifest, generated once (50 ms); the server stores copies of it."""
+    return crd()
+
+
 class Simulation:
     """An offline, deterministic cluster running the inference-operator."""
 
@@ -50,6 +58,10 @@ class Simulation:
     ) -> None:
         self.clock = FakeClock()
         self.api = FakeApiServer(self.clock)
+        # As on a real cluster, the CRD is installed before anything else: its schema's defaults,
+        # pruning, validation and CEL rules apply to every InferenceService written from now on.
+        self.api.create(_project_crd())
+        self.api.reset_counters()
         self.lb = InMemoryLoadBalancer()
         self._timeline = Timeline(self.clock)
         self._requeue_while_progressing = requeue_while_progressing

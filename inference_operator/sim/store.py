@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ..clock import Clock, format_timestamp
 from ..errors import ApiError, NotFound
+from ..jsoncopy import freeze
 from ..jsoncopy import thaw as _thaw
 from . import strategy
 from .kinds import traits_of
@@ -159,6 +160,17 @@ class ObjectStore:
             wanted = labels.items()
             result = [obj for obj in result if wanted <= obj["metadata"].get("labels", {}).items()]
         return result
+
+    def _reread(self, kind: str, read: Callable[[Obj], Obj | None]) -> None:
+        """Replace each stored object of ``kind`` by ``read(obj)`` where that returns one, keeping
+        its resourceVersion and telling no watch: what a change in how the server reads its
+        storage (a CRD's new defaults) looks like from outside."""
+        for namespace, names in self._objects.get(kind, {}).items():
+            for name, obj in names.items():
+                new = read(obj)
+                if new is not None:
+                    names[name] = new
+                    self._frozen[(kind, namespace, name)] = freeze(new)
 
     def _lookup(self, key: Key) -> Obj | None:
         kind, namespace, name = key

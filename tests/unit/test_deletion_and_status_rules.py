@@ -163,7 +163,8 @@ class TestSimulationApply:
         del manifest["metadata"]["labels"]
         del manifest["spec"]["replicas"]
         applied = sim.apply(manifest)
-        assert "labels" not in applied["metadata"] and "replicas" not in applied["spec"]
+        assert "labels" not in applied["metadata"]
+        assert applied["spec"]["replicas"] == 1  # no longer applied: the CRD's default again
 
     def test_apply_conflicts_with_a_field_another_manager_owns(self) -> None:
         sim = Simulation()

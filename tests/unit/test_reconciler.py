@@ -24,6 +24,8 @@ from inference_operator.jsoncopy import deep_copy
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
 
+from .pastadmission import past_admission
+
 NS, NAME, KEY = "default", "llama", "default/llama"
 
 
@@ -189,7 +191,8 @@ def test_an_invalid_spec_past_admission_is_reported_without_touching_children() 
     sim = Simulation()
     bad = llama(replicas=-3)
     bad["spec"]["gpu"] = 99
-    sim.apply(bad)  # straight into the API server: no admission
+    with past_admission(sim.api):  # stored before the CRD had these bounds
+        sim.apply(bad)
     runs = sim.run_until_quiescent(max_steps=50)
     obj = isvc(sim)
     ready = cond(sim, "Ready")

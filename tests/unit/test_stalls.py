@@ -27,6 +27,8 @@ from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
 from inference_operator.stalls import Blocked
 
+from .pastadmission import create_past_admission
+
 NS, NAME, KEY = "default", "llama", "default/llama"
 Obj = dict[str, Any]
 
@@ -71,7 +73,7 @@ def phase(sim: Simulation) -> str:
 
 def test_a_name_that_cannot_become_a_service_is_reported_as_invalid_spec() -> None:
     sim = Simulation()
-    sim.api.create(make_inference_service("llama-3.1-8b", image="vllm:0.6.3", model="m"))  # past admission
+    create_past_admission(sim.api, make_inference_service("llama-3.1-8b", image="vllm:0.6.3", model="m"))
     assert sim.run_until_quiescent() == 1
     obj = sim.get(KIND, NS, "llama-3.1-8b")
     assert obj is not None
@@ -140,7 +142,7 @@ def test_a_child_write_that_conflicts_every_time_is_explained_without_calling_it
 
 def test_an_object_whose_name_cannot_become_a_service_is_deleted_without_a_release() -> None:
     sim = Simulation()
-    sim.api.create(make_inference_service("llama-3.1-8b", image="vllm:0.6.3", model="m"))  # past admission
+    create_past_admission(sim.api, make_inference_service("llama-3.1-8b", image="vllm:0.6.3", model="m"))
     sim.run_until_quiescent()
     sim.lb.fail_next_releases(1_000)  # a registry that refuses the name, as the reference one does
     sim.delete(KIND, NS, "llama-3.1-8b")

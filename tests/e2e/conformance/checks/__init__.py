@@ -4,6 +4,8 @@ from . import (  # noqa: F401
     apply,
     basics,
     concurrency,
+    crd_rules,
+    crd_schema,
     defaults,
     errors,
     finalizers,

@@ -1,0 +1,100 @@
+"""The InferenceService CRD's CEL rules (``x-kubernetes-validations``) on every write: each rule
+of the CRD broken and kept, through create, update, merge patch and apply; the name rule on
+create and its ``optionalOldSelf`` behaviour on later writes; CEL not run after a blocking error.
+"""
+
+from __future__ import annotations
+
+from ..objects import isvc
+from ..recorder import Api
+from ..registry import check
+
+KIND = "InferenceService"
+SPEC = ["spec"]
+
+
+@check("crd/cel-env-names-unique")
+def env_unique(api: Api) -> None:
+    api.create(isvc("a", env=[{"name": "A", "value": "1"}, {"name": "B"}, {"name": "A", "value": "2"}]))
+    api.create(isvc("b", env=[{"name": "A", "value": "1"}, {"name": "a", "value": "2"}]), keep=["spec.env"])
+
+
+@check("crd/cel-env-value-xor-value-from")
+def env_value_xor(api: Api) -> None:
+    ref = {"secretKeyRef": {"name": "s", "key": "k"}}
+    api.create(isvc("a", env=[{"name": "A", "value": "x", "valueFrom": ref}]))
+    api.create(isvc("b", env=[{"name": "A", "value": "", "valueFrom": ref}]))
+    api.create(isvc("c", env=[{"name": "A", "valueFrom": ref}, {"name": "B", "value": "x"}]), keep=["spec.env"])
+
+
+@check("crd/cel-secret-key-ref-xor-config-map-key-ref")
+def env_ref_xor(api: Api) -> None:
+    both = {"secretKeyRef": {"name": "s", "key": "k"}, "configMapKeyRef": {"name": "c", "key": "k"}}
+    api.create(isvc("a", env=[{"name": "A", "valueFrom": both}]))
+    api.create(isvc("b", env=[{"name": "A", "valueFrom": {}}]))
+    api.create(isvc("c", env=[{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]), keep=SPEC)
+
+
+@check("crd/cel-args-must-not-set-model-or-port")
+def args_rule(api: Api) -> None:
+    for name, args in (("a", ["--model"]), ("b", ["--x", "--model=m"]), ("c", ["--port", "80"]), ("d", ["--port=8"])):
+        api.create(isvc(name, args=args))
+    api.create(isvc("e", args=["--models", "--portal", "-port", "x--model"]), keep=["spec.args"])
+
+
+@check("crd/cel-toleration-exists-with-value")
+def toleration_rule(api: Api) -> None:
+    api.create(isvc("a", tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]))
+    api.create(isvc("b", tolerations=[{"key": "k", "operator": "Exists", "value": ""}, {"value": "v"}]), keep=SPEC)
+
+
+@check("crd/cel-name-rule-on-create")
+def name_rule_create(api: Api) -> None:
+    api.create(isvc("with.dot"))
+    api.create(isvc("a" * 64))
+    api.create(isvc("a" * 63), keep=["metadata.name"])
+
+
+@check("crd/cel-name-rule-does-not-block-writes-to-an-existing-object")
+def name_rule_update(api: Api) -> None:
+    first = api.create(isvc("a"))
+    second = api.update({**first, "spec": {**first["spec"], "replicas": 2}}, keep=["metadata.generation"])
+    api.update({**second, "status": {"phase": "Pending"}}, subresource="status", keep=["status"])
+    api.patch(KIND, "a", {"metadata": {"labels": {"x": "y"}}}, keep=["metadata.labels"])
+
+
+@check("crd/cel-rules-on-update-patch-and-apply")
+def rules_on_every_verb(api: Api) -> None:
+    first = api.create(isvc("a"))
+    api.update({**first, "spec": {**first["spec"], "args": ["--port=1"]}})
+    api.patch(KIND, "a", {"spec": {"env": [{"name": "A"}, {"name": "A"}]}})
+    api.apply(isvc("a", tolerations=[{"operator": "Exists", "value": "x"}]), manager="applier")
+    api.get(KIND, "a", keep=SPEC)
+
+
+@check("crd/cel-not-run-after-a-blocking-error")
+def cel_after_blocking(api: Api) -> None:
+    api.create(isvc("a", image=None, env=[{"name": "A"}, {"name": "A"}]))
+    api.create(isvc("b", model="m" * 600, args=["--model=x"]))
+    api.create(isvc("c", replicas="x", tolerations=[{"operator": "Exists", "value": "v"}]))
+
+
+@check("crd/cel-run-alongside-non-blocking-errors")
+def cel_with_non_blocking(api: Api) -> None:
+    api.create(isvc("a", replicas=-1, healthPath="x", env=[{"name": "A"}, {"name": "A"}], args=["--port"]))
+
+
+@check("crd/cel-every-rule-broken-at-once")
+def every_rule(api: Api) -> None:
+    env = [
+        {"name": "A", "value": "x", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+        {"name": "A", "valueFrom": {}},
+    ]
+    api.create(isvc("x.y", args=["--model", "m"], env=env, tolerations=[{"operator": "Exists", "value": "v"}]))
+
+
+@check("crd/a-bad-name-is-reported-with-the-schema-errors")
+def bad_name_with_schema_errors(api: Api) -> None:
+    api.create(isvc("Bad_Name", image=None))
+    api.create(isvc("Bad_Name", env=[{"name": "A"}, {"name": "A"}]))
+    api.create(isvc("bad_name", replicas=-1))
