@@ -23,11 +23,7 @@ NAME: Final = "llama"
 READY: Final = f"True/{Reason.READY}"
 SCENARIOS: dict[str, Scenario] = {}
 
-SIMULATOR_GAPS: Final = {
-    "invalid-name": "the FakeApiServer does not enforce the CRD's CEL rules yet (issue 9, part 2: "
-    "CRD schema handling in the fake), so it stores an InferenceService named llama-3.1-8b that the "
-    "real API server refuses with 422; the operator then reports InvalidSpec instead",
-}
+SIMULATOR_GAPS: Final[dict[str, str]] = {}
 """Scenarios whose simulator run is known to fail its own expectations, with the reason; the tests
 mark them strict xfail, so the entry must go as soon as the simulator is fixed."""
 
