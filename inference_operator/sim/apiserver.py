@@ -51,7 +51,7 @@ All public methods take one re-entrant lock; the server is safe to share between
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..clock import Clock, FakeClock
@@ -59,11 +59,12 @@ from ..errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ..jsoncopy import freeze, merge_patch
 from . import defaults, managedfields, namespaces, strategy
 from .customresources import CustomResources
-from .garbage import GarbageCollector, Propagation, deletion_finalizers
+from .garbage import GarbageCollector, Propagation
 from .kinds import traits_of
 from .managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
 from .namespaces import NamespaceLifecycle
-from .store import ApiRequest, ObjectStore, thaw_object
+from .store import ApiRequest, thaw_object
+from .storedwrites import StoredWrites
 from .strategy import Key
 from .target import (
     Target,
@@ -74,7 +75,7 @@ from .target import (
     patch_body,
     patch_preconditions,
 )
-from .watch import EventType, Watch, WatchEvent
+from .watch import Watch, WatchEvent
 
 __all__ = [
     "DEFAULT_FIELD_MANAGER",
@@ -94,7 +95,7 @@ __all__ = [
 Obj = dict[str, Any]
 
 
-class FakeApiServer(ObjectStore):
+class FakeApiServer(StoredWrites):
     """A generic, in-memory API server keyed by (kind, namespace, name).
 
     ``clock`` stamps ``creationTimestamp``/``deletionTimestamp`` (a :class:`FakeClock` standing
@@ -378,80 +379,6 @@ class FakeApiServer(ObjectStore):
         new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
         self.custom_resources.validate(key[0], new, stored, status=True)
         return new
-
-    def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
-        """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went."""
-        if candidate == stored:
-            return self._frozen[key], False
-        meta = candidate["metadata"]
-        rv = self._next_resource_version()
-        if "deletionTimestamp" in meta and not meta.get("finalizers"):
-            # Like the real API server: the update turns into the delete. The watch reports the
-            # last stored state; the writer gets what it wrote (its resourceVersion unchanged).
-            self._remove(key, stored, rv)
-            return freeze(candidate), True
-        candidate["metadata"] = {**meta, "resourceVersion": rv}
-        blob = self._put(key, candidate, stored, "MODIFIED")
-        if candidate["metadata"].get("ownerReferences") != stored["metadata"].get("ownerReferences"):
-            self._gc.check(key)
-        return blob, True
-
-    def _delete(self, key: Key, propagation: Propagation) -> tuple[bool, Obj]:
-        """(changed, the answer): see :meth:`delete`."""
-        stored = self._stored(key)
-        uid = stored["metadata"]["uid"]
-        finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
-        if not finalizers:
-            last = self._remove(key, stored, self._next_resource_version())
-            if traits_of(key[0]).returns_deleted_object:
-                return True, thaw_object(last)
-            return True, strategy.success_status(key, uid)
-        changed = self._mark_deleting(key, stored, finalizers)
-        answer = thaw_object(self._frozen[key])  # the marked object, whatever the collector does next
-        self._gc.marked(uid, finalizers)
-        return changed, answer
-
-    def _mark_deleting(self, key: Key, stored: Obj, finalizers: Sequence[str]) -> bool:
-        old_meta: Obj = stored["metadata"]
-        if "deletionTimestamp" in old_meta and list(finalizers) == old_meta.get("finalizers"):
-            return False  # already terminating: deleting again changes nothing
-        meta = {**old_meta, "finalizers": list(finalizers), "deletionGracePeriodSeconds": 0}
-        if "deletionTimestamp" not in old_meta:
-            meta["deletionTimestamp"] = self._now()
-            if old_meta.get("generation", 0) > 0:
-                meta["generation"] = old_meta["generation"] + 1  # as the real API server does
-        meta["resourceVersion"] = self._next_resource_version()
-        marked = {**stored, "metadata": meta}
-        self._put(key, marked, stored, "MODIFIED")
-        return True
-
-    def _remove(self, key: Key, stored: Obj, rv: str) -> bytes:
-        kind, namespace, name = key
-        del self._objects[kind][namespace][name]
-        del self._frozen[key]
-        if kind == "CustomResourceDefinition":
-            self.custom_resources.forget(stored)
-        meta: Obj = stored["metadata"]
-        self._gc.forget(key, meta)
-        final = {**stored, "metadata": {**meta, "resourceVersion": rv}}
-        last = freeze(final)
-        self._watches.emit("DELETED", kind, namespace, last, new=final, old=stored)
-        self._namespaces.content_removed(key)
-        return last
-
-    # --- store ----------------------------------------------------------------------------------
-
-    def _put(self, key: Key, new: Obj, old: Obj | None, event: EventType) -> bytes:
-        """Store ``new`` (and its frozen copy), tell the watches and the garbage collector."""
-        kind, namespace, name = key
-        self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
-        blob = self._frozen[key] = freeze(new)
-        if kind == "CustomResourceDefinition":
-            served = self.custom_resources.register(new)  # stored objects are read with its defaults
-            self._reread(served, lambda obj: self.custom_resources.defaulted(served, obj))
-        self._watches.emit(event, kind, namespace, blob, new=new, old=old)
-        self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
-        return blob
 
 
 def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:

@@ -31,22 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import ApiError, Conflict, Invalid
-from ..fieldpaths import (
-    FieldSet,
-    raw_field_set,
-    reset_fields,
-    strip_server_fields,
-)
+from ..fieldpaths import FieldSet, raw_field_set, reset_fields, strip_server_fields
 from ..fieldschema import Node, schema_for
 from .managedentries import Entry, Managed, ManagerId, conflict_message, decode, encode, is_reset
-from .structured import (
-    MISSING,
-    compare,
-    ensure_named_fields_are_members,
-    merge,
-    remove_items,
-    same,
-)
+from .structured import MISSING, compare, ensure_named_fields_are_members, merge, remove_items, same
 
 __all__ = [
     "BEFORE_FIRST_APPLY",
