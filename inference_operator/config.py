@@ -77,6 +77,20 @@ def _address(env: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _election_timings(env: Mapping[str, str]) -> dict[str, float]:
+    """Lease duration, renew deadline and retry period, which only work in that order: a leader
+    must give up (renew deadline) before anyone else may take over (lease duration)."""
+    duration = _number(env, "LEASE_DURATION", 15.0, minimum=1)
+    deadline = _number(env, "RENEW_DEADLINE", 10.0, minimum=0.5)
+    retry = _number(env, "RETRY_PERIOD", 2.0, minimum=0.1)
+    if not retry < deadline < duration:
+        raise ConfigError(
+            f"{ENV_PREFIX}RETRY_PERIOD={retry:g} < {ENV_PREFIX}RENEW_DEADLINE={deadline:g} < "
+            f"{ENV_PREFIX}LEASE_DURATION={duration:g} must hold: a leader must stop before another may start"
+        )
+    return {"lease_duration": duration, "renew_deadline": deadline, "retry_period": retry}
+
+
 def _own_namespace() -> str:
     """The pod's namespace when running in a cluster, else "default"."""
     try:
@@ -161,9 +175,7 @@ class OperatorConfig:
             leader_election=_choice(env, "LEADER_ELECTION", "true", ("true", "false")) == "true",
             lease_namespace=env.get(ENV_PREFIX + "LEASE_NAMESPACE") or env.get("POD_NAMESPACE") or _own_namespace(),
             lease_name=env.get(ENV_PREFIX + "LEASE_NAME") or default_lease_name(namespaces),
-            lease_duration=_number(env, "LEASE_DURATION", 15.0, minimum=1),
-            renew_deadline=_number(env, "RENEW_DEADLINE", 10.0, minimum=0.5),
-            retry_period=_number(env, "RETRY_PERIOD", 2.0, minimum=0.1),
+            **_election_timings(env),
             identity=env.get(ENV_PREFIX + "IDENTITY") or env.get("POD_NAME") or _default_identity(),
             crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, integer=True)),
             crash_on=env.get(ENV_PREFIX + "CRASH_ON") or "",

@@ -205,6 +205,10 @@ def test_the_load_balancer_token_is_read_but_never_shown() -> None:
         ({"INFERENCE_OPERATOR_METRICS_ADDRESS": "9090"}, "must be HOST:PORT"),
         ({"INFERENCE_OPERATOR_LB_TOKEN": "two\nlines"}, "INFERENCE_OPERATOR_LB_TOKEN must be one line"),
         (
+            {"INFERENCE_OPERATOR_RENEW_DEADLINE": "20"},
+            "INFERENCE_OPERATOR_RENEW_DEADLINE=20 < INFERENCE_OPERATOR_LEASE_DURATION=15 must hold",
+        ),
+        (
             {"INFERENCE_OPERATOR_LB_URL": "http://lb:9090", "INFERENCE_OPERATOR_LB_CA_FILE": "/etc/hosts"},
             "INFERENCE_OPERATOR_LB_CA_FILE is set, but INFERENCE_OPERATOR_LB_URL is not https://",
         ),
