@@ -180,8 +180,23 @@ def operator(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    proc = OperatorProcess(
-        operator_kubeconfig,
+    proc = suite_operator(cluster, operator_kubeconfig, registry, log, identity="e2e-operator")
+    proc.start()
+    try:
+        yield proc
+    finally:
+        if proc.process is not None:
+            proc.stop()
+        print(f"\noperator log: {log}")
+
+
+def suite_operator(
+    cluster: Cluster, kubeconfig: Path, registry: RegistryServer, log: Path, *, identity: str, standby: bool = False
+) -> OperatorProcess:
+    """The operator as the suite runs it: the HTTP balancer, short resync and requeue periods,
+    four workers, its leader Lease in the operator namespace."""
+    return OperatorProcess(
+        kubeconfig,
         operator_env(cluster.bin_dir),
         log,
         "--lb-provider",
@@ -194,16 +209,10 @@ def operator(
         "2",
         "--workers",
         "4",
-        identity="e2e-operator",
+        identity=identity,
         lease_namespace=OPERATOR_NAMESPACE,
+        standby=standby,
     )
-    proc.start()
-    try:
-        yield proc
-    finally:
-        if proc.process is not None:
-            proc.stop()
-        print(f"\noperator log: {log}")
 
 
 @pytest.fixture()

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from inference_operator.lb.registry import RegistryServer
 
-from .conftest import OPERATOR_NAMESPACE, RESYNC_SECONDS, Cluster
-from .harness import OperatorProcess, is_ready, operator_env, wait_until
+from .conftest import OPERATOR_NAMESPACE, Cluster, suite_operator
+from .harness import OperatorProcess, is_ready, wait_until
 from .test_lifecycle import llama
 
 STORM = 12
@@ -27,22 +27,7 @@ LEASE = "inference-operator"  # cluster-wide mode's default Lease name
 
 
 def replica(cluster: Cluster, kubeconfig: Path, registry: RegistryServer, log: Path, name: str) -> OperatorProcess:
-    return OperatorProcess(
-        kubeconfig,
-        operator_env(cluster.bin_dir),
-        log,
-        "--lb-provider",
-        "http",
-        "--lb-url",
-        registry.url,
-        "--resync-period",
-        str(RESYNC_SECONDS),
-        "--requeue-period",
-        "2",
-        identity=name,
-        lease_namespace=OPERATOR_NAMESPACE,
-        standby=True,
-    )
+    return suite_operator(cluster, kubeconfig, registry, log, identity=name, standby=True)
 
 
 def parse_time(text: str) -> datetime.datetime:
