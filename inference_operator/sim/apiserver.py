@@ -370,7 +370,7 @@ class FakeApiServer(StoredWrites):
 
     def _prepare_update(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
         defaulter = self._defaulters.get(key[0])
-        decoded = self.custom_resources.decode(key[0], candidate)
+        decoded = self.custom_resources.decode(key[0], candidate, copy=False)  # ingested: the server's own
         new = strategy.prepare_update(key, stored, decoded, allocator=self._allocator, defaulter=defaulter)
         self.custom_resources.validate(key[0], new, stored)
         return new

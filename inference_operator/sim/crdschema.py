@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from ..jsoncopy import deep_copy
+from .knownfields import OBJECT_META_FIELDS
 
 __all__ = [
     "ABSENT",
@@ -44,26 +45,6 @@ __all__ = [
 Obj = dict[str, Any]
 Schema = Mapping[str, Any]
 
-OBJECT_META_FIELDS: Final = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
-"""What ObjectMeta knows: a custom resource's ``metadata`` keeps these and loses the rest."""
 _ENVELOPE: Final = ("apiVersion", "kind", "metadata")
 
 ABSENT: Final[Any] = object()

@@ -120,18 +120,19 @@ class CustomResources:
     def get(self, kind: str) -> CustomResource | None:
         return self._by_kind.get(kind)
 
-    def decode(self, kind: str, obj: Obj) -> Obj:
+    def decode(self, kind: str, obj: Obj, *, copy: bool = True) -> Obj:
         """A request's object as the server decodes it: a copy without nulls, pruned and
         defaulted (``obj`` itself when ``kind`` is no custom resource with a schema);
-        :class:`BadRequest` when its metadata cannot be ObjectMeta."""
+        :class:`BadRequest` when its metadata cannot be ObjectMeta. ``copy=False`` when ``obj``
+        is already the server's own null-free copy (:func:`.defaults.ingest`): decoded in place."""
         resource = self._by_kind.get(kind)
-        schema = resource.schemas.get(resource.version_of(obj)) if resource is not None else None
+        version = resource.version_of(obj) if resource is not None else ""
+        schema = resource.schemas.get(version) if resource is not None else None
         if schema is None:
             return obj
-        out: Obj = crdschema.whole_numbers_as_integers(copy_without_nulls(obj))
+        out: Obj = crdschema.whole_numbers_as_integers(copy_without_nulls(obj) if copy else obj)
         problem = crdschema.object_meta_problem(out.get("metadata"))
         if problem:
-            version = resource.version_of(obj) if resource is not None else ""
             raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)

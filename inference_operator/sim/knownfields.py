@@ -30,6 +30,8 @@ _OBJECT_META: Final[Fields] = _names(
     "name generateName namespace selfLink uid resourceVersion generation creationTimestamp deletionTimestamp "
     "deletionGracePeriodSeconds labels annotations ownerReferences finalizers managedFields"
 )
+OBJECT_META_FIELDS: Final = frozenset(_OBJECT_META)
+"""What ObjectMeta knows, for every kind: custom resources' metadata is pruned to it too."""
 _CONTAINER: Final[Fields] = _names(
     "name image command args workingDir ports envFrom env resources resizePolicy restartPolicy "
     "restartPolicyRules volumeMounts volumeDevices livenessProbe readinessProbe startupProbe lifecycle "
