@@ -80,7 +80,7 @@ def _address(env: Mapping[str, str], name: str) -> str:
 def _election_timings(env: Mapping[str, str]) -> dict[str, float]:
     """Lease duration, renew deadline and retry period, which only work in that order: a leader
     must give up (renew deadline) before anyone else may take over (lease duration)."""
-    duration = _number(env, "LEASE_DURATION", 15.0, minimum=1)
+    duration = _number(env, "LEASE_DURATION", 15, minimum=1, integer=True)  # the Lease holds whole seconds
     deadline = _number(env, "RENEW_DEADLINE", 10.0, minimum=0.5)
     retry = _number(env, "RETRY_PERIOD", 2.0, minimum=0.1)
     if not retry < deadline < duration:
@@ -151,7 +151,7 @@ class OperatorConfig:
         if url and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: must start with http:// or https://")
         token = env.get(ENV_PREFIX + "LB_TOKEN") or None
-        if token is not None and (token != token.strip() or "\n" in token):
+        if token is not None and (token != token.strip() or "\n" in token or "\r" in token):
             raise ConfigError(f"{ENV_PREFIX}LB_TOKEN must be one line without surrounding whitespace")
         ca_file = env.get(ENV_PREFIX + "LB_CA_FILE") or None
         if ca_file is not None:

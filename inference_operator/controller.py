@@ -46,8 +46,8 @@ class Controller:
         self.reconcile = reconcile
         self.queue = queue
         self.metrics = metrics
-        if metrics is not None:
-            queue.hooks = metrics.queue(queue.name or name, depth=queue.__len__)
+        self._queue_metrics = metrics.queue(queue.name or name, depth=queue.__len__) if metrics else None
+        queue.hooks = self._queue_metrics
         self._event_at: dict[str, float] = {}
         """When the first watch event since the key's last pass queued it (for the latency metric)."""
         self.reconcile_total = 0
@@ -56,6 +56,14 @@ class Controller:
         """Keys whose last pass failed: consecutive failures and the last error, for people."""
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+
+    def forget_waits(self) -> None:
+        """Latencies count from now for every key already queued: a standby that starts to lead
+        measures its own delay, not the time it was not allowed to work."""
+        with self._lock:
+            self._event_at.clear()
+        if self._queue_metrics is not None:
+            self._queue_metrics.forget_waits()
 
     def enqueue(self, key: str) -> None:
         """Queue ``key`` because a watch event concerns it (timed, unlike the loop's own requeues)."""

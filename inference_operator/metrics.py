@@ -87,6 +87,13 @@ class QueueMetrics:
     def retried(self) -> None:
         self._retries.inc()
 
+    def forget_waits(self) -> None:
+        """Time in the queue starts again now for every queued key (a standby that starts to lead:
+        its keys could not be handed out before, and its wait is not the queue's latency)."""
+        now = self._clock.now()
+        with self._lock:
+            self._added_at = dict.fromkeys(self._added_at, now)
+
     def unfinished_work_seconds(self) -> float:
         """Seconds of work in progress that has not finished, summed (stuck threads show here)."""
         now = self._clock.now()

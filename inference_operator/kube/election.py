@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from ..backend import LoadBalancerProvider, Registration
 from ..clock import Clock
-from ..errors import ApiError, Conflict
+from ..errors import Conflict
 
 log = logging.getLogger("inference_operator.election")
 
@@ -44,11 +44,12 @@ class LeaseStore(Protocol):
     def replace_lease(self, lease: Obj) -> Obj: ...
 
 
-class NotLeader(ApiError):
-    """A write was attempted by a replica that does not hold the Lease; it was not sent."""
+class NotLeader(RuntimeError):
+    """A write was attempted by a replica that does not hold the Lease; it was not sent.
 
-    code = 503
-    reason = "NotLeader"
+    Not an :class:`~inference_operator.errors.ApiError`: the API server never saw it, so the
+    reconciler must not report it in status as the API's answer; the pass just fails and the
+    key waits for whoever leads."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,15 @@ class LeaderElector:
 
     def step(self) -> float:
         """Try to acquire or renew once, handle a lost lead; seconds until the next step."""
+        # A renewal counts from when it was sent: a follower's clock starts when the write lands,
+        # and an answer that is slow to come back must not stretch the leader's own deadline.
+        sent = self.clock.now()
         acquired = self._try_acquire_or_renew()
         now = self.clock.now()
         with self._lock:
             was_leading = self._leading
             if acquired:
-                self._renewed_at = now
+                self._renewed_at = sent
                 self._leading = True
             elif was_leading and now >= self._renewed_at + self.settings.renew_deadline:
                 self._leading = False

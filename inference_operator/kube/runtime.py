@@ -238,6 +238,7 @@ class OperatorRuntime:
 
     def _started_leading(self) -> None:
         """This replica may write now: reconcile everything once, from the warm cache."""
+        self.controller.forget_waits()
         queued = self.enqueue_all()
         self.telemetry.leader.labels(name=self.config.lease_name).set(1)
         self.leading.set()

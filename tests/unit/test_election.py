@@ -6,7 +6,8 @@ deadline, before the lease duration, and ``is_leader`` turns false at the deadli
 step runs (a hung loop); the follower takes over once the lease duration passed since it last saw
 the record change, counting a transition; a graceful release lets the follower take over at its
 next step; two replicas racing for an expired Lease cannot both win (resourceVersion); a failure
-to reach the Lease is logged once, and once more when it is over; bad timings are refused.
+to reach the Lease is logged once, and once more when it is over; bad timings are refused; a
+renewal whose answer comes back late counts from when it was sent.
 """
 
 from __future__ import annotations
@@ -188,3 +189,24 @@ def test_a_failure_to_reach_the_lease_is_logged_once_and_its_end_once(
 def test_timings_must_leave_room_between_renewing_and_expiring() -> None:
     with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
         ElectionSettings(namespace="ops", identity="a", lease_duration=10, renew_deadline=10)
+
+
+def test_a_renewal_counts_from_when_it_was_sent_not_when_its_answer_came(world: Any) -> None:
+    leases, clock, events = world
+    a = elector(leases, clock, "a", events)
+    a.step()
+    slow = a.store.replace_lease
+
+    def answered_late(lease: Obj) -> Obj:
+        stored = slow(lease)  # the write lands now, the answer takes 8 s to come back
+        clock.advance(8)
+        return stored
+
+    a.store.replace_lease = answered_late  # type: ignore[method-assign]
+    clock.advance(2)
+    renewed_at = clock.now()
+    a.step()
+    clock.set(renewed_at + 9.9)
+    assert a.is_leader()
+    clock.set(renewed_at + 10)  # a follower saw the write at renewed_at: the leader stops 10 s on
+    assert not a.is_leader()

@@ -5,7 +5,9 @@ events still fill its cache and queue, but its workers take nothing, and anythin
 write (a child, a status, an Event, a load balancer register or release) is refused with
 NotLeader before it is sent, lookups still read; the leader gauge is 0. When the lease comes
 free it leads: every cached InferenceService is queued once and the gauge is 1. Losing the lease
-clears the gate at once; a graceful stop releases the lease (empty holder).
+clears the gate at once; a graceful stop releases the lease (empty holder). A refused write is
+no ApiError (status must not quote it as the API's answer), and the time a key waited on a
+standby is not counted as latency once it leads.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from inference_operator.clock import FakeClock
 from inference_operator.config import OperatorConfig
+from inference_operator.errors import ApiError
 from inference_operator.kube.election import NotLeader
 from inference_operator.kube.runtime import OperatorRuntime
 from inference_operator.lb.memory import InMemoryLoadBalancer
@@ -100,3 +103,22 @@ def test_a_graceful_stop_releases_the_lease(pair: Any) -> None:
     leader, _, leases, _, _ = pair
     assert leader.stop(timeout=5.0)
     assert leases.items[LEASE]["spec"]["holderIdentity"] == ""
+
+
+def test_a_refused_write_is_no_api_answer_for_status_to_report() -> None:
+    assert not issubclass(NotLeader, ApiError)  # the reconciler reports ApiErrors in status
+
+
+def test_waiting_as_a_standby_is_not_counted_as_latency_once_it_leads(pair: Any) -> None:
+    leader, standby, _, clock, _ = pair
+    standby.on_event("InferenceService", "ADDED", isvc("x"))
+    clock.advance(600)  # ten minutes as a standby
+    assert leader.elector.release()
+    standby.elector.step()
+    assert standby.leading.is_set()
+    standby.controller.step()
+    metrics = standby.telemetry
+    labels = {"controller": "inferenceservice"}
+    assert metrics.sample("inference_operator_event_to_reconcile_seconds_count", **labels) == 0.0
+    queued = metrics.sample("workqueue_queue_duration_seconds_sum", name="inferenceservice", **labels)
+    assert queued < 1.0

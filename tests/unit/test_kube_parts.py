@@ -204,6 +204,11 @@ def test_the_load_balancer_token_is_read_but_never_shown() -> None:
         ({"INFERENCE_OPERATOR_LOG_FORMAT": "xml"}, "must be one of plain, full, json"),
         ({"INFERENCE_OPERATOR_METRICS_ADDRESS": "9090"}, "must be HOST:PORT"),
         ({"INFERENCE_OPERATOR_LB_TOKEN": "two\nlines"}, "INFERENCE_OPERATOR_LB_TOKEN must be one line"),
+        ({"INFERENCE_OPERATOR_LB_TOKEN": "carriage\rreturn"}, "INFERENCE_OPERATOR_LB_TOKEN must be one line"),
+        (
+            {"INFERENCE_OPERATOR_LEASE_DURATION": "10.5"},
+            "INFERENCE_OPERATOR_LEASE_DURATION='10.5': must be a whole number",
+        ),
         (
             {"INFERENCE_OPERATOR_RENEW_DEADLINE": "20"},
             "INFERENCE_OPERATOR_RENEW_DEADLINE=20 < INFERENCE_OPERATOR_LEASE_DURATION=15 must hold",
