@@ -1,18 +1,37 @@
 # One-stop commands. `make test` is what CI runs (.ci/run).
-PYTHON ?= python3
-PIP := $(PYTHON) -m pip
+#
+# Python packages go into a project-local virtual environment, .venv/ (made on first use from
+# $(BASE_PYTHON), re-installed when pyproject.toml changes), never into the machine's Python:
+#   . .venv/bin/activate && kopf run -m inference_operator.operator --all-namespaces
+BASE_PYTHON ?= python3
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
+.PHONY: demo test deps venv lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
-demo: ## Run the four scenarios on the bundled simulator
-	@$(PIP) install -q -e . >/dev/null
+demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
 	$(PYTHON) -m inference_operator demo
 
-deps: ## Install the package and its development tools
+deps: $(VENV)/.installed-dev ## Install the package and its development tools into .venv
+
+venv: $(VENV)/.installed-dev ## The project's virtual environment (.venv), with the development tools
+
+$(VENV)/bin/python:
+	@$(BASE_PYTHON) -m venv $(VENV) || { echo "Could not create the virtual environment $(VENV) with '$(BASE_PYTHON) -m venv'. On Debian or Ubuntu: apt-get install python3-venv; or pass BASE_PYTHON=/path/to/python3.11." >&2; exit 1; }
+
+# One stamp per set of extras: the package alone for the demo, with the development tools for
+# the rest. Both are redone when pyproject.toml changes.
+$(VENV)/.installed-run: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -q -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -q -e '.[dev]'
+	@touch $@ $(VENV)/.installed-run
 
 controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl
 	bash hack/build-controlplane.sh >/dev/null
@@ -82,5 +101,5 @@ kind-up: ## With Docker: kind cluster, operator image, CRDs and operator
 kind-down:
 	kind delete cluster --name $(KIND_CLUSTER)
 
-clean:
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+clean: ## Remove what builds and tests leave behind, and the virtual environment
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(VENV)
