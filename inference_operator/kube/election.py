@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from ..backend import LoadBalancerProvider, Registration
 from ..clock import Clock
-from ..errors import Conflict
+from ..errors import Conflict, Forbidden
 
 log = logging.getLogger("inference_operator.election")
 
@@ -177,6 +177,13 @@ class LeaderElector:
             return True
         except Conflict:
             return False  # another replica wrote the Lease first: look again next time
+        except Forbidden as err:
+            self._problem(
+                f"Forbidden: {err}. This replica cannot lead until its ServiceAccount may get, create and update "
+                f"Leases in namespace {s.namespace} (deploy/rbac/leader_election.yaml, or the chart's lease Role); "
+                "or set INFERENCE_OPERATOR_LEADER_ELECTION=false for a single replica"
+            )
+            return False
         except Exception as err:  # noqa: BLE001 - any failure is "not renewed", reported once
             self._problem(f"{type(err).__name__}: {err}")
             return False

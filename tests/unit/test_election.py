@@ -164,7 +164,7 @@ def test_two_replicas_racing_for_an_expired_lease_cannot_both_win(world: Any) ->
     assert events == ["a started", "b started"]
 
 
-def test_a_failure_to_reach_the_lease_is_logged_once_and_its_end_once(
+def test_a_refused_lease_is_logged_once_with_the_missing_permission_and_its_end_once(
     world: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     leases, clock, events = world
@@ -181,6 +181,7 @@ def test_a_failure_to_reach_the_lease_is_logged_once_and_its_end_once(
         len(errors) == 1
         and "is forbidden" in errors[0].getMessage()
         and "lease=ops/inference-operator" in errors[0].getMessage()
+        and "get, create and update Leases in namespace ops" in errors[0].getMessage()
     )
     assert any("Reached the leader lease again" in r.getMessage() for r in caplog.records)
     assert a.is_leader()
