@@ -69,7 +69,11 @@ def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
 
         assert config.lb_url is not None  # checked by OperatorConfig
         return HttpLoadBalancer(
-            config.lb_url, timeout=config.lb_timeout, token=config.lb_token, ca_file=config.lb_ca_file
+            config.lb_url,
+            timeout=config.lb_timeout,
+            token=config.lb_token,
+            ca_file=config.lb_ca_file,
+            identity=config.identity,
         )
     return InMemoryLoadBalancer()
 

@@ -30,11 +30,18 @@ class HttpLoadBalancer:
     ``timeout`` (seconds) bounds the connect and every read; ``token``, when given, is sent as
     ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
     (https only) is the PEM bundle the registry's certificate must chain to, instead of the
-    system's trust store.
+    system's trust store; ``identity`` (the replica's) goes into the User-Agent, so the
+    balancer's own logs say which replica made a call, as the API server's audit log does.
     """
 
     def __init__(
-        self, base_url: str, *, timeout: float = 5.0, token: str | None = None, ca_file: str | None = None
+        self,
+        base_url: str,
+        *,
+        timeout: float = 5.0,
+        token: str | None = None,
+        ca_file: str | None = None,
+        identity: str = "",
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
@@ -52,6 +59,7 @@ class HttpLoadBalancer:
         self._netloc = parts.netloc
         self._prefix = parts.path.rstrip("/")
         self._token = token
+        self._user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
         self._tls: ssl.SSLContext | None = None
         if parts.scheme == "https":
             try:
@@ -119,7 +127,7 @@ class HttpLoadBalancer:
             connection = http.client.HTTPSConnection(self._netloc, timeout=self.timeout, context=self._tls)
         else:
             connection = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "application/json", "User-Agent": self._user_agent}
         body = None
         if payload is not None:
             body = json.dumps(payload).encode()

@@ -130,11 +130,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 _check_label("namespace", namespace)
                 _check_label("name", name)
                 key = f"{namespace}/{name}"
+                caller = self.headers.get("User-Agent") or "unknown"
                 if method == "PUT":
-                    status, registration = registry._register(namespace, name, _target(self._read_json()))
+                    target = _target(self._read_json())
+                    status, registration = registry._register(namespace, name, target, caller=caller)
                     return status, _record(key, registration)
                 if method == "DELETE":
-                    if registry._release(namespace, name) is None:
+                    if registry._release(namespace, name, caller=caller) is None:
                         return 404, {"message": f"no registration for {key}"}
                     return 204, None
                 found = registry.registrations().get(key)

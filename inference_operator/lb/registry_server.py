@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import ssl
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,6 +24,18 @@ log = logging.getLogger(LOGGER_NAME)
 
 DEFAULT_ADDRESS_TEMPLATE = "http://{name}.{namespace}.lb.local"
 POLL_INTERVAL = 0.05  # seconds; how long stop() may wait for the accept loop to notice
+CALL_LOG_SIZE = 10_000  # register and release calls kept in memory, with who made them
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One register (PUT) or release (DELETE) call: when it arrived (wall clock), on which key,
+    and the caller's User-Agent (the operator puts its replica identity there)."""
+
+    at: float
+    method: str
+    key: str
+    caller: str
 
 
 class RegistryServer:
@@ -63,6 +76,7 @@ class RegistryServer:
         self._faults = {"fail_registers": fail_registers, "fail_releases": fail_releases}
         self._register_calls: collections.Counter[str] = collections.Counter()
         self._release_calls: collections.Counter[str] = collections.Counter()
+        self._calls: collections.deque[Call] = collections.deque(maxlen=CALL_LOG_SIZE)
         self._lock = threading.Lock()
         self._httpd: RegistryHttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -122,14 +136,15 @@ class RegistryServer:
 
     # The registry proper: each method applies one request under the lock (the handler calls them).
 
-    def _register(self, namespace: str, name: str, target: str) -> tuple[int, Registration]:
+    def _register(self, namespace: str, name: str, target: str, *, caller: str = "") -> tuple[int, Registration]:
         key = f"{namespace}/{name}"
         with self._lock:
             self._register_calls[key] += 1
+            self._calls.append(Call(at=time.time(), method="PUT", key=key, caller=caller))
             self._take_fault("fail_registers", "PUT", key)
             existing = self._registrations.get(key)
             if existing is not None and existing.target == target:
-                log.info("Registration unchanged key=%s id=%s target=%s", key, existing.id, target)
+                log.info("Registration unchanged key=%s id=%s target=%s caller=%s", key, existing.id, target, caller)
                 return 200, existing
             next_id = self._next_id
             if existing is None:
@@ -140,26 +155,44 @@ class RegistryServer:
                 registration = dataclasses.replace(existing, target=target)
             self._commit(key, registration, next_id)
         if existing is None:
-            log.info("Registered key=%s id=%s target=%s address=%s", key, registration.id, target, registration.address)
+            log.info(
+                "Registered key=%s id=%s target=%s address=%s caller=%s",
+                key,
+                registration.id,
+                target,
+                registration.address,
+                caller,
+            )
             return 201, registration
         log.info(
-            "Updated registration key=%s id=%s target=%s previous=%s", key, registration.id, target, existing.target
+            "Updated registration key=%s id=%s target=%s previous=%s caller=%s",
+            key,
+            registration.id,
+            target,
+            existing.target,
+            caller,
         )
         return 200, registration
 
-    def _release(self, namespace: str, name: str) -> Registration | None:
+    def _release(self, namespace: str, name: str, *, caller: str = "") -> Registration | None:
         key = f"{namespace}/{name}"
         with self._lock:
             self._release_calls[key] += 1
+            self._calls.append(Call(at=time.time(), method="DELETE", key=key, caller=caller))
             self._take_fault("fail_releases", "DELETE", key)
             existing = self._registrations.get(key)
             if existing is not None:
                 self._commit(key, None, self._next_id)
         if existing is None:
-            log.info("Released nothing key=%s reason=NotFound", key)
+            log.info("Released nothing key=%s reason=NotFound caller=%s", key, caller)
         else:
-            log.info("Released key=%s id=%s target=%s", key, existing.id, existing.target)
+            log.info("Released key=%s id=%s target=%s caller=%s", key, existing.id, existing.target, caller)
         return existing
+
+    def calls(self) -> list[Call]:
+        """The last ``CALL_LOG_SIZE`` register and release calls, oldest first, with who made them."""
+        with self._lock:
+            return list(self._calls)
 
     def registrations(self) -> dict[str, Registration]:
         with self._lock:

@@ -4,8 +4,9 @@ Covers (issue 11, high availability): with two processes on one Lease, the secon
 (its metrics say so) and sends no write; a storm of creates begins, the leader is killed (-9)
 in the middle of it, the standby takes the Lease after the lease duration and converges every
 object, each with one balancer record whose id the status names, and nothing released; in the
-API server's audit log (by user agent, which names the replica) the killed leader wrote nothing
-after its death and the standby nothing before it took the Lease; a graceful stop hands the Lease
+API server's audit log and in the balancer's call log (both by user agent, which names the
+replica) the killed leader wrote nothing after its death and the standby nothing before it took
+the Lease; a graceful stop hands the Lease
 over within a few seconds. The figures (failover after kill -9, after a graceful stop) are
 printed for the closing note; the bounds asserted are the design's (lease duration + retry).
 """
@@ -71,6 +72,15 @@ def test_a_standby_takes_over_from_a_killed_leader_and_a_graceful_stop_hands_ove
             obj = cluster.kubectl.get("infsvc", name, namespace)
             assert obj is not None and obj["status"]["loadBalancer"]["id"] == records[f"{namespace}/{name}"].id
         assert not any(key.startswith(f"{namespace}/") for key in registry.stats()["release_calls"])
+        # The balancer's own record of who called (the replica is in the User-Agent): the killed
+        # leader made no call after its death, the standby none before it held the Lease.
+        lb_calls = [c for c in registry.calls() if c.key.startswith(f"{namespace}/")]
+        lb_by_a = [c.at for c in lb_calls if "(ha-a)" in c.caller]
+        lb_by_b = [c.at for c in lb_calls if "(ha-b)" in c.caller]
+        assert len(lb_by_a) + len(lb_by_b) == len(lb_calls), [c.caller for c in lb_calls]
+        assert lb_by_b, "the new leader registered nothing"
+        assert all(at <= killed_at.timestamp() for at in lb_by_a), "a killed replica called the balancer"
+        assert min(lb_by_b) >= took_over.timestamp(), "the standby called the balancer before it held the lease"
         if cluster.audit is not None:
             writes = [
                 e

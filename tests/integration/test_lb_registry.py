@@ -7,7 +7,8 @@ Covers:
 - Validation: namespace and name must be DNS labels, the body a JSON object with a non-empty
   string target no larger than the limits; every rejection is a 4xx with a JSON message and
   changes nothing; unknown endpoints are 404 and wrong methods 405.
-- Stats and faults: every well-formed register and release call is counted per key (failed
+- Stats and faults: every register and release call is kept with its caller (the replica named
+  in the operator's User-Agent) and time; every well-formed one is counted per key (failed
   and not-found ones too, malformed ones not); ``POST /v1/faults`` makes the next calls answer
   503 with a message, ``DELETE /v1/faults`` clears them, bad fault bodies are 400; faults can be
   set when the server is created.
@@ -41,6 +42,7 @@ from typing import Any
 
 import pytest
 
+from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer, RegistryStateError, main
 
 LOGGER = "inference_operator.lb.registry"
@@ -193,6 +195,22 @@ def test_a_wrong_method_answers_405_naming_the_allowed_ones(registry: RegistrySe
 
 
 # Stats and faults
+
+
+def test_each_register_and_release_call_is_kept_with_the_replica_that_made_it(registry: RegistryServer) -> None:
+    a = HttpLoadBalancer(registry.url, identity="replica-a")
+    b = HttpLoadBalancer(registry.url, identity="replica-b")
+    a.register("default/x", target="x.default.svc:8000")
+    b.register("default/x", target="x.default.svc:8000")
+    b.release("default/x")
+    calls = registry.calls()
+    assert [(c.method, c.key, c.caller.split(" ", 1)[1]) for c in calls] == [
+        ("PUT", "default/x", "(replica-a)"),
+        ("PUT", "default/x", "(replica-b)"),
+        ("DELETE", "default/x", "(replica-b)"),
+    ]
+    assert all(c.caller.startswith("inference-operator/") for c in calls)
+    assert calls[0].at <= calls[1].at <= calls[2].at
 
 
 def test_stats_count_register_and_release_calls_per_key(registry: RegistryServer) -> None:
@@ -380,12 +398,12 @@ def test_each_request_logs_one_kubernetes_style_line_and_nothing_reaches_stderr(
     call(registry, "DELETE", "/v1/registrations/default/llama")
     put(registry, "Bad/llama", "a:1")
     assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == [
-        "Registered key=default/llama id=lb-1 target=a:1 address=http://llama.default.lb.local",
-        "Registration unchanged key=default/llama id=lb-1 target=a:1",
-        "Updated registration key=default/llama id=lb-1 target=b:1 previous=a:1",
+        "Registered key=default/llama id=lb-1 target=a:1 address=http://llama.default.lb.local caller=unknown",
+        "Registration unchanged key=default/llama id=lb-1 target=a:1 caller=unknown",
+        "Updated registration key=default/llama id=lb-1 target=b:1 previous=a:1 caller=unknown",
         "Served method=GET path=/v1/registrations status=200",
-        "Released key=default/llama id=lb-1 target=b:1",
-        "Released nothing key=default/llama reason=NotFound",
+        "Released key=default/llama id=lb-1 target=b:1 caller=unknown",
+        "Released nothing key=default/llama reason=NotFound caller=unknown",
         "Rejected request method=PUT path=/v1/registrations/Bad/llama status=400 message=namespace 'Bad' is not a "
         "DNS label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit",
     ]
