@@ -69,11 +69,24 @@ func (s *server) handler() http.Handler {
 		route, known := routes[r.URL.Path]
 		switch {
 		case !known:
-			writeError(rec, &apiError{status: http.StatusNotFound, Message: fmt.Sprintf("No such endpoint: %s %s. The stand-in serves /health, /metrics, /v1/models, /v1/completions and /v1/chat/completions.", r.Method, r.URL.Path), Type: "not_found_error"})
+			writeError(rec, &apiError{
+				status: http.StatusNotFound,
+				Message: fmt.Sprintf("No such endpoint: %s %s. The stand-in serves /health, /metrics, "+
+					"/v1/models, /v1/completions and /v1/chat/completions.", r.Method, r.URL.Path),
+				Type: "not_found_error",
+			})
 		case r.Method != route.method && !(route.method == http.MethodGet && r.Method == http.MethodHead):
 			endpoint = r.URL.Path
-			rec.Header().Set("Allow", route.method)
-			writeError(rec, &apiError{status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("%s %s is not allowed; use %s.", r.Method, r.URL.Path, route.method), Type: "invalid_request_error"})
+			allowed := route.method
+			if allowed == http.MethodGet {
+				allowed = "GET, HEAD"
+			}
+			rec.Header().Set("Allow", allowed)
+			writeError(rec, &apiError{
+				status:  http.StatusMethodNotAllowed,
+				Message: fmt.Sprintf("%s %s is not allowed; use %s.", r.Method, r.URL.Path, route.method),
+				Type:    "invalid_request_error",
+			})
 		default:
 			endpoint = r.URL.Path
 			route.handle(rec, r)

@@ -287,7 +287,7 @@ func TestUnknownPathsAre404AndWrongMethods405(t *testing.T) {
 	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
 		t.Errorf("GET /v1/completions: %d Allow=%q", rec.Code, rec.Header().Get("Allow"))
 	}
-	if rec := f.do("POST", "/health", ""); rec.Code != 405 || rec.Header().Get("Allow") != "GET" {
+	if rec := f.do("POST", "/health", ""); rec.Code != 405 || rec.Header().Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST /health: %d", rec.Code)
 	}
 	if rec := f.do("HEAD", "/health", ""); rec.Code != 200 {
