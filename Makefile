@@ -10,7 +10,7 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps venv lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
+.PHONY: demo test deps venv images-test lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
@@ -53,7 +53,11 @@ integration: deps ## Loopback-only tests (HTTP load balancer and registry)
 e2e: deps controlplane ## The e2e suite on the local control plane (or E2E_KUBECONFIG)
 	$(PYTHON) -m pytest -q tests/e2e
 
-test: deps lint typecheck controlplane ## Everything: lint, types, unit, integration and e2e tests
+images-test: ## Go checks and tests of the images/ module (the vLLM stand-in, the sandbox image)
+	cd images && test -z "$$(gofmt -l .)" || { echo "gofmt would change: $$(cd images && gofmt -l .)" >&2; exit 1; }
+	cd images && go vet ./... && go test ./...
+
+test: deps lint typecheck images-test controlplane ## Everything: lint, types, Go, unit, integration and e2e tests
 	$(PYTHON) -m pytest -q tests
 
 SEED ?= 0
