@@ -7,7 +7,8 @@ step runs (a hung loop); the follower takes over once the lease duration passed 
 the record change, counting a transition; a graceful release lets the follower take over at its
 next step; two replicas racing for an expired Lease cannot both win (resourceVersion); a failure
 to reach the Lease is logged once, and once more when it is over; bad timings are refused; a
-renewal whose answer comes back late counts from when it was sent.
+renewal whose answer comes back late counts from when it was sent; a follower looks again right
+when the Lease it saw expires, not up to a retry period later.
 """
 
 from __future__ import annotations
@@ -185,6 +186,26 @@ def test_a_refused_lease_is_logged_once_with_the_missing_permission_and_its_end_
     )
     assert any("Reached the leader lease again" in r.getMessage() for r in caplog.records)
     assert a.is_leader()
+
+
+def test_a_follower_looks_again_right_when_the_lease_it_saw_expires_not_a_retry_period_later(world: Any) -> None:
+    leases, clock, events = world
+    a, b = elector(leases, clock, "a", events), elector(leases, clock, "b", events)
+    a.step()
+    clock.advance(1)
+    b.step()  # b looks one second after each of a's renewals
+    for _ in range(5):
+        clock.advance(1)
+        a.step()
+        clock.advance(1)
+        delay = b.step()
+    seen_last_renewal = clock.now()  # a renewed a second ago; b has just seen it
+    assert delay == 2  # a retry period while the lease is far from expiring
+    # a dies now; b steps whenever it asks to, as its election thread does
+    while not b.is_leader():
+        clock.advance(delay)
+        delay = b.step()
+    assert clock.now() - seen_last_renewal == pytest.approx(15 + 0.05)
 
 
 def test_timings_must_leave_room_between_renewing_and_expiring() -> None:
