@@ -50,13 +50,28 @@ if str(HACK_DIR) not in sys.path:  # also when this file is imported by path
 
 from cluster_config import (  # noqa: E402
     COMPONENTS,
+    GPU_TAINT,
     KWOK_NODE_LABEL,
+    NODE_BRIDGE_ADDRESS,
+    REAL_NODE_NAME,
     PkiError,
     Workdir,
     component_flags,
     fake_node,
     write_configs,
 )
+from cluster_node import (  # noqa: E402
+    NodeError,
+    cleanup_node,
+    ctr,
+    get_plain,
+    image_name,
+    import_images,
+    refuse_if_taken,
+    save_kernel_tunables,
+    setup_network,
+)
+from cluster_node_config import NODE_COMPONENTS, NodeFiles, node_flags, write_node_configs  # noqa: E402
 from cluster_procs import (  # noqa: E402
     STOP_GRACE_SECONDS,
     ApiClient,
@@ -72,6 +87,8 @@ DEFAULT_WORKDIR = HACK_DIR.parent / ".cluster"
 BUILD_SCRIPT = HACK_DIR / "build-controlplane.sh"
 KWOK_STAGES = HACK_DIR / "controlplane" / "kwok-stages.yaml"
 BIN_DIR_ENV = "INFERENCE_OPERATOR_BIN_DIR"
+REAL_NODE_ENV = "INFERENCE_OPERATOR_REAL_NODE"  # 0: `up` starts no real node
+PAUSE_ARCHIVE = Path("images") / "pause.oci.tar"  # in the bin dir (hack/build-node.sh)
 POLL_INTERVAL_SECONDS = 0.1
 
 logger = logging.getLogger("cluster")
@@ -130,6 +147,7 @@ class LocalControlPlane:
         ready_timeout: float = 90.0,
         verbosity: int = 0,
         detach: bool = False,
+        real_node: bool = False,
     ) -> None:
         self.files = Workdir(workdir.resolve())
         self.workdir = self.files.root
@@ -139,6 +157,8 @@ class LocalControlPlane:
         self.ready_timeout = ready_timeout
         self.verbosity = verbosity
         self.detach = detach
+        self.real_node = real_node
+        self.node_files = NodeFiles(self.files)
         self.kubeconfig = self.files.kubeconfig
         self.audit_log = self.files.audit_log
         self.ports: dict[str, int] = {}
@@ -148,7 +168,8 @@ class LocalControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+        host = NODE_BRIDGE_ADDRESS if self.real_node else "127.0.0.1"  # Pods reach it on the bridge
+        return f"https://{host}:{self.ports['kube-apiserver']}"
 
     def node_names(self) -> list[str]:
         return [f"kwok-node-{i}" for i in range(self.nodes)]
@@ -175,12 +196,17 @@ class LocalControlPlane:
     def start(self) -> None:
         started = time.monotonic()
         self._deadline = started + self.ready_timeout
-        missing = [name for name in COMPONENTS if not os.access(self.bin_dir / name, os.X_OK)]
+        binaries = [*COMPONENTS, *((*NODE_COMPONENTS, "ctr", str(PAUSE_ARCHIVE)) if self.real_node else ())]
+        missing = [name for name in binaries if not os.access(self.bin_dir / name, os.R_OK)]
         if missing:
             raise ControlPlaneError(f"missing binaries in {self.bin_dir}: {', '.join(missing)}; run {BUILD_SCRIPT}")
         self._refuse_if_running()
         try:
+            if self.real_node:
+                refuse_if_taken(self.node_files)
             self._prepare_workdir()
+            if self.real_node:
+                setup_network(self.node_files)  # the API server listens on the bridge
             self._launch("etcd")
             self._wait("etcd", self._etcd_healthy)
             self._launch("kube-apiserver")
@@ -191,7 +217,9 @@ class LocalControlPlane:
             self._wait("kwok", self._nodes_ready)
             self._wait("kube-controller-manager", self._controller_manager_ready)
             self._wait("kube-scheduler", self._readiness("kube-scheduler"))
-        except PkiError as error:
+            if self.real_node:
+                self._start_node()
+        except (PkiError, NodeError) as error:
             self.stop()
             raise ControlPlaneError(str(error)) from error
         except BaseException:
@@ -216,6 +244,8 @@ class LocalControlPlane:
     def _prepare_workdir(self) -> None:
         """A fresh cluster every time: remove what a previous start wrote (only that), write configs."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.node_files.root.exists() or self.node_files.saved_sysctls.exists():  # a crashed real node
+            cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
         for stale in self.files.generated():
             if stale.is_dir():
                 shutil.rmtree(stale)
@@ -226,12 +256,42 @@ class LocalControlPlane:
             self.ports[name] = free_port()
         write_configs(self.files, server=self.server, kwok_stages=KWOK_STAGES)
         for name in COMPONENTS:
-            flags = component_flags(name, workdir=self.files, ports=self.ports, verbosity=self.verbosity)
+            flags = component_flags(
+                name, workdir=self.files, ports=self.ports, verbosity=self.verbosity, real_node=self.real_node
+            )
             # kwok also reads ~/.kwok/kwok.yaml when it exists: a private HOME keeps it hermetic.
             env = {"HOME": str(self.workdir / "kwok-home")} if name == "kwok" else {}
             self._components[name] = _Component(
                 name, [str(self.bin_dir / name), *flags], self.files.logs / f"{name}.log", env
             )
+        if self.real_node:
+            self._prepare_node()
+
+    def _prepare_node(self) -> None:
+        for name in ("kubelet", "kubelet-healthz", "kube-proxy-healthz", "kube-proxy-metrics"):
+            self.ports[name] = free_port()
+        sandbox = image_name(self.bin_dir / PAUSE_ARCHIVE)
+        write_node_configs(
+            self.node_files, bin_dir=self.bin_dir, sandbox_image=sandbox, ports=self.ports, pki=self.files.pki
+        )
+        # containerd finds its shim and runc on PATH; everything it runs is the bin dir's or Debian's.
+        env = {"PATH": f"{self.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        for name in NODE_COMPONENTS:
+            flags = node_flags(name, files=self.node_files, verbosity=self.verbosity)
+            self._components[name] = _Component(
+                name, [str(self.bin_dir / name), *flags], self.files.logs / f"{name}.log", env
+            )
+
+    def _start_node(self) -> None:
+        """containerd, the local images, then kubelet and kube-proxy; returns when the Node is Ready."""
+        save_kernel_tunables(self.node_files)
+        self._launch("containerd")
+        self._wait("containerd", self._readiness("containerd"))
+        import_images(self.bin_dir, self.node_files)
+        self._launch("kubelet")
+        self._launch("kube-proxy")
+        self._wait("kubelet", self._readiness("kubelet"))
+        self._wait("kube-proxy", self._readiness("kube-proxy"))
 
     def _launch(self, name: str) -> None:
         component = self._components[name]
@@ -304,7 +364,7 @@ class LocalControlPlane:
     def _create_nodes(self) -> None:
         client = self.client()
         for index, name in enumerate(self.node_names()):
-            node = fake_node(name, index=index, gpus=self.gpus_per_node)
+            node = fake_node(name, index=index, gpus=self.gpus_per_node, gpu_taint=self.real_node)
             status, body = client.request("POST", "/api/v1/nodes", node)
             if status not in (201, 409):
                 raise ControlPlaneError(f"creating Node {name} failed with {status}: {body[-500:]!r}")
@@ -317,7 +377,7 @@ class LocalControlPlane:
         waiting = []
         for node in nodes["items"]:
             conditions = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}
-            taints = [t["key"] for t in node["spec"].get("taints", [])]
+            taints = [t["key"] for t in node["spec"].get("taints", []) if not self.real_node or t != GPU_TAINT]
             if conditions.get("Ready") != "True" or taints:
                 waiting.append(f"{node['metadata']['name']} (Ready={conditions.get('Ready')}, taints={taints})")
         if len(nodes["items"]) < self.nodes or waiting:
@@ -369,8 +429,23 @@ class LocalControlPlane:
             "kube-controller-manager": self._controller_manager_ready,
             "kube-scheduler": lambda: self._healthz("kube-scheduler"),
             "kwok": self._nodes_ready,
+            "containerd": lambda: None if ctr(self.bin_dir, self.node_files, "version") else "no answer",
+            "kubelet": self._real_node_ready,
+            "kube-proxy": lambda: _healthz_plain(self.ports["kube-proxy-healthz"]),
         }
         return checks[name]
+
+    def _real_node_ready(self) -> str | None:
+        if unhealthy := _healthz_plain(self.ports["kubelet-healthz"]):
+            return f"kubelet {unhealthy}"
+        node = self.client().get_json(f"/api/v1/nodes/{REAL_NODE_NAME}")
+        if node is None:
+            return f"Node {REAL_NODE_NAME} is not registered yet"
+        conditions = {c["type"]: c for c in node["status"].get("conditions", [])}
+        ready = conditions.get("Ready", {})
+        if ready.get("status") != "True":
+            return f"Node {REAL_NODE_NAME} is not Ready: {ready.get('reason')}: {ready.get('message')}"
+        return None
 
     # stop -------------------------------------------------------------------
 
@@ -385,7 +460,14 @@ class LocalControlPlane:
                 process.poll()
 
         pids = {name: process.pid for name, process in running.items()}
-        killed = terminate({n: p for n, p in pids.items() if n != "etcd"}, reap=reap)
+        node_error = None
+        killed = terminate({n: p for n, p in pids.items() if n in NODE_COMPONENTS}, reap=reap)
+        if self.real_node:
+            try:
+                cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
+            except NodeError as error:
+                node_error = error
+        killed += terminate({n: p for n, p in pids.items() if n not in NODE_COMPONENTS and n != "etcd"}, reap=reap)
         if "etcd" in pids:
             killed += terminate({"etcd": pids["etcd"]}, reap=reap)
         for component in self._components.values():
@@ -396,6 +478,8 @@ class LocalControlPlane:
             logger.warning("Killed components that ignored SIGTERM for %.0fs, names=%s", STOP_GRACE_SECONDS, killed)
         self.files.state.unlink(missing_ok=True)
         logger.info("Stopped local control plane, workdir=%s", self.workdir)
+        if node_error is not None:
+            raise ControlPlaneError(f"the real node was not cleaned up completely: {node_error}") from node_error
 
     def _write_state(self) -> None:
         state = {
@@ -406,8 +490,14 @@ class LocalControlPlane:
             "kubeconfig": str(self.kubeconfig),
             "audit_log": str(self.audit_log),
             "logs": str(self.files.logs),
+            "real_node": self.real_node,
         }
         self.files.state.write_text(json.dumps(state, indent=2) + "\n")
+
+
+def _healthz_plain(port: int) -> str | None:
+    status, body = get_plain(f"http://127.0.0.1:{port}/healthz")
+    return None if status == 200 else f"/healthz answered {status}: {body[-300:]}"
 
 
 def _failed_checks(body: bytes) -> str:
@@ -430,7 +520,11 @@ def stop_from_state(workdir: Path) -> bool:
     if state is None:
         return False
     pids = {n: p for n, p in state["pids"].items() if pid_runs(p, state["executables"].get(n, ""))}
-    killed = terminate({n: p for n, p in pids.items() if n != "etcd"})
+    killed = terminate({n: p for n, p in pids.items() if n in NODE_COMPONENTS})
+    if state.get("real_node"):
+        kube_proxy = state["executables"].get("kube-proxy")
+        cleanup_node(NodeFiles(Workdir(workdir)), kube_proxy=Path(kube_proxy) if kube_proxy else None)
+    killed += terminate({n: p for n, p in pids.items() if n not in NODE_COMPONENTS and n != "etcd"})
     if "etcd" in pids:
         killed += terminate({"etcd": pids["etcd"]})
     if killed:
@@ -441,11 +535,25 @@ def stop_from_state(workdir: Path) -> bool:
 
 
 def start_control_plane(
-    workdir: Path, *, bin_dir: Path | None = None, nodes: int = 2, gpus_per_node: int = 8, ready_timeout: float = 90.0
+    workdir: Path,
+    *,
+    bin_dir: Path | None = None,
+    nodes: int = 2,
+    gpus_per_node: int = 8,
+    ready_timeout: float = 90.0,
+    real_node: bool = False,
 ) -> LocalControlPlane:
-    """For pytest: build binaries if needed, start, return a ready control plane. Caller calls stop()."""
+    """For pytest: build binaries if needed, start, return a ready control plane. Caller calls stop().
+
+    `real_node` adds the one real node (containerd + kubelet + kube-proxy, see cluster_node.py).
+    """
     plane = LocalControlPlane(
-        workdir, bin_dir or ensure_binaries(), nodes=nodes, gpus_per_node=gpus_per_node, ready_timeout=ready_timeout
+        workdir,
+        bin_dir or ensure_binaries(),
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        ready_timeout=ready_timeout,
+        real_node=real_node,
     )
     plane.start()
     return plane
@@ -488,6 +596,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"default: {DEFAULT_WORKDIR}")
     parser.add_argument("--bin-dir", type=Path, help=f"binaries (default: ${BIN_DIR_ENV}, else build them)")
     parser.add_argument("--nodes", type=int, default=2, help="number of fake kwok Nodes (default: 2)")
+    parser.add_argument(
+        "--no-node",
+        action="store_true",
+        help=f"start no real node (containerd + kubelet + kube-proxy); also: {REAL_NODE_ENV}=0",
+    )
     parser.add_argument("-v", "--verbosity", type=int, default=0, help="component log verbosity (default: 0)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -495,7 +608,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             bin_dir = args.bin_dir or ensure_binaries()
-            plane = LocalControlPlane(workdir, bin_dir, nodes=args.nodes, verbosity=args.verbosity, detach=True)
+            real_node = not args.no_node and os.environ.get(REAL_NODE_ENV, "1") != "0"
+            plane = LocalControlPlane(
+                workdir, bin_dir, nodes=args.nodes, verbosity=args.verbosity, detach=True, real_node=real_node
+            )
             plane.start()
             print(f"export KUBECONFIG={plane.kubeconfig}")
             return 0

@@ -1,0 +1,3 @@
+module inference-operator.dev/images
+
+go 1.26.0
