@@ -429,11 +429,18 @@ class LocalControlPlane:
             "kube-controller-manager": self._controller_manager_ready,
             "kube-scheduler": lambda: self._healthz("kube-scheduler"),
             "kwok": self._nodes_ready,
-            "containerd": lambda: None if ctr(self.bin_dir, self.node_files, "version") else "no answer",
+            "containerd": self._containerd_ready,
             "kubelet": self._real_node_ready,
             "kube-proxy": lambda: _healthz_plain(self.ports["kube-proxy-healthz"]),
         }
         return checks[name]
+
+    def _containerd_ready(self) -> str | None:
+        try:
+            ctr(self.bin_dir, self.node_files, "version", timeout=5)
+        except NodeError as error:
+            return f"not answering yet ({error})"
+        return None
 
     def _real_node_ready(self) -> str | None:
         if unhealthy := _healthz_plain(self.ports["kubelet-healthz"]):
@@ -453,6 +460,7 @@ class LocalControlPlane:
         """Stop every component (etcd last) and reap it; idempotent."""
         running = {c.name: c.process for c in self._components.values() if c.process is not None}
         if not running:
+            self._cleanup_node()  # a start that failed before launching anything may have made the bridge
             return
 
         def reap() -> None:
@@ -460,13 +468,7 @@ class LocalControlPlane:
                 process.poll()
 
         pids = {name: process.pid for name, process in running.items()}
-        node_error = None
         killed = terminate({n: p for n, p in pids.items() if n in NODE_COMPONENTS}, reap=reap)
-        if self.real_node:
-            try:
-                cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
-            except NodeError as error:
-                node_error = error
         killed += terminate({n: p for n, p in pids.items() if n not in NODE_COMPONENTS and n != "etcd"}, reap=reap)
         if "etcd" in pids:
             killed += terminate({"etcd": pids["etcd"]}, reap=reap)
@@ -478,8 +480,16 @@ class LocalControlPlane:
             logger.warning("Killed components that ignored SIGTERM for %.0fs, names=%s", STOP_GRACE_SECONDS, killed)
         self.files.state.unlink(missing_ok=True)
         logger.info("Stopped local control plane, workdir=%s", self.workdir)
-        if node_error is not None:
-            raise ControlPlaneError(f"the real node was not cleaned up completely: {node_error}") from node_error
+        self._cleanup_node()
+
+    def _cleanup_node(self) -> None:
+        """After the API server stopped (it listens on the bridge): containers, mounts, bridge, routes, rules."""
+        if not self.real_node:
+            return
+        try:
+            cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
+        except NodeError as error:
+            raise ControlPlaneError(f"the real node was not cleaned up completely: {error}") from error
 
     def _write_state(self) -> None:
         state = {
@@ -517,18 +527,22 @@ def read_state(workdir: Path) -> Any:
 def stop_from_state(workdir: Path) -> bool:
     """Stop a control plane started by another process (``up``). False if there was none."""
     state = read_state(workdir)
+    files = NodeFiles(Workdir(workdir))
     if state is None:
-        return False
+        if not (files.root.exists() or files.saved_sysctls.exists()):
+            return False
+        cleanup_node(files, kube_proxy=None)  # a real node whose start crashed before state.json
+        return True
     pids = {n: p for n, p in state["pids"].items() if pid_runs(p, state["executables"].get(n, ""))}
     killed = terminate({n: p for n, p in pids.items() if n in NODE_COMPONENTS})
-    if state.get("real_node"):
-        kube_proxy = state["executables"].get("kube-proxy")
-        cleanup_node(NodeFiles(Workdir(workdir)), kube_proxy=Path(kube_proxy) if kube_proxy else None)
     killed += terminate({n: p for n, p in pids.items() if n not in NODE_COMPONENTS and n != "etcd"})
     if "etcd" in pids:
         killed += terminate({"etcd": pids["etcd"]})
     if killed:
         logger.warning("Killed components that ignored SIGTERM, names=%s", killed)
+    if state.get("real_node"):
+        kube_proxy = state["executables"].get("kube-proxy")
+        cleanup_node(files, kube_proxy=Path(kube_proxy) if kube_proxy else None)
     Workdir(workdir).state.unlink(missing_ok=True)
     logger.info("Stopped local control plane, workdir=%s", workdir)
     return True
@@ -620,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"nothing to stop (no state in {workdir})", file=sys.stderr)
             return 0
         return _status(workdir)
-    except ControlPlaneError as error:
+    except (ControlPlaneError, NodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -11,8 +11,10 @@ Network rules this module keeps (this machine must never send Pod traffic off-ho
 - the bridge ``iop-node0`` holds 198.18.200.1/24 (the node's Pod subnet); its alias names the
   work dir that owns it, and a second cluster with a real node is refused while it exists;
 - ``blackhole 198.18.0.0/15``: no address of the Pod and Service ranges can leave the machine,
-  even when kube-proxy is down (the bridge's /24 is more specific and still works);
-- ``net.ipv4.ip_forward`` is never turned on and nothing is masqueraded (see
+  even when kube-proxy is down (the bridge's /24 is more specific and still works, and so is
+  198.19.0.0/16 via the bridge, so the host reaches ClusterIPs through kube-proxy's rules);
+- ``net.ipv4.ip_forward`` is never turned on (only the bridge forwards, back into itself: see
+  ``_guard_forwarding``) and nothing is masqueraded (see
   ``cluster_node_config``); the host's own iptables rules are never flushed or rewritten:
   cleanup removes only chains named ``KUBE-*``/``CNI-HOSTPORT-*``/``CNI-DN-*`` and the jumps to them.
 """
@@ -34,7 +36,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from cluster_config import NODE_BRIDGE_ADDRESS, NODE_POD_CIDR
+from cluster_config import NODE_BRIDGE_ADDRESS, NODE_POD_CIDR, SERVICE_CIDR
 from cluster_node_config import BRIDGE, CNI_NETWORK, CONTAINERD_NAMESPACE, MAX_SOCKET_PATH, NodeFiles
 
 BLACKHOLE_ROUTES = ("198.18.0.0/15",)
@@ -47,7 +49,8 @@ KERNEL_TUNABLES = (
     "kernel.keys.root_maxkeys",
     "kernel.keys.root_maxbytes",
 )
-OUR_CHAIN_PREFIXES = ("KUBE-", "CNI-HOSTPORT-", "CNI-DN-")
+FORWARD_GUARD = "IOP-NODE-FORWARD"  # mangle table: what enters from the bridge may only leave through it
+OUR_CHAIN_PREFIXES = ("KUBE-", "CNI-HOSTPORT-", "CNI-DN-", FORWARD_GUARD)
 IPTABLES_TABLES = ("nat", "filter", "mangle")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 SHIM_SOCKETS = Path("/run/containerd/s")  # fixed in containerd (defaults.DefaultStateDir), names hashed
@@ -113,9 +116,32 @@ def setup_network(files: NodeFiles) -> None:
     _run("ip", "link", "set", "dev", BRIDGE, "up")
     for route in BLACKHOLE_ROUTES:
         _run("ip", "route", "replace", "blackhole", route)
+    # The host reaches ClusterIPs too (kube-proxy's OUTPUT rules), from its bridge address; without
+    # kube-proxy such packets only reach the bridge. The route goes with the bridge.
+    _run("ip", "route", "replace", SERVICE_CIDR, "dev", BRIDGE, "src", NODE_BRIDGE_ADDRESS)
+    _guard_forwarding()
     logger.info(
         "Set up node network, bridge=%s, address=%s, blackhole=%s", BRIDGE, NODE_BRIDGE_ADDRESS, BLACKHOLE_ROUTES
     )
+
+
+def _guard_forwarding() -> None:
+    """Let the host route between Pods of the bridge (a Service whose endpoint is another Pod: DNAT,
+    then back out of the bridge), and nothing else.
+
+    Only the bridge's own ``forwarding`` flag is set (IPv4 decides per input interface, and the
+    flag goes with the bridge); ``net.ipv4.ip_forward`` stays off for every other interface. The
+    guard chain, first in mangle FORWARD, drops anything from the bridge to another interface, so
+    even a Service with a hand-made endpoint off this machine cannot send a packet out of eth0.
+    """
+    iptables = ("iptables", "-w", "5", "-t", "mangle")
+    if _run(*iptables, "-n", "-L", FORWARD_GUARD, check=False).returncode != 0:
+        _run(*iptables, "-N", FORWARD_GUARD)
+    _run(*iptables, "-F", FORWARD_GUARD)
+    _run(*iptables, "-A", FORWARD_GUARD, "-i", BRIDGE, "!", "-o", BRIDGE, "-j", "DROP")
+    if _run(*iptables, "-C", "FORWARD", "-j", FORWARD_GUARD, check=False).returncode != 0:
+        _run(*iptables, "-I", "FORWARD", "1", "-j", FORWARD_GUARD)
+    _run("sysctl", "-q", "-w", f"net.ipv4.conf.{BRIDGE}.forwarding=1")
 
 
 def save_kernel_tunables(files: NodeFiles) -> None:
@@ -186,11 +212,12 @@ def _processes() -> dict[int, tuple[int, str]]:
     return found
 
 
-def kill_containers(files: NodeFiles, *, timeout: float = 15.0) -> int:
+def kill_containers(files: NodeFiles, *, timeout: float = 15.0) -> list[str]:
     """SIGKILL every shim of this node's containerd and every process under them (the containers).
 
     Shims outlive containerd by design; they are found by the containerd address on their
-    command line, so another cluster's containers are never touched. Returns how many were killed.
+    command line, so another cluster's containers are never touched. Returns the shims' ids (the
+    Pod sandboxes, whose CNI cache entries are left behind: no CNI DEL ran).
     """
     address = str(files.containerd_socket)
     processes = _processes()
@@ -205,13 +232,15 @@ def kill_containers(files: NodeFiles, *, timeout: float = 15.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in targets):
         time.sleep(0.05)
+    ids = []
     for pid in targets:  # a killed shim leaves its socket behind (containerd's pkg/shim.SocketAddress)
         words = processes[pid][1].split()
         if "containerd-shim" in processes[pid][1] and "-id" in words and "-namespace" in words:
-            path = "/".join((address, words[words.index("-namespace") + 1], words[words.index("-id") + 1]))
+            ids.append(words[words.index("-id") + 1])
+            path = "/".join((address, words[words.index("-namespace") + 1], ids[-1]))
             for variant in (path, path + "/debug"):
                 (SHIM_SOCKETS / hashlib.sha256(variant.encode()).hexdigest()).unlink(missing_ok=True)
-    return len(targets)
+    return sorted(set(ids))
 
 
 def _mounts_under(root: Path) -> list[str]:
@@ -292,14 +321,18 @@ def cleanup_host(files: NodeFiles, *, kube_proxy: Path | None) -> None:
             _run("sysctl", "-q", "-w", f"{name}={value}", check=False)
         files.saved_sysctls.unlink()
     _remove_cgroups()
-    for cached in CNI_CACHE.glob(f"{CNI_NETWORK}-*"):
-        cached.unlink(missing_ok=True)
+    for directory in (SHIM_SOCKETS, SHIM_SOCKETS.parent, CNI_CACHE, CNI_CACHE.parent):  # if we made them
+        with contextlib.suppress(OSError):
+            directory.rmdir()  # only when empty
     logger.info("Cleaned up node network, bridge=%s, iptables_chains_removed=%d", BRIDGE, len(removed))
 
 
 def cleanup_node(files: NodeFiles, *, kube_proxy: Path | None) -> None:
     """Everything after the node's processes got SIGTERM: containers, mounts, host state, files."""
-    killed = kill_containers(files)
+    sandboxes = kill_containers(files)
+    for sandbox in sandboxes:  # libcni's cache of the results CNI DEL never got to remove
+        for cached in (f"{CNI_NETWORK}-{sandbox}-eth0", f"cni-loopback-{sandbox}-lo"):
+            (CNI_CACHE / cached).unlink(missing_ok=True)
     left = unmount_all(files.root)
     cleanup_host(files, kube_proxy=kube_proxy)
     if left:
@@ -308,4 +341,4 @@ def cleanup_node(files: NodeFiles, *, kube_proxy: Path | None) -> None:
             f"{files.root} is left in place: unmount by hand (umount -l), then remove it"
         )
     shutil.rmtree(files.root, ignore_errors=True)
-    logger.info("Cleaned up the real node, containers_killed=%d, workdir=%s", killed, files.workdir.root)
+    logger.info("Cleaned up the real node, pods_killed=%d, workdir=%s", len(sandboxes), files.workdir.root)

@@ -97,9 +97,9 @@ version = 3
 root = "{files.containerd_root}"
 state = "{files.containerd_state}"
 imports = []  # not /etc/containerd/conf.d: this node reads its own config only
-# Not on this machine: NRI (a socket in /var/run/nri), the image verifier and /opt plugins.
-disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.image-verifier.v1.bindir", \
-"io.containerd.internal.v1.opt", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+# Not on this machine: NRI (a socket in /var/run/nri), /opt plugins, tracing.
+disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt", \
+"io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
 
 [grpc]
   address = "{files.containerd_socket}"
@@ -112,6 +112,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.image-verifier.v1
 
 [metrics]
   address = ""
+
+[plugins."io.containerd.image-verifier.v1.bindir"]
+  bin_dir = "{files.root / "containerd" / "image-verifiers"}"  # none: the CRI needs the plugin, not a verifier
 
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
