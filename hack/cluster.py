@@ -24,7 +24,14 @@ From a shell::
     python hack/cluster.py status
     python hack/cluster.py down
 
-Standard library only (plus the ``openssl`` CLI). All traffic stays on 127.0.0.1.
+With ``real_node=True`` (``up`` does it by default; ``--no-node`` or
+``INFERENCE_OPERATOR_REAL_NODE=0`` leave it out) one real node joins the kwok ones:
+containerd + kubelet + kube-proxy, Pods on a bridge at 198.18.200.0/24, the API server on
+the bridge address 198.18.200.1 (see ``cluster_node.py`` for the host side and
+``cluster_node_config.py`` for its configs). Needs root.
+
+Standard library only (plus the ``openssl`` CLI, and ``ip``/``iptables``/``runc`` for the real
+node). All traffic stays on this machine: 127.0.0.1, and the node's bridge.
 """
 
 from __future__ import annotations
@@ -42,7 +49,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 HACK_DIR = Path(__file__).resolve().parent
 if str(HACK_DIR) not in sys.path:  # also when this file is imported by path
@@ -50,10 +56,7 @@ if str(HACK_DIR) not in sys.path:  # also when this file is imported by path
 
 from cluster_config import (  # noqa: E402
     COMPONENTS,
-    GPU_TAINT,
-    KWOK_NODE_LABEL,
     NODE_BRIDGE_ADDRESS,
-    REAL_NODE_NAME,
     PkiError,
     Workdir,
     component_flags,
@@ -64,7 +67,6 @@ from cluster_node import (  # noqa: E402
     NodeError,
     cleanup_node,
     ctr,
-    get_plain,
     image_name,
     import_images,
     refuse_if_taken,
@@ -77,11 +79,12 @@ from cluster_procs import (  # noqa: E402
     ApiClient,
     die_with_parent,
     free_port,
-    get_plain_json,
     log_tail,
     pid_runs,
     terminate,
 )
+from cluster_ready import ReadinessChecks  # noqa: E402
+from cluster_state import print_status, read_state, stop_from_state  # noqa: E402
 
 DEFAULT_WORKDIR = HACK_DIR.parent / ".cluster"
 BUILD_SCRIPT = HACK_DIR / "build-controlplane.sh"
@@ -162,6 +165,9 @@ class LocalControlPlane:
         self.kubeconfig = self.files.kubeconfig
         self.audit_log = self.files.audit_log
         self.ports: dict[str, int] = {}
+        self._checks = ReadinessChecks(
+            client=self.client, ports=self.ports, nodes=nodes, real_node=real_node, ctr=self._ctr_version
+        )
         self.startup_seconds: float | None = None
         self._components: dict[str, _Component] = {}
         self._deadline = 0.0
@@ -177,6 +183,9 @@ class LocalControlPlane:
     def pids(self) -> dict[str, int]:
         """The process id of each running component, by name."""
         return {c.name: c.process.pid for c in self._components.values() if c.process is not None}
+
+    def _ctr_version(self) -> None:
+        ctr(self.bin_dir, self.node_files, "version", timeout=5)
 
     def client(self) -> ApiClient:
         """An admin HTTPS client for the API server."""
@@ -201,21 +210,24 @@ class LocalControlPlane:
         if missing:
             raise ControlPlaneError(f"missing binaries in {self.bin_dir}: {', '.join(missing)}; run {BUILD_SCRIPT}")
         self._refuse_if_running()
-        try:
-            if self.real_node:
+        if self.real_node:
+            try:
                 refuse_if_taken(self.node_files)
+            except NodeError as error:
+                raise ControlPlaneError(str(error)) from error
+        try:
             self._prepare_workdir()
             if self.real_node:
                 setup_network(self.node_files)  # the API server listens on the bridge
             self._launch("etcd")
-            self._wait("etcd", self._etcd_healthy)
+            self._wait("etcd", self._readiness("etcd"))
             self._launch("kube-apiserver")
-            self._wait("kube-apiserver", self._apiserver_ready)
+            self._wait("kube-apiserver", self._readiness("kube-apiserver"))
             for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
                 self._launch(name)
             self._create_nodes()
-            self._wait("kwok", self._nodes_ready)
-            self._wait("kube-controller-manager", self._controller_manager_ready)
+            self._wait("kwok", self._readiness("kwok"))
+            self._wait("kube-controller-manager", self._readiness("kube-controller-manager"))
             self._wait("kube-scheduler", self._readiness("kube-scheduler"))
             if self.real_node:
                 self._start_node()
@@ -343,24 +355,6 @@ class LocalControlPlane:
                     f"Last lines of {component.log} (all logs: {self.files.logs}):\n{log_tail(component.log)}"
                 )
 
-    def _etcd_healthy(self) -> str | None:
-        health = get_plain_json(f"http://127.0.0.1:{self.ports['etcd-client']}/health")
-        return None if health.get("health") == "true" else f"/health says {health}"
-
-    def _apiserver_ready(self) -> str | None:
-        status, body = self.client().request("GET", "/readyz?verbose")
-        return None if status == 200 else f"/readyz answered {status}, failing: {_failed_checks(body)}"
-
-    def _healthz(self, name: str) -> str | None:
-        status, body = self.client().request("GET", f"https://127.0.0.1:{self.ports[name]}/healthz?verbose")
-        return None if status == 200 else f"/healthz answered {status}, failing: {_failed_checks(body)}"
-
-    def _controller_manager_ready(self) -> str | None:
-        if unhealthy := self._healthz("kube-controller-manager"):
-            return unhealthy
-        status, _ = self.client().request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
-        return None if status == 200 else "the default ServiceAccount does not exist yet"
-
     def _create_nodes(self) -> None:
         client = self.client()
         for index, name in enumerate(self.node_names()):
@@ -369,20 +363,6 @@ class LocalControlPlane:
             if status not in (201, 409):
                 raise ControlPlaneError(f"creating Node {name} failed with {status}: {body[-500:]!r}")
         logger.info("Created fake nodes, names=%s, gpus_per_node=%d", self.node_names(), self.gpus_per_node)
-
-    def _nodes_ready(self) -> str | None:
-        nodes = self.client().get_json("/api/v1/nodes?labelSelector=" + "%3D".join(KWOK_NODE_LABEL))
-        if nodes is None:
-            return "listing Nodes failed"
-        waiting = []
-        for node in nodes["items"]:
-            conditions = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}
-            taints = [t["key"] for t in node["spec"].get("taints", []) if not self.real_node or t != GPU_TAINT]
-            if conditions.get("Ready") != "True" or taints:
-                waiting.append(f"{node['metadata']['name']} (Ready={conditions.get('Ready')}, taints={taints})")
-        if len(nodes["items"]) < self.nodes or waiting:
-            return f"{len(nodes['items'])}/{self.nodes} fake Nodes exist; not Ready or still tainted: {waiting}"
-        return None
 
     # restart ----------------------------------------------------------------
 
@@ -423,36 +403,7 @@ class LocalControlPlane:
 
     def _readiness(self, name: str) -> Callable[[], str | None]:
         """The check that says ``name`` is ready (None) or what is missing, as at start."""
-        checks: dict[str, Callable[[], str | None]] = {
-            "etcd": self._etcd_healthy,
-            "kube-apiserver": self._apiserver_ready,
-            "kube-controller-manager": self._controller_manager_ready,
-            "kube-scheduler": lambda: self._healthz("kube-scheduler"),
-            "kwok": self._nodes_ready,
-            "containerd": self._containerd_ready,
-            "kubelet": self._real_node_ready,
-            "kube-proxy": lambda: _healthz_plain(self.ports["kube-proxy-healthz"]),
-        }
-        return checks[name]
-
-    def _containerd_ready(self) -> str | None:
-        try:
-            ctr(self.bin_dir, self.node_files, "version", timeout=5)
-        except NodeError as error:
-            return f"not answering yet ({error})"
-        return None
-
-    def _real_node_ready(self) -> str | None:
-        if unhealthy := _healthz_plain(self.ports["kubelet-healthz"]):
-            return f"kubelet {unhealthy}"
-        node = self.client().get_json(f"/api/v1/nodes/{REAL_NODE_NAME}")
-        if node is None:
-            return f"Node {REAL_NODE_NAME} is not registered yet"
-        conditions = {c["type"]: c for c in node["status"].get("conditions", [])}
-        ready = conditions.get("Ready", {})
-        if ready.get("status") != "True":
-            return f"Node {REAL_NODE_NAME} is not Ready: {ready.get('reason')}: {ready.get('message')}"
-        return None
+        return self._checks.of(name)
 
     # stop -------------------------------------------------------------------
 
@@ -505,49 +456,6 @@ class LocalControlPlane:
         self.files.state.write_text(json.dumps(state, indent=2) + "\n")
 
 
-def _healthz_plain(port: int) -> str | None:
-    status, body = get_plain(f"http://127.0.0.1:{port}/healthz")
-    return None if status == 200 else f"/healthz answered {status}: {body[-300:]}"
-
-
-def _failed_checks(body: bytes) -> str:
-    """The `[-]check failed: reason` lines of a verbose /readyz or /healthz answer."""
-    failed = [line.strip() for line in body.decode(errors="replace").splitlines() if line.startswith("[-]")]
-    return "; ".join(failed) or body.decode(errors="replace")[-300:]
-
-
-def read_state(workdir: Path) -> Any:
-    """The state.json of a started control plane, or None."""
-    try:
-        return json.loads(Workdir(workdir).state.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def stop_from_state(workdir: Path) -> bool:
-    """Stop a control plane started by another process (``up``). False if there was none."""
-    state = read_state(workdir)
-    files = NodeFiles(Workdir(workdir))
-    if state is None:
-        if not (files.root.exists() or files.saved_sysctls.exists()):
-            return False
-        cleanup_node(files, kube_proxy=None)  # a real node whose start crashed before state.json
-        return True
-    pids = {n: p for n, p in state["pids"].items() if pid_runs(p, state["executables"].get(n, ""))}
-    killed = terminate({n: p for n, p in pids.items() if n in NODE_COMPONENTS})
-    killed += terminate({n: p for n, p in pids.items() if n not in NODE_COMPONENTS and n != "etcd"})
-    if "etcd" in pids:
-        killed += terminate({"etcd": pids["etcd"]})
-    if killed:
-        logger.warning("Killed components that ignored SIGTERM, names=%s", killed)
-    if state.get("real_node"):
-        kube_proxy = state["executables"].get("kube-proxy")
-        cleanup_node(files, kube_proxy=Path(kube_proxy) if kube_proxy else None)
-    Workdir(workdir).state.unlink(missing_ok=True)
-    logger.info("Stopped local control plane, workdir=%s", workdir)
-    return True
-
-
 def start_control_plane(
     workdir: Path,
     *,
@@ -574,34 +482,6 @@ def start_control_plane(
 
 
 # --- CLI --------------------------------------------------------------------
-
-
-def _status(workdir: Path) -> int:
-    state = read_state(workdir)
-    if state is None:
-        print(f"not running (no state in {workdir})")
-        return 1
-    healthy = True
-    for name, pid in state["pids"].items():
-        alive = pid_runs(pid, state["executables"].get(name, ""))
-        healthy &= alive
-        print(f"{name:<24} pid {pid:<8} {'running' if alive else 'NOT RUNNING'}")
-    server = state["server"]
-    try:
-        client = ApiClient(server, Workdir(workdir).pki)
-        readyz, _ = client.request("GET", "/readyz")
-        nodes = client.get_json("/api/v1/nodes") or {"items": []}
-    except OSError as error:
-        print(f"kube-apiserver {server}: not answering ({error})")
-        return 1
-    ready = [
-        node["metadata"]["name"]
-        for node in nodes["items"]
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
-    ]
-    print(f"kube-apiserver {server}: /readyz {readyz}; Ready nodes: {', '.join(ready) or 'none'}")
-    print(f"export KUBECONFIG={state['kubeconfig']}")
-    return 0 if healthy and readyz == 200 else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -633,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             if not stop_from_state(workdir):
                 print(f"nothing to stop (no state in {workdir})", file=sys.stderr)
             return 0
-        return _status(workdir)
+        return print_status(workdir)
     except (ControlPlaneError, NodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -37,7 +37,7 @@ import urllib.request
 from pathlib import Path
 
 from cluster_config import NODE_BRIDGE_ADDRESS, NODE_POD_CIDR, SERVICE_CIDR
-from cluster_node_config import BRIDGE, CNI_NETWORK, CONTAINERD_NAMESPACE, MAX_SOCKET_PATH, NodeFiles
+from cluster_node_config import BRIDGE, CNI_NETWORK, CONTAINERD_NAMESPACE, SOCKET_ROOT, NodeFiles
 
 BLACKHOLE_ROUTES = ("198.18.0.0/15",)
 # What the kubelet sets on the host (container_manager_linux.go); restored on stop.
@@ -90,11 +90,6 @@ def bridge_owner() -> str | None:
 
 def refuse_if_taken(files: NodeFiles) -> None:
     """A second cluster with a real node would share the bridge, routes and iptables: refuse it."""
-    if len(str(files.containerd_socket)) > MAX_SOCKET_PATH:
-        raise NodeError(
-            f"the work dir {files.workdir.root} is too long for containerd's socket "
-            f"({files.containerd_socket}: over {MAX_SOCKET_PATH} characters); use a shorter --workdir"
-        )
     owner = bridge_owner()
     if owner is not None and owner != str(files.workdir.root):
         raise NodeError(
@@ -341,4 +336,7 @@ def cleanup_node(files: NodeFiles, *, kube_proxy: Path | None) -> None:
             f"{files.root} is left in place: unmount by hand (umount -l), then remove it"
         )
     shutil.rmtree(files.root, ignore_errors=True)
+    shutil.rmtree(files.socket_dir, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        SOCKET_ROOT.rmdir()  # when no other cluster's socket is in it
     logger.info("Cleaned up the real node, pods_killed=%d, workdir=%s", len(sandboxes), files.workdir.root)

@@ -4,7 +4,8 @@ Why a module of its own: like ``cluster_config.py`` for the control plane, this 
 configuration with no process or network handling, so ``cluster_node.py`` reads as the
 start/stop/cleanup sequence only. Everything lives under ``<workdir>/node/`` - never in
 /var/lib/kubelet, /var/lib/containerd, /run/containerd or /etc/cni - so a cluster's state
-goes with its work dir. What the choices protect:
+goes with its work dir; only containerd's socket is in ``/run/inference-operator/<hash of the
+work dir>/`` (a socket path must be short). What the choices protect:
 
 - containerd never pulls: the sandbox image is pinned to a locally imported one, the
   registry config dir is empty, and kubelet Pods use images already present.
@@ -19,6 +20,7 @@ goes with its work dir. What the choices protect:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,9 @@ NODE_KIND_LABEL = ("inference-operator.dev/node-kind", "real")
 BRIDGE = "iop-node0"  # at most 15 characters (IFNAMSIZ)
 CNI_NETWORK = "inference-operator-node"
 CONTAINERD_NAMESPACE = "k8s.io"  # the namespace the CRI plugin (so the kubelet) uses
-MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; containerd appends ".ttrpc"
+# A unix socket path holds at most 107 bytes, and pytest's work dirs are longer than that
+# allows: containerd's socket lives in a short per-work-dir directory here instead.
+SOCKET_ROOT = Path("/run/inference-operator")
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,13 @@ class NodeFiles:
         return self.root / "containerd" / "config.toml"
 
     @property
+    def socket_dir(self) -> Path:
+        """The one directory outside the work dir: named by a hash of it, removed on stop."""
+        return SOCKET_ROOT / hashlib.sha256(str(self.workdir.root).encode()).hexdigest()[:12]
+
+    @property
     def containerd_socket(self) -> Path:
-        return self.root / "containerd" / "containerd.sock"
+        return self.socket_dir / "containerd.sock"
 
     @property
     def kubelet_root(self) -> Path:
@@ -237,7 +246,13 @@ def write_node_configs(
     files: NodeFiles, *, bin_dir: Path, sandbox_image: str, ports: dict[str, int], pki: Path
 ) -> None:
     """Every config file of the node (JSON is YAML, so the kubelet and kube-proxy read these)."""
-    for directory in (files.containerd_root, files.containerd_state, files.kubelet_root, files.cni_conf_dir):
+    for directory in (
+        files.containerd_root,
+        files.containerd_state,
+        files.kubelet_root,
+        files.cni_conf_dir,
+        files.socket_dir,
+    ):
         directory.mkdir(parents=True, exist_ok=True)
     (files.root / "containerd" / "certs.d").mkdir(exist_ok=True)
     files.pod_logs.mkdir(exist_ok=True)
