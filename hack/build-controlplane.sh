@@ -249,7 +249,9 @@ install_kubectl() {
 # pinning different versions never share (and flip) a bin dir.
 link_bin_dir() {
   local kube_version=${KUBERNETES_DIR##*/kubernetes-} etcd_version=${ETCD_DIR##*/etcd-}
-  local bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}-k8s${HELM_KUBE_VERSION}_kubectl-v${KUBECTL_VERSION}$(node_bin_dir_key)
+  local node_key bin_dir
+  node_key=$(node_bin_dir_key)
+  bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}-k8s${HELM_KUBE_VERSION}_kubectl-v${KUBECTL_VERSION}$node_key
   mkdir -p "$bin_dir"
   local source
   for source in "$KUBERNETES_DIR"/kube-apiserver "$KUBERNETES_DIR"/kube-controller-manager \

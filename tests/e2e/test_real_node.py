@@ -32,6 +32,7 @@ import cluster as local
 from cluster_config import GPU_TAINT, KUBERNETES_SERVICE_IP, NODE_BRIDGE_ADDRESS, REAL_NODE_NAME
 from cluster_node import BLACKHOLE_ROUTES, KERNEL_TUNABLES, OUR_CHAIN_PREFIXES
 from cluster_node_config import BRIDGE, NODE_KIND_LABEL
+from cluster_procs import log_tail
 
 PAUSE_IMAGE = "localhost/inference-operator/pause:3.10"
 NAMESPACE = "default"
@@ -92,7 +93,7 @@ def running_pod(kubectl: Kubectl, manifest: dict[str, Any], plane: Any) -> dict[
         return kubectl.wait_for("pod", name, NAMESPACE, running, what=f"Pod {name} Running", timeout=60)
     except AssertionError as error:
         described = kubectl.run("describe", "pod", name, "-n", NAMESPACE, check=False).stdout[-2000:]
-        log = local.log_tail(plane.files.logs / "kubelet.log")
+        log = log_tail(plane.files.logs / "kubelet.log")
         raise AssertionError(f"{error}\n{described}\nkubelet.log:\n{log}") from error
 
 
