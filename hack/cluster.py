@@ -68,6 +68,7 @@ from cluster_node import (  # noqa: E402
     cleanup_node,
     ctr,
     image_name,
+    import_image,
     import_images,
     refuse_if_taken,
     save_kernel_tunables,
@@ -366,6 +367,17 @@ class LocalControlPlane:
 
     # restart ----------------------------------------------------------------
 
+    def import_image(self, archive: Path) -> str:
+        """Import an OCI image archive into the real node's containerd (namespace k8s.io); its name."""
+        if not self.real_node:
+            raise ControlPlaneError("import_image needs the real node: start with real_node=True")
+        try:
+            name = import_image(self.bin_dir, self.node_files, archive)
+        except NodeError as error:
+            raise ControlPlaneError(str(error)) from error
+        logger.info("Imported image into the real node, image=%s, archive=%s", name, archive)
+        return name
+
     def restart(self, name: str, *, hard: bool = False) -> float:
         """Stop one component and start it again with the same command line (same port,
         certificates, flags and data), as a crash-looping or upgraded pod would come back;
@@ -452,6 +464,7 @@ class LocalControlPlane:
             "audit_log": str(self.audit_log),
             "logs": str(self.files.logs),
             "real_node": self.real_node,
+            "containerd_socket": str(self.node_files.containerd_socket) if self.real_node else None,
         }
         self.files.state.write_text(json.dumps(state, indent=2) + "\n")
 

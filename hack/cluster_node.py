@@ -169,12 +169,20 @@ def ctr(bin_dir: Path, files: NodeFiles, *args: str, timeout: float = COMMAND_TI
     return _run(*argv, *args, timeout=timeout).stdout
 
 
+def import_image(bin_dir: Path, files: NodeFiles, archive: Path) -> str:
+    """Import one OCI (or docker-save) archive into the node's containerd; the name it registered.
+
+    Pods use it with ``imagePullPolicy: IfNotPresent`` or ``Never``; nothing is ever pulled.
+    """
+    if not archive.is_file():
+        raise NodeError(f"no image archive at {archive}")
+    ctr(bin_dir, files, "images", "import", "--local", "--platform", "linux/amd64", str(archive), timeout=120)
+    return image_name(archive)
+
+
 def import_images(bin_dir: Path, files: NodeFiles) -> list[str]:
     """Import every archive in ``<bin_dir>/images/`` (the pause image, at least) into containerd."""
-    names = []
-    for archive in sorted((bin_dir / "images").glob("*.tar")):
-        ctr(bin_dir, files, "images", "import", "--local", "--platform", "linux/amd64", str(archive), timeout=120)
-        names.append(image_name(archive))
+    names = [import_image(bin_dir, files, archive) for archive in sorted((bin_dir / "images").glob("*.tar"))]
     logger.info("Imported images into the node's containerd, images=%s", names)
     return names
 

@@ -77,5 +77,7 @@ def print_status(workdir: Path) -> int:
         if any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
     ]
     print(f"kube-apiserver {server}: /readyz {readyz}; Ready nodes: {', '.join(ready) or 'none'}")
+    if state.get("containerd_socket"):
+        print(f"real node's containerd: {state['containerd_socket']} (ctr --address ... -n k8s.io images import)")
     print(f"export KUBECONFIG={state['kubeconfig']}")
     return 0 if healthy and readyz == 200 else 1

@@ -123,6 +123,7 @@ def test_real_node_is_ready_with_its_label_next_to_tainted_gpu_nodes(kubectl: Ku
 
 
 def test_cpu_pod_runs_on_the_real_node_with_an_address_of_its_subnet(kubectl: Kubectl, plane: Any) -> None:
+    assert plane.import_image(plane.bin_dir / "images" / "pause.oci.tar") == PAUSE_IMAGE  # again: idempotent
     started = running_pod(kubectl, pod("cpu-pod"), plane)
     assert started["spec"]["nodeName"] == REAL_NODE_NAME
     assert started["status"]["podIP"].startswith(NODE_SUBNET_PREFIX)
