@@ -53,6 +53,10 @@ FORWARD_GUARD = "IOP-NODE-FORWARD"  # mangle table: what enters from the bridge 
 OUR_CHAIN_PREFIXES = ("KUBE-", "CNI-HOSTPORT-", "CNI-DN-", FORWARD_GUARD)
 IPTABLES_TABLES = ("nat", "filter", "mangle")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+# Paths the kubelet hard-codes whatever its root dir: the device-plugin socket, and a symlink per
+# container into the Pod logs dir. The symlinks are ours when they point into our work dir.
+KUBELET_DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
 SHIM_SOCKETS = Path("/run/containerd/s")  # fixed in containerd (defaults.DefaultStateDir), names hashed
 CNI_CACHE = Path("/var/lib/cni/results")  # libcni's cache: containerd offers no setting for it
 COMMAND_TIMEOUT_SECONDS = 30.0
@@ -324,7 +328,16 @@ def cleanup_host(files: NodeFiles, *, kube_proxy: Path | None) -> None:
             _run("sysctl", "-q", "-w", f"{name}={value}", check=False)
         files.saved_sysctls.unlink()
     _remove_cgroups()
-    for directory in (SHIM_SOCKETS, SHIM_SOCKETS.parent, CNI_CACHE, CNI_CACHE.parent):  # if we made them
+    (KUBELET_DEVICE_PLUGINS / "kubelet.sock").unlink(missing_ok=True)
+    for directory in (
+        SHIM_SOCKETS,
+        SHIM_SOCKETS.parent,
+        CNI_CACHE,
+        CNI_CACHE.parent,
+        KUBELET_DEVICE_PLUGINS,
+        KUBELET_DEVICE_PLUGINS.parent,
+        CONTAINER_LOG_LINKS,
+    ):  # if we made them
         with contextlib.suppress(OSError):
             directory.rmdir()  # only when empty
     logger.info("Cleaned up node network, bridge=%s, iptables_chains_removed=%d", BRIDGE, len(removed))
@@ -336,6 +349,10 @@ def cleanup_node(files: NodeFiles, *, kube_proxy: Path | None) -> None:
     for sandbox in sandboxes:  # libcni's cache of the results CNI DEL never got to remove
         for cached in (f"{CNI_NETWORK}-{sandbox}-eth0", f"cni-loopback-{sandbox}-lo"):
             (CNI_CACHE / cached).unlink(missing_ok=True)
+    for link in CONTAINER_LOG_LINKS.glob("*.log"):
+        with contextlib.suppress(OSError):
+            if link.is_symlink() and os.readlink(link).startswith(f"{files.pod_logs}/"):
+                link.unlink()
     left = unmount_all(files.root)
     cleanup_host(files, kube_proxy=kube_proxy)
     if left:

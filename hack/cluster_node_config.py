@@ -7,8 +7,8 @@ start/stop/cleanup sequence only. Everything lives under ``<workdir>/node/`` - n
 goes with its work dir; only containerd's socket is in ``/run/inference-operator/<hash of the
 work dir>/`` (a socket path must be short). What the choices protect:
 
-- containerd never pulls: the sandbox image is pinned to a locally imported one, the
-  registry config dir is empty, and kubelet Pods use images already present.
+- containerd never pulls: the sandbox image is pinned to a locally imported one, and the
+  registry config sends every registry to a closed local port (``NO_REGISTRY``).
 - No masquerading, no default route in Pods: the CNI bridge is no gateway and has
   ``ipMasq: false``; Pods get one route, the Service range via the bridge address, so
   nothing they send can be routed off this machine.
@@ -29,6 +29,16 @@ from typing import Any
 from cluster_config import NODE_BRIDGE_ADDRESS, NODE_POD_CIDR, POD_CIDR, REAL_NODE_NAME, SERVICE_CIDR, Workdir
 
 NODE_COMPONENTS = ("containerd", "kubelet", "kube-proxy")
+# For every registry without its own hosts.toml (all of them): a closed port on this machine
+# replaces the registry, so a missing image fails at once (ErrImagePull naming 127.0.0.1:9)
+# instead of a DNS lookup and a connection to docker.io or registry.k8s.io.
+NO_REGISTRY = """\
+# This node never pulls: images are imported (ctr images import). See hack/README.md.
+server = "https://127.0.0.1:9"
+
+[host."https://127.0.0.1:9"]
+  capabilities = ["pull", "resolve"]
+"""
 NODE_KIND_LABEL = ("inference-operator.dev/node-kind", "real")
 BRIDGE = "iop-node0"  # at most 15 characters (IFNAMSIZ)
 CNI_NETWORK = "inference-operator-node"
@@ -207,6 +217,7 @@ def kubelet_config(files: NodeFiles, *, pki: Path, port: int, healthz_port: int)
         "clusterDNS": [],  # no DNS server in this cluster
         "resolvConf": "",  # and the host's resolvers are not reachable from Pods
         "podLogsDir": str(files.pod_logs),
+        "volumePluginDir": str(files.kubelet_root / "volume-plugins"),  # not /usr/libexec/kubernetes
         "oomScoreAdj": 0,  # the default -999 needs CAP_SYS_RESOURCE
         "makeIPTablesUtilChains": False,
         "protectKernelDefaults": False,
@@ -254,7 +265,8 @@ def write_node_configs(
         files.socket_dir,
     ):
         directory.mkdir(parents=True, exist_ok=True)
-    (files.root / "containerd" / "certs.d").mkdir(exist_ok=True)
+    (files.root / "containerd" / "certs.d" / "_default").mkdir(parents=True, exist_ok=True)
+    (files.root / "containerd" / "certs.d" / "_default" / "hosts.toml").write_text(NO_REGISTRY)
     files.pod_logs.mkdir(exist_ok=True)
     files.containerd_config.write_text(containerd_config(files, bin_dir=bin_dir, sandbox_image=sandbox_image))
     (files.cni_conf_dir / f"10-{CNI_NETWORK}.conflist").write_text(json.dumps(cni_conflist(files), indent=2))

@@ -5,7 +5,8 @@ runs on it from a locally built image and gets an address of the node's subnet, 
 still lands on a kwok node; from inside a Pod the API server answers through the
 ``kubernetes`` Service (TLS verified against the cluster CA) and a Service fronting another Pod
 answers too; nothing can leave the machine (blackhole route, no masquerading of the Pod or
-Service ranges, no forwarding out of the bridge, no route out of a Pod); a second cluster
+Service ranges, no forwarding out of the bridge, no route out of a Pod, a missing image is
+never pulled from a registry); a second cluster
 with a real node is refused; ``stop()`` leaves no bridge, route, rule, mount, sysctl or
 process behind.
 
@@ -208,6 +209,20 @@ except OSError as error:
     assert in_netns(netns_of(plane, ip), code).strip() == "ENETUNREACH"
 
 
+def test_a_missing_image_is_never_pulled_from_a_registry(kubectl: Kubectl) -> None:
+    manifest = pod("missing-image")
+    manifest["spec"]["containers"][0] |= {"image": "docker.io/library/busybox:1.36", "imagePullPolicy": "IfNotPresent"}
+    kubectl.apply(manifest, NAMESPACE)
+
+    def waiting_message() -> str | None:
+        statuses = kubectl.json("get", "pod", "missing-image", "-n", NAMESPACE)["status"].get("containerStatuses", [])
+        waiting = statuses[0]["state"].get("waiting", {}) if statuses else {}
+        return waiting.get("message") if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff") else None
+
+    message = wait_until(waiting_message, timeout=60, what="the pull of a missing image to fail")
+    assert "127.0.0.1:9" in message  # containerd's only "registry": a closed local port
+
+
 def test_a_second_cluster_with_a_real_node_is_refused(tmp_path: Path, kubectl: Kubectl) -> None:
     with pytest.raises(local.ControlPlaneError, match=f"bridge {BRIDGE}"):
         local.start_control_plane(tmp_path / "second", real_node=True)
@@ -232,3 +247,6 @@ def test_stop_leaves_no_bridge_route_rule_mount_sysctl_or_process_behind(
     assert not [pid for pid in pids + shims if Path(f"/proc/{pid}").exists()]
     assert not plane.node_files.root.exists()
     assert not plane.node_files.socket_dir.exists()
+    log_links = Path("/var/log/containers")
+    assert not [link for link in log_links.glob("*.log") if str(plane.workdir) in str(link.readlink())]
+    assert not Path("/var/lib/kubelet/device-plugins/kubelet.sock").exists()
