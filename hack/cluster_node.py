@@ -92,8 +92,24 @@ def bridge_owner() -> str | None:
     return str(links[0].get("ifalias", "")) if links else None
 
 
+HOST_TOOLS = {"ip": "iproute2", "iptables": "iptables", "iptables-save": "iptables", "sysctl": "procps"}
+HOST_TOOLS |= {"nsenter": "util-linux", "runc": "runc", "conntrack": "conntrack"}
+
+
 def refuse_if_taken(files: NodeFiles) -> None:
-    """A second cluster with a real node would share the bridge, routes and iptables: refuse it."""
+    """Refuse early: without root or the host tools; or when a second cluster with a real node would
+    share the bridge, routes and iptables."""
+    if os.geteuid() != 0:
+        raise NodeError(
+            "the real node needs root (it creates a bridge, routes, iptables rules and mounts); "
+            "run as root, or start without it (--no-node, INFERENCE_OPERATOR_REAL_NODE=0)"
+        )
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    if missing := sorted({package for tool, package in HOST_TOOLS.items() if not shutil.which(tool, path=path)}):
+        raise NodeError(
+            f"the real node needs the Debian packages {', '.join(missing)}: apt-get install -y {' '.join(missing)} "
+            "(hack/build-controlplane.sh installs them when run as root)"
+        )
     owner = bridge_owner()
     if owner is not None and owner != str(files.workdir.root):
         raise NodeError(
