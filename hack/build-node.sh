@@ -22,7 +22,7 @@ CNI_PLUGINS_VERSION=v1.9.1
 # The sandbox image every Pod of the real node starts with; built from images/pause/, never pulled.
 PAUSE_IMAGE=localhost/inference-operator/pause:3.10
 # Debian packages the node needs at run time: command -> package.
-NODE_DEBIAN_PACKAGES=(runc:runc iptables:iptables iptables-save:iptables conntrack:conntrack ip:iproute2 nsenter:util-linux)
+NODE_DEBIAN_PACKAGES=(runc:runc iptables:iptables iptables-save:iptables conntrack:conntrack ip:iproute2 nsenter:util-linux sysctl:procps)
 
 # Install the Debian packages that provide missing commands (apt-get update once if needed).
 install_node_packages() {

@@ -43,6 +43,7 @@ POD_CIDR = "198.18.0.0/16"
 # half, and the API server listens on the bridge's own address when the real node runs.
 KWOK_POD_CIDR = "198.18.0.0/17"
 NODE_POD_CIDR = "198.18.200.0/24"
+KWOK_NODE_ADDRESS_PREFIX = "198.18.254."  # the fake nodes' InternalIPs: .1, .2, ...
 NODE_BRIDGE_ADDRESS = "198.18.200.1"
 REAL_NODE_NAME = "real-node"
 # On kwok nodes when the real node runs, so only Pods that request nvidia.com/gpu (and get the
@@ -243,7 +244,8 @@ def fake_node(name: str, *, index: int, gpus: int, gpu_taint: bool = False) -> d
             "capacity": resources,
             "allocatable": resources,
             "addresses": [
-                {"type": "InternalIP", "address": f"10.200.0.{index + 1}"},
+                # In the blackholed range (see cluster_node.py): a dial to a fake node goes nowhere.
+                {"type": "InternalIP", "address": f"{KWOK_NODE_ADDRESS_PREFIX}{index + 1}"},
                 {"type": "Hostname", "address": name},
             ],
         },
@@ -292,6 +294,8 @@ def component_flags(
         if real_node:
             address = [f"--bind-address={NODE_BRIDGE_ADDRESS}", f"--advertise-address={NODE_BRIDGE_ADDRESS}"]
             address += ["--endpoint-reconciler-type=lease", "--enable-admission-plugins=ExtendedResourceToleration"]
+            # Dial kubelets (logs, exec, port-forward) by address: a Node's Hostname would be looked up in DNS.
+            address += ["--kubelet-preferred-address-types=InternalIP"]
             address += [f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}"]
             address += [f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}"]
         else:
