@@ -1,14 +1,13 @@
 """The local cluster's one real node (hack/cluster_node.py): containerd + kubelet + kube-proxy.
 
 Covers: the node registers Ready with its label next to the tainted kwok GPU nodes; a CPU Pod
-runs on it from a locally built image and gets an address of the node's subnet, a GPU Pod
-still lands on a kwok node; from inside a Pod the API server answers through the
-``kubernetes`` Service (TLS verified against the cluster CA) and a Service fronting another Pod
-answers too; nothing can leave the machine (blackhole route, no masquerading of the Pod or
-Service ranges, no forwarding out of the bridge, no route out of a Pod, a missing image is
-never pulled from a registry); a second cluster
-with a real node is refused; ``stop()`` leaves no bridge, route, rule, mount, sysctl or
-process behind.
+runs on it from a locally built image and gets an address of the node's subnet, and the API
+server reaches its kubelet (logs); a GPU Pod still lands on a kwok node; from inside a Pod the
+API server answers through the ``kubernetes`` Service (TLS verified against the cluster CA),
+and a Service fronting another Pod answers too; nothing can leave the machine (blackhole
+route, no masquerading of the Pod or Service ranges, no forwarding out of the bridge, no route
+out of a Pod, a missing image is never pulled from a registry); a second cluster with a real
+node is refused; ``stop()`` leaves no bridge, route, rule, mount, sysctl or process behind.
 
 This module starts its own cluster (``real_node=True``), not the session's. If the node cannot
 start, every test here fails with the component's log tail: never a skip. The last test
@@ -128,6 +127,11 @@ def test_cpu_pod_runs_on_the_real_node_with_an_address_of_its_subnet(kubectl: Ku
     started = running_pod(kubectl, pod("cpu-pod"), plane)
     assert started["spec"]["nodeName"] == REAL_NODE_NAME
     assert started["status"]["podIP"].startswith(NODE_SUBNET_PREFIX)
+
+
+def test_api_server_reaches_the_kubelet_for_logs(kubectl: Kubectl) -> None:
+    assert kubectl.run("get", "--raw", f"/api/v1/nodes/{REAL_NODE_NAME}/proxy/healthz").stdout == "ok"
+    assert kubectl.run("logs", "cpu-pod", "-n", NAMESPACE).returncode == 0  # the pause image logs nothing
 
 
 def test_gpu_pod_lands_on_a_kwok_node(kubectl: Kubectl, plane: Any) -> None:
