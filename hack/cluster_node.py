@@ -171,16 +171,25 @@ def save_kernel_tunables(files: NodeFiles) -> None:
 
 
 def image_name(archive: Path) -> str:
-    """The reference an OCI archive registers as (its io.containerd.image.name annotation)."""
+    """The reference ``ctr images import`` registers an OCI archive as: its io.containerd.image.name
+    annotation, else an org.opencontainers.image.ref.name that is a full reference (what
+    ``buildah push IMAGE oci-archive:FILE:localhost/inference-operator/NAME:TAG`` writes)."""
     with tarfile.open(archive) as tar:
         member = tar.extractfile("index.json")
         if member is None:
             raise NodeError(f"{archive} has no index.json: not an OCI image archive")
         index = json.load(member)
     for manifest in index.get("manifests", []):
-        if name := manifest.get("annotations", {}).get("io.containerd.image.name"):
+        annotations = manifest.get("annotations", {})
+        if name := annotations.get("io.containerd.image.name"):
             return str(name)
-    raise NodeError(f"{archive} names no image (no io.containerd.image.name annotation in index.json)")
+        if "/" in (name := annotations.get("org.opencontainers.image.ref.name", "")):
+            return str(name)
+    raise NodeError(
+        f"{archive} names no image: its index.json has neither an io.containerd.image.name annotation nor a full "
+        "reference as org.opencontainers.image.ref.name (ctr would call it import-<date>:<tag>); write it with "
+        "the full name, e.g. buildah push IMAGE oci-archive:FILE:localhost/inference-operator/NAME:TAG"
+    )
 
 
 def ctr(bin_dir: Path, files: NodeFiles, *args: str, timeout: float = COMMAND_TIMEOUT_SECONDS) -> str:
@@ -196,8 +205,9 @@ def import_image(bin_dir: Path, files: NodeFiles, archive: Path) -> str:
     """
     if not archive.is_file():
         raise NodeError(f"no image archive at {archive}")
+    name = image_name(archive)  # before the import: an unnamed archive would become import-<date>:<tag>
     ctr(bin_dir, files, "images", "import", "--local", "--platform", "linux/amd64", str(archive), timeout=120)
-    return image_name(archive)
+    return name
 
 
 def import_images(bin_dir: Path, files: NodeFiles) -> list[str]:

@@ -5,12 +5,14 @@ config neither masquerades nor makes the bridge a gateway and gives Pods one rou
 Services; containerd's config is valid TOML with the locally built sandbox image pinned, its
 state in the work dir and every registry sent to a closed local port; kube-proxy serves
 NodePorts on the bridge address only and touches no sysctl; the kubelet fits this machine;
-the pause image archive is reproducible and names itself.
+the pause image archive is reproducible and names itself; an archive named only by a full
+reference (as buildah writes it) is accepted, a bare tag is refused before any import.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import sys
 import tarfile
 import tomllib
@@ -30,7 +32,7 @@ from cluster_config import (  # noqa: E402
     SERVICE_CIDR,
     Workdir,
 )
-from cluster_node import BLACKHOLE_ROUTES, image_name  # noqa: E402
+from cluster_node import BLACKHOLE_ROUTES, NodeError, image_name  # noqa: E402
 from cluster_node_config import (  # noqa: E402
     BRIDGE,
     NO_REGISTRY,
@@ -126,3 +128,25 @@ def test_pause_archive_is_reproducible_and_names_itself(tmp_path: Path) -> None:
         names = archive.getnames()
     assert names[:2] == ["oci-layout", "index.json"]
     assert f"blobs/sha256/{digest.removeprefix('sha256:')}" in names
+
+
+def test_an_archive_named_only_by_a_full_ref_name_is_accepted_a_bare_tag_is_not(tmp_path: Path) -> None:
+    binary = tmp_path / "pause"
+    binary.write_bytes(b"binary")
+    archive = tmp_path / "image.tar"
+    write_oci_archive(binary=binary, name=PAUSE, entrypoint="/pause", user="0:0", out=archive)
+    layout = tmp_path / "layout"
+    with tarfile.open(archive) as tar:
+        tar.extractall(layout, filter="data")
+    index = json.loads((layout / "index.json").read_text())
+    for ref_name, expected in (("localhost/x/buildah:1", "localhost/x/buildah:1"), ("1", None)):
+        index["manifests"][0]["annotations"] = {"org.opencontainers.image.ref.name": ref_name}
+        (layout / "index.json").write_text(json.dumps(index))
+        with tarfile.open(archive, "w") as tar:
+            for name in ("oci-layout", "index.json", "blobs"):
+                tar.add(layout / name, arcname=name)
+        if expected:
+            assert image_name(archive) == expected
+        else:
+            with pytest.raises(NodeError, match="names no image"):
+                image_name(archive)
