@@ -65,6 +65,7 @@ from cluster_config import (  # noqa: E402
 )
 from cluster_node import (  # noqa: E402
     NodeError,
+    bridge_owner,
     cleanup_node,
     ctr,
     image_name,
@@ -365,7 +366,7 @@ class LocalControlPlane:
                 raise ControlPlaneError(f"creating Node {name} failed with {status}: {body[-500:]!r}")
         logger.info("Created fake nodes, names=%s, gpus_per_node=%d", self.node_names(), self.gpus_per_node)
 
-    # restart ----------------------------------------------------------------
+    # images -----------------------------------------------------------------
 
     def import_image(self, archive: Path) -> str:
         """Import an OCI image archive into the real node's containerd (namespace k8s.io); its name."""
@@ -377,6 +378,8 @@ class LocalControlPlane:
             raise ControlPlaneError(str(error)) from error
         logger.info("Imported image into the real node, image=%s, archive=%s", name, archive)
         return name
+
+    # restart ----------------------------------------------------------------
 
     def restart(self, name: str, *, hard: bool = False) -> float:
         """Stop one component and start it again with the same command line (same port,
@@ -447,8 +450,11 @@ class LocalControlPlane:
 
     def _cleanup_node(self) -> None:
         """After the API server stopped (it listens on the bridge): containers, mounts, bridge, routes, rules."""
-        if not self.real_node:
-            return
+        files = self.node_files
+        if not self.real_node or not (
+            files.root.exists() or files.saved_sysctls.exists() or bridge_owner() == str(self.workdir)
+        ):
+            return  # already clean: a second stop() touches nothing
         try:
             cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
         except NodeError as error:
