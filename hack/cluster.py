@@ -24,7 +24,14 @@ From a shell::
     python hack/cluster.py status
     python hack/cluster.py down
 
-Standard library only (plus the ``openssl`` CLI). All traffic stays on 127.0.0.1.
+With ``real_node=True`` (``up`` does it by default; ``--no-node`` or
+``INFERENCE_OPERATOR_REAL_NODE=0`` leave it out) one real node joins the kwok ones:
+containerd + kubelet + kube-proxy, Pods on a bridge at 198.18.200.0/24, the API server on
+the bridge address 198.18.200.1 (see ``cluster_node.py`` for the host side and
+``cluster_node_config.py`` for its configs). Needs root.
+
+Standard library only (plus the ``openssl`` CLI, and ``ip``/``iptables``/``runc`` for the real
+node). All traffic stays on this machine: 127.0.0.1, and the node's bridge.
 """
 
 from __future__ import annotations
@@ -42,7 +49,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 HACK_DIR = Path(__file__).resolve().parent
 if str(HACK_DIR) not in sys.path:  # also when this file is imported by path
@@ -50,28 +56,44 @@ if str(HACK_DIR) not in sys.path:  # also when this file is imported by path
 
 from cluster_config import (  # noqa: E402
     COMPONENTS,
-    KWOK_NODE_LABEL,
+    NODE_BRIDGE_ADDRESS,
     PkiError,
     Workdir,
     component_flags,
     fake_node,
     write_configs,
 )
+from cluster_node import (  # noqa: E402
+    NodeError,
+    bridge_owner,
+    cleanup_node,
+    ctr,
+    image_name,
+    import_image,
+    import_images,
+    refuse_if_taken,
+    save_kernel_tunables,
+    setup_network,
+)
+from cluster_node_config import NODE_COMPONENTS, NodeFiles, node_flags, write_node_configs  # noqa: E402
 from cluster_procs import (  # noqa: E402
     STOP_GRACE_SECONDS,
     ApiClient,
     die_with_parent,
     free_port,
-    get_plain_json,
     log_tail,
     pid_runs,
     terminate,
 )
+from cluster_ready import ReadinessChecks  # noqa: E402
+from cluster_state import print_status, read_state, stop_from_state  # noqa: E402
 
 DEFAULT_WORKDIR = HACK_DIR.parent / ".cluster"
 BUILD_SCRIPT = HACK_DIR / "build-controlplane.sh"
 KWOK_STAGES = HACK_DIR / "controlplane" / "kwok-stages.yaml"
 BIN_DIR_ENV = "INFERENCE_OPERATOR_BIN_DIR"
+REAL_NODE_ENV = "INFERENCE_OPERATOR_REAL_NODE"  # 0: `up` starts no real node
+PAUSE_ARCHIVE = Path("images") / "pause.oci.tar"  # in the bin dir (hack/build-node.sh)
 POLL_INTERVAL_SECONDS = 0.1
 
 logger = logging.getLogger("cluster")
@@ -130,6 +152,7 @@ class LocalControlPlane:
         ready_timeout: float = 90.0,
         verbosity: int = 0,
         detach: bool = False,
+        real_node: bool = False,
     ) -> None:
         self.files = Workdir(workdir.resolve())
         self.workdir = self.files.root
@@ -139,16 +162,22 @@ class LocalControlPlane:
         self.ready_timeout = ready_timeout
         self.verbosity = verbosity
         self.detach = detach
+        self.real_node = real_node
+        self.node_files = NodeFiles(self.files)
         self.kubeconfig = self.files.kubeconfig
         self.audit_log = self.files.audit_log
         self.ports: dict[str, int] = {}
+        self._checks = ReadinessChecks(
+            client=self.client, ports=self.ports, nodes=nodes, real_node=real_node, ctr=self._ctr_version
+        )
         self.startup_seconds: float | None = None
         self._components: dict[str, _Component] = {}
         self._deadline = 0.0
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+        host = NODE_BRIDGE_ADDRESS if self.real_node else "127.0.0.1"  # Pods reach it on the bridge
+        return f"https://{host}:{self.ports['kube-apiserver']}"
 
     def node_names(self) -> list[str]:
         return [f"kwok-node-{i}" for i in range(self.nodes)]
@@ -156,6 +185,9 @@ class LocalControlPlane:
     def pids(self) -> dict[str, int]:
         """The process id of each running component, by name."""
         return {c.name: c.process.pid for c in self._components.values() if c.process is not None}
+
+    def _ctr_version(self) -> None:
+        ctr(self.bin_dir, self.node_files, "version", timeout=5)
 
     def client(self) -> ApiClient:
         """An admin HTTPS client for the API server."""
@@ -175,23 +207,33 @@ class LocalControlPlane:
     def start(self) -> None:
         started = time.monotonic()
         self._deadline = started + self.ready_timeout
-        missing = [name for name in COMPONENTS if not os.access(self.bin_dir / name, os.X_OK)]
+        binaries = [*COMPONENTS, *((*NODE_COMPONENTS, "ctr", str(PAUSE_ARCHIVE)) if self.real_node else ())]
+        missing = [name for name in binaries if not os.access(self.bin_dir / name, os.R_OK)]
         if missing:
             raise ControlPlaneError(f"missing binaries in {self.bin_dir}: {', '.join(missing)}; run {BUILD_SCRIPT}")
         self._refuse_if_running()
+        if self.real_node:
+            try:
+                refuse_if_taken(self.node_files)
+            except NodeError as error:
+                raise ControlPlaneError(str(error)) from error
         try:
             self._prepare_workdir()
+            if self.real_node:
+                setup_network(self.node_files)  # the API server listens on the bridge
             self._launch("etcd")
-            self._wait("etcd", self._etcd_healthy)
+            self._wait("etcd", self._readiness("etcd"))
             self._launch("kube-apiserver")
-            self._wait("kube-apiserver", self._apiserver_ready)
+            self._wait("kube-apiserver", self._readiness("kube-apiserver"))
             for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
                 self._launch(name)
             self._create_nodes()
-            self._wait("kwok", self._nodes_ready)
-            self._wait("kube-controller-manager", self._controller_manager_ready)
+            self._wait("kwok", self._readiness("kwok"))
+            self._wait("kube-controller-manager", self._readiness("kube-controller-manager"))
             self._wait("kube-scheduler", self._readiness("kube-scheduler"))
-        except PkiError as error:
+            if self.real_node:
+                self._start_node()
+        except (PkiError, NodeError) as error:
             self.stop()
             raise ControlPlaneError(str(error)) from error
         except BaseException:
@@ -216,6 +258,8 @@ class LocalControlPlane:
     def _prepare_workdir(self) -> None:
         """A fresh cluster every time: remove what a previous start wrote (only that), write configs."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.node_files.root.exists() or self.node_files.saved_sysctls.exists():  # a crashed real node
+            cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
         for stale in self.files.generated():
             if stale.is_dir():
                 shutil.rmtree(stale)
@@ -226,12 +270,42 @@ class LocalControlPlane:
             self.ports[name] = free_port()
         write_configs(self.files, server=self.server, kwok_stages=KWOK_STAGES)
         for name in COMPONENTS:
-            flags = component_flags(name, workdir=self.files, ports=self.ports, verbosity=self.verbosity)
+            flags = component_flags(
+                name, workdir=self.files, ports=self.ports, verbosity=self.verbosity, real_node=self.real_node
+            )
             # kwok also reads ~/.kwok/kwok.yaml when it exists: a private HOME keeps it hermetic.
             env = {"HOME": str(self.workdir / "kwok-home")} if name == "kwok" else {}
             self._components[name] = _Component(
                 name, [str(self.bin_dir / name), *flags], self.files.logs / f"{name}.log", env
             )
+        if self.real_node:
+            self._prepare_node()
+
+    def _prepare_node(self) -> None:
+        for name in ("kubelet", "kubelet-healthz", "kube-proxy-healthz", "kube-proxy-metrics"):
+            self.ports[name] = free_port()
+        sandbox = image_name(self.bin_dir / PAUSE_ARCHIVE)
+        write_node_configs(
+            self.node_files, bin_dir=self.bin_dir, sandbox_image=sandbox, ports=self.ports, pki=self.files.pki
+        )
+        # containerd finds its shim and runc on PATH; everything it runs is the bin dir's or Debian's.
+        env = {"PATH": f"{self.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        for name in NODE_COMPONENTS:
+            flags = node_flags(name, files=self.node_files, verbosity=self.verbosity)
+            self._components[name] = _Component(
+                name, [str(self.bin_dir / name), *flags], self.files.logs / f"{name}.log", env
+            )
+
+    def _start_node(self) -> None:
+        """containerd, the local images, then kubelet and kube-proxy; returns when the Node is Ready."""
+        save_kernel_tunables(self.node_files)
+        self._launch("containerd")
+        self._wait("containerd", self._readiness("containerd"))
+        import_images(self.bin_dir, self.node_files)
+        self._launch("kubelet")
+        self._launch("kube-proxy")
+        self._wait("kubelet", self._readiness("kubelet"))
+        self._wait("kube-proxy", self._readiness("kube-proxy"))
 
     def _launch(self, name: str) -> None:
         component = self._components[name]
@@ -283,46 +357,27 @@ class LocalControlPlane:
                     f"Last lines of {component.log} (all logs: {self.files.logs}):\n{log_tail(component.log)}"
                 )
 
-    def _etcd_healthy(self) -> str | None:
-        health = get_plain_json(f"http://127.0.0.1:{self.ports['etcd-client']}/health")
-        return None if health.get("health") == "true" else f"/health says {health}"
-
-    def _apiserver_ready(self) -> str | None:
-        status, body = self.client().request("GET", "/readyz?verbose")
-        return None if status == 200 else f"/readyz answered {status}, failing: {_failed_checks(body)}"
-
-    def _healthz(self, name: str) -> str | None:
-        status, body = self.client().request("GET", f"https://127.0.0.1:{self.ports[name]}/healthz?verbose")
-        return None if status == 200 else f"/healthz answered {status}, failing: {_failed_checks(body)}"
-
-    def _controller_manager_ready(self) -> str | None:
-        if unhealthy := self._healthz("kube-controller-manager"):
-            return unhealthy
-        status, _ = self.client().request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
-        return None if status == 200 else "the default ServiceAccount does not exist yet"
-
     def _create_nodes(self) -> None:
         client = self.client()
         for index, name in enumerate(self.node_names()):
-            node = fake_node(name, index=index, gpus=self.gpus_per_node)
+            node = fake_node(name, index=index, gpus=self.gpus_per_node, gpu_taint=self.real_node)
             status, body = client.request("POST", "/api/v1/nodes", node)
             if status not in (201, 409):
                 raise ControlPlaneError(f"creating Node {name} failed with {status}: {body[-500:]!r}")
         logger.info("Created fake nodes, names=%s, gpus_per_node=%d", self.node_names(), self.gpus_per_node)
 
-    def _nodes_ready(self) -> str | None:
-        nodes = self.client().get_json("/api/v1/nodes?labelSelector=" + "%3D".join(KWOK_NODE_LABEL))
-        if nodes is None:
-            return "listing Nodes failed"
-        waiting = []
-        for node in nodes["items"]:
-            conditions = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}
-            taints = [t["key"] for t in node["spec"].get("taints", [])]
-            if conditions.get("Ready") != "True" or taints:
-                waiting.append(f"{node['metadata']['name']} (Ready={conditions.get('Ready')}, taints={taints})")
-        if len(nodes["items"]) < self.nodes or waiting:
-            return f"{len(nodes['items'])}/{self.nodes} fake Nodes exist; not Ready or still tainted: {waiting}"
-        return None
+    # images -----------------------------------------------------------------
+
+    def import_image(self, archive: Path) -> str:
+        """Import an OCI image archive into the real node's containerd (namespace k8s.io); its name."""
+        if not self.real_node:
+            raise ControlPlaneError("import_image needs the real node: start with real_node=True")
+        try:
+            name = import_image(self.bin_dir, self.node_files, archive)
+        except NodeError as error:
+            raise ControlPlaneError(str(error)) from error
+        logger.info("Imported image into the real node, image=%s, archive=%s", name, archive)
+        return name
 
     # restart ----------------------------------------------------------------
 
@@ -363,14 +418,7 @@ class LocalControlPlane:
 
     def _readiness(self, name: str) -> Callable[[], str | None]:
         """The check that says ``name`` is ready (None) or what is missing, as at start."""
-        checks: dict[str, Callable[[], str | None]] = {
-            "etcd": self._etcd_healthy,
-            "kube-apiserver": self._apiserver_ready,
-            "kube-controller-manager": self._controller_manager_ready,
-            "kube-scheduler": lambda: self._healthz("kube-scheduler"),
-            "kwok": self._nodes_ready,
-        }
-        return checks[name]
+        return self._checks.of(name)
 
     # stop -------------------------------------------------------------------
 
@@ -378,6 +426,7 @@ class LocalControlPlane:
         """Stop every component (etcd last) and reap it; idempotent."""
         running = {c.name: c.process for c in self._components.values() if c.process is not None}
         if not running:
+            self._cleanup_node()  # a start that failed before launching anything may have made the bridge
             return
 
         def reap() -> None:
@@ -385,7 +434,8 @@ class LocalControlPlane:
                 process.poll()
 
         pids = {name: process.pid for name, process in running.items()}
-        killed = terminate({n: p for n, p in pids.items() if n != "etcd"}, reap=reap)
+        killed = terminate({n: p for n, p in pids.items() if n in NODE_COMPONENTS}, reap=reap)
+        killed += terminate({n: p for n, p in pids.items() if n not in NODE_COMPONENTS and n != "etcd"}, reap=reap)
         if "etcd" in pids:
             killed += terminate({"etcd": pids["etcd"]}, reap=reap)
         for component in self._components.values():
@@ -396,6 +446,19 @@ class LocalControlPlane:
             logger.warning("Killed components that ignored SIGTERM for %.0fs, names=%s", STOP_GRACE_SECONDS, killed)
         self.files.state.unlink(missing_ok=True)
         logger.info("Stopped local control plane, workdir=%s", self.workdir)
+        self._cleanup_node()
+
+    def _cleanup_node(self) -> None:
+        """After the API server stopped (it listens on the bridge): containers, mounts, bridge, routes, rules."""
+        files = self.node_files
+        if not self.real_node or not (
+            files.root.exists() or files.saved_sysctls.exists() or bridge_owner() == str(self.workdir)
+        ):
+            return  # already clean: a second stop() touches nothing
+        try:
+            cleanup_node(self.node_files, kube_proxy=self.bin_dir / "kube-proxy")
+        except NodeError as error:
+            raise ControlPlaneError(f"the real node was not cleaned up completely: {error}") from error
 
     def _write_state(self) -> None:
         state = {
@@ -406,46 +469,32 @@ class LocalControlPlane:
             "kubeconfig": str(self.kubeconfig),
             "audit_log": str(self.audit_log),
             "logs": str(self.files.logs),
+            "real_node": self.real_node,
+            "containerd_socket": str(self.node_files.containerd_socket) if self.real_node else None,
         }
         self.files.state.write_text(json.dumps(state, indent=2) + "\n")
 
 
-def _failed_checks(body: bytes) -> str:
-    """The `[-]check failed: reason` lines of a verbose /readyz or /healthz answer."""
-    failed = [line.strip() for line in body.decode(errors="replace").splitlines() if line.startswith("[-]")]
-    return "; ".join(failed) or body.decode(errors="replace")[-300:]
-
-
-def read_state(workdir: Path) -> Any:
-    """The state.json of a started control plane, or None."""
-    try:
-        return json.loads(Workdir(workdir).state.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def stop_from_state(workdir: Path) -> bool:
-    """Stop a control plane started by another process (``up``). False if there was none."""
-    state = read_state(workdir)
-    if state is None:
-        return False
-    pids = {n: p for n, p in state["pids"].items() if pid_runs(p, state["executables"].get(n, ""))}
-    killed = terminate({n: p for n, p in pids.items() if n != "etcd"})
-    if "etcd" in pids:
-        killed += terminate({"etcd": pids["etcd"]})
-    if killed:
-        logger.warning("Killed components that ignored SIGTERM, names=%s", killed)
-    Workdir(workdir).state.unlink(missing_ok=True)
-    logger.info("Stopped local control plane, workdir=%s", workdir)
-    return True
-
-
 def start_control_plane(
-    workdir: Path, *, bin_dir: Path | None = None, nodes: int = 2, gpus_per_node: int = 8, ready_timeout: float = 90.0
+    workdir: Path,
+    *,
+    bin_dir: Path | None = None,
+    nodes: int = 2,
+    gpus_per_node: int = 8,
+    ready_timeout: float = 90.0,
+    real_node: bool = False,
 ) -> LocalControlPlane:
-    """For pytest: build binaries if needed, start, return a ready control plane. Caller calls stop()."""
+    """For pytest: build binaries if needed, start, return a ready control plane. Caller calls stop().
+
+    `real_node` adds the one real node (containerd + kubelet + kube-proxy, see cluster_node.py).
+    """
     plane = LocalControlPlane(
-        workdir, bin_dir or ensure_binaries(), nodes=nodes, gpus_per_node=gpus_per_node, ready_timeout=ready_timeout
+        workdir,
+        bin_dir or ensure_binaries(),
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        ready_timeout=ready_timeout,
+        real_node=real_node,
     )
     plane.start()
     return plane
@@ -454,40 +503,17 @@ def start_control_plane(
 # --- CLI --------------------------------------------------------------------
 
 
-def _status(workdir: Path) -> int:
-    state = read_state(workdir)
-    if state is None:
-        print(f"not running (no state in {workdir})")
-        return 1
-    healthy = True
-    for name, pid in state["pids"].items():
-        alive = pid_runs(pid, state["executables"].get(name, ""))
-        healthy &= alive
-        print(f"{name:<24} pid {pid:<8} {'running' if alive else 'NOT RUNNING'}")
-    server = state["server"]
-    try:
-        client = ApiClient(server, Workdir(workdir).pki)
-        readyz, _ = client.request("GET", "/readyz")
-        nodes = client.get_json("/api/v1/nodes") or {"items": []}
-    except OSError as error:
-        print(f"kube-apiserver {server}: not answering ({error})")
-        return 1
-    ready = [
-        node["metadata"]["name"]
-        for node in nodes["items"]
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
-    ]
-    print(f"kube-apiserver {server}: /readyz {readyz}; Ready nodes: {', '.join(ready) or 'none'}")
-    print(f"export KUBECONFIG={state['kubeconfig']}")
-    return 0 if healthy and readyz == 200 else 1
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run a local Kubernetes control plane for the e2e suite.")
     parser.add_argument("command", choices=["up", "down", "status"])
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"default: {DEFAULT_WORKDIR}")
     parser.add_argument("--bin-dir", type=Path, help=f"binaries (default: ${BIN_DIR_ENV}, else build them)")
     parser.add_argument("--nodes", type=int, default=2, help="number of fake kwok Nodes (default: 2)")
+    parser.add_argument(
+        "--no-node",
+        action="store_true",
+        help=f"start no real node (containerd + kubelet + kube-proxy); also: {REAL_NODE_ENV}=0",
+    )
     parser.add_argument("-v", "--verbosity", type=int, default=0, help="component log verbosity (default: 0)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -495,7 +521,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             bin_dir = args.bin_dir or ensure_binaries()
-            plane = LocalControlPlane(workdir, bin_dir, nodes=args.nodes, verbosity=args.verbosity, detach=True)
+            real_node = not args.no_node and os.environ.get(REAL_NODE_ENV, "1") != "0"
+            plane = LocalControlPlane(
+                workdir, bin_dir, nodes=args.nodes, verbosity=args.verbosity, detach=True, real_node=real_node
+            )
             plane.start()
             print(f"export KUBECONFIG={plane.kubeconfig}")
             return 0
@@ -503,8 +532,8 @@ def main(argv: list[str] | None = None) -> int:
             if not stop_from_state(workdir):
                 print(f"nothing to stop (no state in {workdir})", file=sys.stderr)
             return 0
-        return _status(workdir)
-    except ControlPlaneError as error:
+        return print_status(workdir)
+    except (ControlPlaneError, NodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

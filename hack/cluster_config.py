@@ -11,6 +11,9 @@ Command-line flags follow envtest and kwokctl. The PKI mirrors what kubeadm
     admin                 client, O=system:masters (the kubeconfig people and tests use)
     kube-controller-manager, kube-scheduler   clients with their bootstrap RBAC identities
     kwok                  client, O=system:masters (kwok patches any Node and Pod)
+    kubelet               client, CN=system:node:real-node, O=system:nodes (the real node)
+    kube-proxy            client, CN=system:kube-proxy (bound to system:node-proxier)
+    apiserver-kubelet-client  client, O=system:masters (logs/exec on the real node)
     front-proxy-ca, front-proxy-client        request-header auth for aggregated APIs
     sa.key / sa.pub       service-account token signing
 
@@ -36,6 +39,16 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 SERVICE_CIDR = "198.19.0.0/16"
 KUBERNETES_SERVICE_IP = "198.19.0.1"  # first address of the service CIDR
 POD_CIDR = "198.18.0.0/16"
+# kwok hands out fake Pod IPs from the low half; the real node's bridge owns a /24 of the high
+# half, and the API server listens on the bridge's own address when the real node runs.
+KWOK_POD_CIDR = "198.18.0.0/17"
+NODE_POD_CIDR = "198.18.200.0/24"
+KWOK_NODE_ADDRESS_PREFIX = "198.18.254."  # the fake nodes' InternalIPs: .1, .2, ...
+NODE_BRIDGE_ADDRESS = "198.18.200.1"
+REAL_NODE_NAME = "real-node"
+# On kwok nodes when the real node runs, so only Pods that request nvidia.com/gpu (and get the
+# toleration from the ExtendedResourceToleration admission plugin) land there.
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 CONTEXT_NAME = "inference-operator-local"
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")  # what kwok is told to manage
@@ -56,7 +69,7 @@ keyUsage = critical, digitalSignature, keyEncipherment
 extendedKeyUsage = serverAuth
 subjectAltName = DNS:localhost, DNS:kubernetes, DNS:kubernetes.default, \
 DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local, \
-IP:127.0.0.1, IP:{KUBERNETES_SERVICE_IP}
+IP:127.0.0.1, IP:{KUBERNETES_SERVICE_IP}, IP:{NODE_BRIDGE_ADDRESS}
 [client]
 basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature, keyEncipherment
@@ -76,6 +89,9 @@ _CERTIFICATES = {
     "kube-controller-manager": ("/CN=system:kube-controller-manager", "client", "ca"),
     "kube-scheduler": ("/CN=system:kube-scheduler", "client", "ca"),
     "kwok": ("/O=system:masters/CN=kwok-controller", "client", "ca"),
+    "kubelet": (f"/O=system:nodes/CN=system:node:{REAL_NODE_NAME}", "client", "ca"),
+    "kube-proxy": ("/CN=system:kube-proxy", "client", "ca"),
+    "apiserver-kubelet-client": ("/O=system:masters/CN=kube-apiserver-kubelet-client", "client", "ca"),
     "front-proxy-client": ("/CN=front-proxy-client", "client", "front-proxy-ca"),
 }
 
@@ -130,6 +146,7 @@ class Workdir:
         """Everything start() writes here, so a restart can remove it without touching anything else."""
         names = ["pki", "logs", "etcd", "kwok-home", "flexvolume", "kubeconfig", "audit.log", "audit-policy.yaml"]
         names += ["kwok.yaml", "state.json", *(f"{c}.kubeconfig" for c in COMPONENTS)]
+        names += ["node", "kubelet.kubeconfig", "kube-proxy.kubeconfig"]  # the real node (cluster_node.py)
         return [self.root / name for name in names]
 
 
@@ -198,8 +215,9 @@ current-context: {CONTEXT_NAME}
     path.chmod(0o600)
 
 
-def fake_node(name: str, *, index: int, gpus: int) -> dict[str, Any]:
-    """A Node that kwok manages. No taints, so ordinary (GPU) Pods schedule on it.
+def fake_node(name: str, *, index: int, gpus: int, gpu_taint: bool = False) -> dict[str, Any]:
+    """A Node that kwok manages. No taints, so ordinary (GPU) Pods schedule on it - unless the
+    real node runs (`gpu_taint`): then only Pods that request GPUs tolerate it.
 
     kwok's node-initialize stage keeps the capacity and addresses given here
     and fills in conditions and nodeInfo.
@@ -208,6 +226,7 @@ def fake_node(name: str, *, index: int, gpus: int) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
+        "spec": {"taints": [GPU_TAINT]} if gpu_taint else {},
         "metadata": {
             "name": name,
             "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
@@ -225,15 +244,23 @@ def fake_node(name: str, *, index: int, gpus: int) -> dict[str, Any]:
             "capacity": resources,
             "allocatable": resources,
             "addresses": [
-                {"type": "InternalIP", "address": f"10.200.0.{index + 1}"},
+                # In the blackholed range (see cluster_node.py): a dial to a fake node goes nowhere.
+                {"type": "InternalIP", "address": f"{KWOK_NODE_ADDRESS_PREFIX}{index + 1}"},
                 {"type": "Hostname", "address": name},
             ],
         },
     }
 
 
-def component_flags(name: str, *, workdir: Workdir, ports: Mapping[str, int], verbosity: int) -> list[str]:
-    """The command line of one component, without the binary (see `<binary> --help`)."""
+def component_flags(
+    name: str, *, workdir: Workdir, ports: Mapping[str, int], verbosity: int, real_node: bool = False
+) -> list[str]:
+    """The command line of one component, without the binary (see `<binary> --help`).
+
+    With `real_node` the API server listens on the node bridge's address instead of 127.0.0.1
+    (Pods reach it there through the `kubernetes` Service), publishes that address as the
+    Service's endpoint, can reach the kubelet (logs, exec), and taints GPU nodes for GPU Pods only.
+    """
     w, pki, v = workdir.root, workdir.pki, f"--v={verbosity}"
     etcd_url = f"http://127.0.0.1:{ports['etcd-client']}"
     peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
@@ -264,13 +291,20 @@ def component_flags(name: str, *, workdir: Workdir, ports: Mapping[str, int], ve
             "--log-level=warn",
         ]
     if name == "kube-apiserver":
-        return [
-            f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+        if real_node:
+            address = [f"--bind-address={NODE_BRIDGE_ADDRESS}", f"--advertise-address={NODE_BRIDGE_ADDRESS}"]
+            address += ["--endpoint-reconciler-type=lease", "--enable-admission-plugins=ExtendedResourceToleration"]
+            # Dial kubelets (logs, exec, port-forward) by address: a Node's Hostname would be looked up in DNS.
+            address += ["--kubelet-preferred-address-types=InternalIP"]
+            address += [f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}"]
+            address += [f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}"]
+        else:
             # Endpoints may not hold loopback addresses, so the `kubernetes` Service gets none
             # (nothing runs in-cluster here) instead of an error every 10 seconds.
-            "--endpoint-reconciler-type=none",
+            address = ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"]
+        return [
+            f"--etcd-servers={etcd_url}",
+            *address,
             f"--secure-port={ports['kube-apiserver']}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -318,7 +352,7 @@ def component_flags(name: str, *, workdir: Workdir, ports: Mapping[str, int], ve
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=" + "=".join(KWOK_NODE_ANNOTATION),
             "--node-lease-duration-seconds=40",  # heartbeats via Leases, as kubelets do
-            f"--cidr={POD_CIDR}",
+            f"--cidr={KWOK_POD_CIDR}",
             f"--v={'DEBUG' if verbosity > 0 else 'INFO'}",
         ]
     raise ValueError(f"unknown component {name!r}; expected one of {COMPONENTS}")
@@ -328,7 +362,7 @@ def write_configs(workdir: Workdir, *, server: str, kwok_stages: Path) -> None:
     """PKI, kubeconfigs (admin and one per component), audit policy and kwok Stages."""
     write_pki(workdir.pki)
     write_kubeconfig(workdir.kubeconfig, server=server, pki=workdir.pki, user="admin")
-    for user in ("kube-controller-manager", "kube-scheduler", "kwok"):
+    for user in ("kube-controller-manager", "kube-scheduler", "kwok", "kubelet", "kube-proxy"):
         write_kubeconfig(workdir.kubeconfig_of(user), server=server, pki=workdir.pki, user=user)
     (workdir.root / "audit-policy.yaml").write_text(AUDIT_POLICY)
     shutil.copyfile(kwok_stages, workdir.root / "kwok.yaml")
