@@ -64,15 +64,20 @@ class Helm:
         return run_tool(self.binary, self.kubeconfig, args, env=self.env, timeout=120, check=check)
 
 
-@pytest.fixture()
-def helm(cluster: Cluster, tmp_path: Path) -> Helm:
+def helm_for(cluster: Cluster, home: Path) -> Helm:
+    """Helm on the cluster, with its cache, config and data in ``home`` (no user repositories or plugins)."""
     env = dict(cluster.kubectl.env)
     binary = shutil.which("helm", path=env.get("PATH"))
     if binary is None:
         pytest.fail("helm is not on PATH nor in the control plane's bin dir (hack/build-controlplane.sh)")
-    for name in ("CACHE", "CONFIG", "DATA"):  # no user repositories or plugins
-        env[f"HELM_{name}_HOME"] = str(tmp_path / f"helm-{name.lower()}")
+    for name in ("CACHE", "CONFIG", "DATA"):
+        env[f"HELM_{name}_HOME"] = str(home / f"helm-{name.lower()}")
     return Helm(binary, cluster.kubeconfig, env)
+
+
+@pytest.fixture()
+def helm(cluster: Cluster, tmp_path: Path) -> Helm:
+    return helm_for(cluster, tmp_path)
 
 
 @pytest.fixture()

@@ -1,0 +1,331 @@
+"""The operator as users run it: its own image, installed with Helm and with Kustomize onto the
+local cluster's real node, reconciling a stand-in inference server that real pods serve.
+
+Covers (issue 10):
+- ``helm install`` with the image built by hack/build-images.sh (referenced by digest), in a
+  namespace that enforces the restricted Pod Security Standard: both operator pods Running and
+  Ready on the real node with a read-only root filesystem; their liveness and metrics endpoints
+  answer on the pod IPs; one leads; the operator reaches the API server with in-cluster config
+  (its ServiceAccount's projected token, through the ``kubernetes`` Service: the audit log shows
+  its writes coming from a pod address);
+- the in-cluster operator takes the stand-in InferenceService (deploy/samples/standin.yaml) to
+  Ready only once the stand-in's pods pass their real readiness probe, and a completion request
+  through the Service's cluster IP is answered by the model;
+- ``kubectl delete pod`` of the leader: the standby leads, a new pod joins, and no write reaches
+  the converged objects;
+- ``helm upgrade`` rolls both operator pods, the stand-in stays Ready; ``helm uninstall``
+  (after the InferenceService is deleted and released) leaves nothing of the release but the CRD;
+- the same install with ``kubectl apply -k`` of an overlay of deploy/ that sets the image.
+
+The cluster is this module's own (``real_node=True``); the figures (operator pod start to its
+first reconcile, apply to Ready of the stand-in) are printed for the closing note. If the node
+or the image build fails, every test here fails with the reason: never a skip. Tests run in
+file order and share the install of the first.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import Cluster
+from .harness import ROOT, AuditLog, Kubectl, condition, is_ready, operator_env, wait_until
+from .test_image import ImageSet, build_image_set
+from .test_install import CHART, Helm, helm_for, names, wait_available, wait_release_gone
+
+sys.path.insert(0, str(ROOT / "hack"))
+
+import cluster as local
+
+Obj = dict[str, Any]
+OPERATOR_REPOSITORY = "localhost/inference-operator/operator"
+STANDIN = yaml.safe_load((ROOT / "deploy" / "samples" / "standin.yaml").read_text())
+STANDIN_IMAGE = STANDIN["spec"]["image"]
+RELEASE = "iop"
+FULLNAME = f"{RELEASE}-inference-operator"
+OPERATOR_NS = "iop-system"
+APPS_NS = "apps"
+TIMEOUT = 180
+MUTATING = ("create", "update", "patch", "delete")
+
+
+@pytest.fixture(scope="module")
+def images() -> ImageSet:
+    return build_image_set()
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory, images: ImageSet) -> Iterator[Cluster]:
+    workdir = tmp_path_factory.mktemp("in-cluster")
+    try:
+        plane = local.start_control_plane(workdir, real_node=True)
+    except local.ControlPlaneError as error:
+        pytest.fail(f"the cluster with a real node did not start: {error}", pytrace=False)
+    try:
+        for ref in (f"{OPERATOR_REPOSITORY}:{images.version}", STANDIN_IMAGE):
+            plane.import_image(images.images[ref].archive)
+        kubectl = Kubectl(plane.kubeconfig, operator_env(plane.bin_dir))
+        kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
+        for namespace in (OPERATOR_NS, APPS_NS):
+            kubectl.apply(restricted_namespace(namespace))
+        yield Cluster(
+            kubeconfig=plane.kubeconfig,
+            bin_dir=plane.bin_dir,
+            audit=AuditLog(plane.audit_log),
+            kubectl=kubectl,
+            nodes=len(plane.node_names),
+            gpus_per_node=0,
+            plane=plane,
+        )
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
+def helm(real: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return helm_for(real, tmp_path_factory.mktemp("helm"))
+
+
+def restricted_namespace(name: str) -> Obj:
+    labels = {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def operator_pods(real: Cluster, selector: str, namespace: str) -> list[Obj]:
+    pods: list[Obj] = real.kubectl.json("get", "pods", "-n", namespace, "-l", selector)["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def ready_pods(real: Cluster, selector: str, namespace: str, count: int) -> list[Obj]:
+    def ready() -> list[Obj] | None:
+        pods = operator_pods(real, selector, namespace)
+        good = [p for p in pods if condition(p, "Ready").get("status") == "True"]
+        return good if len(good) == count == len(pods) else None
+
+    try:
+        return wait_until(ready, timeout=TIMEOUT, what=f"{count} Ready pods {selector} in {namespace}")
+    except AssertionError as err:
+        details = real.kubectl.run("get", "pods,events", "-n", namespace, "-o", "wide", check=False)
+        raise AssertionError(f"{err}\n{details.stdout}{details.stderr}") from None
+
+
+def http_get(url: str) -> tuple[int, str]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # pod addresses: never a proxy
+    with opener.open(url, timeout=5) as response:
+        return response.status, response.read().decode()
+
+
+def metric(pod: Obj, name: str) -> float:
+    """The sum of a metric's samples (over its labels), scraped from the pod's address."""
+    _, text = http_get(f"http://{pod['status']['podIP']}:9090/metrics")
+    sample = re.compile(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$")
+    return sum(float(m[2]) for line in text.splitlines() if (m := sample.match(line)))
+
+
+def parse_time(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def leader(real: Cluster, pods: list[Obj]) -> Obj:
+    def find() -> Obj | None:
+        leading = [p for p in pods if metric(p, "leader_election_master_status") == 1]
+        return leading[0] if len(leading) == 1 else None
+
+    return wait_until(find, timeout=60, what="one operator pod to lead")
+
+
+def writes_by_operator(real: Cluster, offset: int, namespace: str) -> list[Obj]:
+    """Mutating requests by the operator's ServiceAccount since ``offset`` (Leases and Events aside)."""
+    assert real.audit is not None
+    user = f"system:serviceaccount:{namespace}:"
+    return [
+        e
+        for e in real.audit.events_since(offset)
+        if e.get("stage") == "ResponseComplete"
+        and str((e.get("user") or {}).get("username", "")).startswith(user)
+        and e.get("verb") in MUTATING
+        and (e.get("objectRef") or {}).get("resource") not in ("leases", "events")
+    ]
+
+
+# Helm ------------------------------------------------------------------------------------------
+
+
+def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
+    real: Cluster, helm: Helm, images: ImageSet
+) -> None:
+    image = images.images[f"{OPERATOR_REPOSITORY}:{images.version}"]
+    assert real.audit is not None
+    mark = real.audit.mark()
+    real.kubectl.apply({**STANDIN, "metadata": {"name": "early"}}, APPS_NS)  # waits for the operator
+    started = time.monotonic()
+    helm.run(
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        OPERATOR_NS,
+        "--set",
+        f"image.repository={OPERATOR_REPOSITORY}",
+        "--set",
+        f"image.digest={image.digest}",
+    )
+    pods = ready_pods(real, f"app.kubernetes.io/instance={RELEASE}", OPERATOR_NS, 2)
+    print(f"\nhelm install to both operator pods Ready: {time.monotonic() - started:.1f}s")
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == local.REAL_NODE_NAME
+        container = pod["spec"]["containers"][0]
+        assert container["image"] == f"{OPERATOR_REPOSITORY}@{image.digest}"
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        status = pod["status"]["containerStatuses"][0]
+        assert status["ready"] and status["restartCount"] == 0, status
+        assert status["imageID"].endswith(image.digest)
+        ip = pod["status"]["podIP"]
+        assert ip.startswith("198.18.200.")
+        assert http_get(f"http://{ip}:8080/healthz")[0] == 200
+        assert metric(pod, "controller_runtime_active_workers") == 0
+    lead = leader(real, pods)
+    assert (
+        real.kubectl.json("get", "lease", "-n", OPERATOR_NS, "inference-operator")["spec"]["holderIdentity"]
+        == (lead["metadata"]["name"])
+    )
+    # Operator pod start to its first reconcile: the leader's first write for the waiting object.
+    real.kubectl.wait_for(
+        "infsvc", "early", APPS_NS, is_ready, what="the waiting InferenceService Ready", timeout=TIMEOUT
+    )
+    first = min(
+        parse_time(e["requestReceivedTimestamp"])
+        for e in writes_by_operator(real, mark, OPERATOR_NS)
+        if (e.get("objectRef") or {}).get("name") == "early"
+    )
+    running_since = parse_time(lead["status"]["containerStatuses"][0]["state"]["running"]["startedAt"])
+    took = (first - running_since).total_seconds()
+    print(f"operator container start to its first write for a waiting object: {took:.1f}s")
+
+
+def test_the_in_cluster_operator_serves_the_stand_in_to_ready_and_it_answers(real: Cluster) -> None:
+    assert real.audit is not None
+    mark = real.audit.mark()
+    started = time.monotonic()
+    real.kubectl.apply(STANDIN, APPS_NS)
+    name = STANDIN["metadata"]["name"]
+    seen_unready = False
+
+    def ready() -> Obj | None:
+        nonlocal seen_unready
+        obj = real.kubectl.get("infsvc", name, APPS_NS)
+        if obj is not None and not is_ready(obj):
+            seen_unready = True
+        return obj if obj is not None and is_ready(obj) else None
+
+    obj = wait_until(ready, timeout=TIMEOUT, what="the stand-in InferenceService to be Ready")
+    took = time.monotonic() - started
+    print(f"\nkubectl apply of the stand-in to Ready with real pods: {took:.1f}s")
+    assert seen_unready, "Ready at once: the readiness probe cannot have been waited for"
+    assert took >= 5, "Ready before the stand-in's load delay (5 s) passed: the probe was not real"
+    pods = real.kubectl.json("get", "pods", "-n", APPS_NS, "-l", f"app.kubernetes.io/name={name}")["items"]
+    assert pods and all(p["spec"]["nodeName"] == local.REAL_NODE_NAME for p in pods)
+    assert obj["status"]["readyReplicas"] == STANDIN["spec"]["replicas"]
+
+    service = real.kubectl.get("service", name, APPS_NS)
+    assert service is not None
+    url = f"http://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}/v1/completions"
+    body = json.dumps({"model": STANDIN["spec"]["model"], "prompt": "one two three", "max_tokens": 8}).encode()
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as response:
+        answer = json.loads(response.read())
+    assert answer["model"] == STANDIN["spec"]["model"]
+    assert answer["choices"][0]["text"].split() == ["three", "two", "one"]
+
+    # In-cluster config: the writes came from a pod address, as the ServiceAccount, over the
+    # kubernetes Service (kube-proxy), not from this machine's loopback.
+    writes = writes_by_operator(real, mark, OPERATOR_NS)
+    assert writes, "the operator wrote nothing"
+    sources = {ip for e in writes for ip in e.get("sourceIPs", [])}
+    assert sources and all(ip.startswith("198.18.200.") for ip in sources), sources
+
+
+def test_deleting_the_leader_pod_hands_over_with_no_write_to_converged_objects(real: Cluster) -> None:
+    assert real.audit is not None
+    selector = f"app.kubernetes.io/instance={RELEASE}"
+    pods = operator_pods(real, selector, OPERATOR_NS)
+    old = leader(real, pods)
+    mark = real.audit.mark()
+    deleted = time.monotonic()
+    real.kubectl.run("delete", "pod", "-n", OPERATOR_NS, old["metadata"]["name"])
+    fresh = ready_pods(real, selector, OPERATOR_NS, 2)
+    assert old["metadata"]["uid"] not in {p["metadata"]["uid"] for p in fresh}
+    new = leader(real, fresh)
+    print(f"\nleader pod deleted to a new leader: {time.monotonic() - deleted:.1f}s")
+    wait_until(
+        lambda: metric(new, "controller_runtime_reconcile_total") >= 1 and metric(new, "workqueue_depth") == 0,
+        timeout=60,
+        what="the new leader to reconcile everything once",
+    )
+    assert writes_by_operator(real, mark, OPERATOR_NS) == []
+    assert is_ready(real.kubectl.get("infsvc", STANDIN["metadata"]["name"], APPS_NS) or {})
+
+
+def test_helm_upgrade_rolls_the_operator_and_uninstall_leaves_only_the_crd(real: Cluster, helm: Helm) -> None:
+    selector = f"app.kubernetes.io/instance={RELEASE}"
+    before = {p["metadata"]["uid"] for p in operator_pods(real, selector, OPERATOR_NS)}
+    helm.run("upgrade", RELEASE, str(CHART), "--namespace", OPERATOR_NS, "--reuse-values", "--set", "workers=2")
+    wait_available(real, FULLNAME, OPERATOR_NS, env={"INFERENCE_OPERATOR_WORKERS": "2"})
+    after = ready_pods(real, selector, OPERATOR_NS, 2)
+    assert not before & {p["metadata"]["uid"] for p in after}, "the upgrade replaced both pods"
+    assert is_ready(real.kubectl.get("infsvc", STANDIN["metadata"]["name"], APPS_NS) or {})
+
+    real.kubectl.run("delete", "infsvc", "--all", "-n", APPS_NS, "--timeout=120s")  # released by the operator
+    wait_until(
+        lambda: not names(real, "deployments,services,pods", namespace=APPS_NS),
+        timeout=TIMEOUT,
+        what="the stand-ins' children to be garbage-collected",
+    )
+    helm.run("uninstall", RELEASE, "--namespace", OPERATOR_NS)
+    wait_release_gone(real, RELEASE, [OPERATOR_NS])
+    assert real.kubectl.get("crd", "inferenceservices.serving.inference-operator.dev") is not None
+
+
+# Kustomize -------------------------------------------------------------------------------------
+
+
+def test_kubectl_apply_k_of_an_overlay_with_the_image_serves_the_stand_in(
+    real: Cluster, images: ImageSet, tmp_path: Path
+) -> None:
+    image = images.images[f"{OPERATOR_REPOSITORY}:{images.version}"]
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [str(ROOT / "deploy")],
+                "images": [{"name": "inference-operator", "newName": OPERATOR_REPOSITORY, "digest": image.digest}],
+            }
+        )
+    )
+    real.kubectl.run("apply", "-k", str(overlay))  # its Namespace enforces the restricted standard itself
+    namespace = "inference-operator"
+    pods = ready_pods(real, "app.kubernetes.io/name=inference-operator", namespace, 2)
+    assert all(p["spec"]["containers"][0]["image"] == f"{OPERATOR_REPOSITORY}@{image.digest}" for p in pods)
+    name = f"standin-{uuid.uuid4().hex[:4]}"
+    real.kubectl.apply({**STANDIN, "metadata": {"name": name}}, APPS_NS)
+    real.kubectl.wait_for("infsvc", name, APPS_NS, is_ready, what=f"{name} Ready under the kustomize install")
+    real.kubectl.run("delete", "infsvc", name, "-n", APPS_NS, "--timeout=120s")
+    real.kubectl.run("delete", "-k", str(overlay), "--ignore-not-found", "--wait=true", "--timeout=120s")
