@@ -4,7 +4,7 @@ PIP := $(PYTHON) -m pip
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
+.PHONY: demo test deps lint typecheck unit integration e2e crd bench bench-cluster controlplane images explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: ## Run the four scenarios on the bundled simulator
@@ -16,6 +16,9 @@ deps: ## Install the package and its development tools
 
 controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl
 	bash hack/build-controlplane.sh >/dev/null
+
+images: ## Without Docker: the base, operator and images/* images as OCI archives (buildah; cached)
+	bash hack/build-images.sh
 
 lint: deps controlplane
 	$(PYTHON) -m ruff check inference_operator tests bench hack

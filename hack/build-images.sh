@@ -163,6 +163,36 @@ publish() {
 
 is_cached() { [[ -f $1/.complete && -f $1/image.oci.tar && -s $1/digest ]]; }
 
+# Keep the KEEP most recently used cache dirs of one image (PREFIX-*), delete older ones: each
+# operator build is ~80 MB, and a day of edits makes many.
+KEEP=5
+prune_cache() {
+  local prefix=$1 dir count=0
+  while IFS= read -r dir; do
+    [[ $dir == *.tmp.* ]] && continue
+    count=$((count + 1))
+    ((count > KEEP)) || continue
+    log "  pruning the old build $dir"
+    rm -rf "$dir"
+  done < <(find "$CACHE_DIR" -mindepth 1 -maxdepth 1 -type d -name "$prefix-*" -printf '%T@ %p\n' |
+    sort -rn | cut -d' ' -f2-)
+  # Sets that point at a pruned build are stale.
+  find "$CACHE_DIR/sets" -mindepth 2 -maxdepth 2 -xtype l -printf '%h\n' 2>/dev/null | sort -u | xargs -r rm -rf
+}
+
+# The ID of the image REF names in containers-storage, empty if none.
+image_id() { podman image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
+
+# Remove image ID from containers-storage if a rebuild took its last tag (it would linger as
+# <none>); an image still tagged or used by a container stays.
+forget_image() {
+  local id=$1 tags
+  [[ -n $id ]] || return 0
+  tags=$(podman image inspect --format '{{len .RepoTags}}' "$id" 2>/dev/null) || return 0
+  [[ $tags == 0 ]] || return 0
+  buildah rmi "$id" >/dev/null 2>&1 || true
+}
+
 # sha256 of stdin, first 16 hex digits.
 short_hash() { sha256sum | cut -c1-16; }
 
@@ -257,7 +287,7 @@ base_image() {
 }
 
 build_base() {
-  local key final tmp
+  local key final tmp old_id
   key=$({
     declare -f base_rootfs base_image
     printf '%s %s\n' "$BASE_REF" "$SUITE"
@@ -265,6 +295,7 @@ build_base() {
   final=$CACHE_DIR/python-$key
   BASE_DIR=$final
   if is_cached "$final" && [[ $REBUILD_BASE == false ]]; then
+    touch "$final"
     log "base $BASE_REF: cached in $final"
     ensure_in_storage "$final"
     return
@@ -272,11 +303,14 @@ build_base() {
   log "building the base $BASE_REF from Debian $SUITE packages (mmdebstrap; 2-5 min)..."
   new_tmp_dir "python-$key"
   tmp=$NEW_TMP_DIR
+  old_id=$(image_id "$BASE_REF")
   run_logged "mmdebstrap $SUITE" "$LOG_DIR/python-mmdebstrap.log" base_rootfs "$tmp/rootfs.tar" "$tmp/packages.txt"
   base_image "$tmp/rootfs.tar" "$tmp/packages.txt" >&2 || die "could not turn $tmp/rootfs.tar into $BASE_REF (buildah)"
   rm -f "$tmp/rootfs.tar"
   export_archive "$BASE_REF" "$tmp"
   publish "$tmp" "$final"
+  forget_image "$old_id"
+  prune_cache python
   log "base $BASE_REF@$(<"$final/digest"): built into $final"
 }
 
@@ -340,7 +374,7 @@ bud_operator() {
 }
 
 build_operator() {
-  local version ref key final tmp paths=() files=() ca
+  local version ref key final tmp paths=() files=() ca old_id
   version=$(project_version)
   ref=$IMAGE_PREFIX/operator:$version
   mapfile -t paths < <(context_paths)
@@ -354,6 +388,7 @@ build_operator() {
   final=$CACHE_DIR/operator-$version-$key
   OPERATOR_DIR=$final
   if is_cached "$final"; then
+    touch "$final"
     log "operator $ref: cached in $final"
     ensure_in_storage "$final"
     return
@@ -363,11 +398,14 @@ build_operator() {
   log "building the operator image $ref from $ROOT/Dockerfile (1-3 min)..."
   new_tmp_dir "operator-$version-$key"
   tmp=$NEW_TMP_DIR
+  old_id=$(image_id "$ref")
   run_logged "buildah bud operator" "$LOG_DIR/operator.log" \
     bud_operator "$ref" "$version" "$(revision "${paths[@]}")" "$ca"
   cp "$LOG_DIR/operator.log" "$tmp/build.log"
   export_archive "$ref" "$tmp"
   publish "$tmp" "$final"
+  forget_image "$old_id"
+  prune_cache operator
   log "operator $ref@$(<"$final/digest"): built into $final"
 }
 
@@ -393,7 +431,7 @@ go_sources() {
 }
 
 build_small_image() {
-  local name=$1 images_dir=$ROOT/images tag ref key final tmp sources=()
+  local name=$1 images_dir=$ROOT/images tag ref key final tmp sources=() old_id
   local containerfile=$images_dir/$name/Containerfile
   tag=$(containerfile_tag "$containerfile")
   ref=$IMAGE_PREFIX/$name:$tag
@@ -407,6 +445,7 @@ build_small_image() {
   final=$CACHE_DIR/$name-$tag-$key
   SMALL_DIR=$final
   if is_cached "$final"; then
+    touch "$final"
     log "$name $ref: cached in $final"
     ensure_in_storage "$final"
     return
@@ -414,6 +453,7 @@ build_small_image() {
   log "building $ref from images/$name (go build, buildah bud)..."
   new_tmp_dir "$name-$tag-$key"
   tmp=$NEW_TMP_DIR
+  old_id=$(image_id "$ref")
   mkdir "$tmp/context"
   run_logged "go build $name" "$LOG_DIR/$name-go.log" \
     env -C "$images_dir" CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp/context/$name" "./$name"
@@ -421,6 +461,8 @@ build_small_image() {
     buildah bud "${RUN_FLAGS[@]}" --network none --pull=never -f "$containerfile" -t "$ref" "$tmp/context"
   export_archive "$ref" "$tmp"
   publish "$tmp" "$final"
+  forget_image "$old_id"
+  prune_cache "$name"
   log "$name $ref@$(<"$final/digest"): built into $final"
 }
 
