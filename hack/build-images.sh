@@ -24,17 +24,26 @@
 #   sets/<key>/      what one run produced: <image>.oci.tar symlinks and images.txt
 #                    (ref, digest, archive per line; PYTHON_IMAGE=… for the base).
 #   logs/            the logs of the last build of each image.
-# The images also stay in the local containers-storage (podman/buildah), tagged and
-# resolvable by the archives' digests.
+# The 5 most recently used builds of each image are kept, older ones deleted. The images also
+# stay in the local containers-storage (podman/buildah), tagged and resolvable by the
+# archives' digests (reloaded from the archive if storage lost them).
 #
 # Output: progress on stderr; the sets/<key> directory alone on stdout (last line), so
 #   IMAGES_DIR=$(hack/build-images.sh)
-# works. A cold build took ~5 minutes on 2 cores (base ~2.5, operator ~1); a cached run
-# well under a second. Debian packages it needs are installed with apt-get if missing.
+# works. A cold build took ~2 minutes on 2 cores (base 1-3.5 min, depending on the Debian
+# mirror; operator 40-70 s); a cached run ~0.3 s. Needs root (mmdebstrap, buildah); the
+# Debian packages it uses are installed with apt-get if missing.
 #
 # Options: --rebuild-base   bootstrap the base again (takes Debian's latest security updates;
 #                           everything built on it is rebuilt too).
-set -euo pipefail
+set -Eeuo pipefail
+# Any failure the script does not explain itself still says where it happened.
+# shellcheck disable=SC2317,SC2329 # invoked by the ERR trap
+on_error() {
+  printf '[build-images] ERROR: unexpected failure (exit %s) at %s line %s: %s\n' "$1" "${BASH_SOURCE[0]}" "$2" "$3" >&2
+  printf '[build-images] fix the cause above (or report it with this output), then re-run the script\n' >&2
+}
+trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
 
 BASE_REF=localhost/inference-operator/python:3.11-slim-bookworm
 SUITE=bookworm
@@ -58,7 +67,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
   exit "${1:-0}"
 }
 
@@ -120,6 +129,7 @@ run_logged() {
   local started=$SECONDS last_report=$SECONDS line='' status
   log "  full log: $logfile"
   set +e
+  trap - ERR # a failure here is reported below, with the log's tail
   "$@" 2>&1 | tee "$logfile" | {
     while true; do
       if IFS= read -r -t 5 line; then
@@ -135,6 +145,7 @@ run_logged() {
   }
   status=${PIPESTATUS[0]}
   set -e
+  trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
   if ((status != 0)); then
     log "ERROR: $label failed (exit $status) after $((SECONDS - started))s. Last lines of $logfile:"
     tail -n 40 "$logfile" >&2
@@ -177,7 +188,8 @@ prune_cache() {
   done < <(find "$CACHE_DIR" -mindepth 1 -maxdepth 1 -type d -name "$prefix-*" -printf '%T@ %p\n' |
     sort -rn | cut -d' ' -f2-)
   # Sets that point at a pruned build are stale.
-  find "$CACHE_DIR/sets" -mindepth 2 -maxdepth 2 -xtype l -printf '%h\n' 2>/dev/null | sort -u | xargs -r rm -rf
+  [[ -d $CACHE_DIR/sets ]] || return 0
+  find "$CACHE_DIR/sets" -mindepth 2 -maxdepth 2 -xtype l -printf '%h\n' | sort -u | xargs -r rm -rf
 }
 
 # The ID of the image REF names in containers-storage, empty if none.
