@@ -167,6 +167,7 @@ new_tmp_dir() {
 # Move a freshly built TMP dir into place as FINAL, atomically.
 publish() {
   local tmp=$1 final=$2
+  chmod 755 "$tmp" # mktemp's 0700 would hide the archives from a node's non-root tools
   touch "$tmp/.complete"
   rm -rf "$final"
   mv "$tmp" "$final"
@@ -241,7 +242,10 @@ ensure_in_storage() {
     return
   fi
   log "  loading $ref from $dir/image.oci.tar into containers-storage"
+  local old_id
+  old_id=$(image_id "$ref")
   copy_to_storage "$dir/image.oci.tar" "$ref"
+  forget_image "$old_id"
 }
 
 # skopeo copy ARCHIVE into containers-storage as REF (quiet unless it fails: containers-storage
