@@ -188,7 +188,10 @@ prune_cache() {
     rm -rf "$dir"
   done < <(find "$CACHE_DIR" -mindepth 1 -maxdepth 1 -type d -name "$prefix-*" -printf '%T@ %p\n' |
     sort -rn | cut -d' ' -f2-)
-  # Sets that point at a pruned build are stale.
+}
+
+# Sets that point at a deleted build are stale.
+prune_sets() {
   [[ -d $CACHE_DIR/sets ]] || return 0
   find "$CACHE_DIR/sets" -mindepth 2 -maxdepth 2 -xtype l -printf '%h\n' | sort -u | xargs -r rm -rf
 }
@@ -534,6 +537,7 @@ main() {
   build_base
   build_operator
   build_small_images
+  prune_sets
   set=$(link_set)
   log "images ready in $((SECONDS - started))s: $set"
   grep -v '^#' "$set/images.txt" | sed 's/^/[build-images]   /' >&2
