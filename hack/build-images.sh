@@ -114,7 +114,7 @@ container_flags() {
   nofile=$(ulimit -Hn)
   nproc=$(ulimit -Hu)
   [[ $nofile != unlimited ]] || nofile=1048576
-  # podman and buildah cap their own nproc at 32768; asking for more fails in setrlimit.
+  # Above 32768 (buildah's own default) setrlimit failed here even below the shell's hard limit.
   if [[ $nproc == unlimited ]] || ((nproc > 32768)); then
     nproc=32768
   fi
