@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The operator image: `kopf run -m inference_operator.operator`, as a non-root numeric user.
 # Build: docker build -t inference-operator:0.1.0 .   (make kind-up does it for kind)
+# Without Docker or a registry: make images (hack/build-images.sh: buildah, base from Debian packages)
 
 # The base image. For a reproducible build, pin it by digest:
 #   docker build --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:<digest> .
