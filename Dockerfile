@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The operator image: `kopf run -m inference_operator.operator`, as a non-root numeric user.
 # Build: docker build -t inference-operator:0.1.0 .   (make kind-up does it for kind)
+# Without Docker or a registry: make images (hack/build-images.sh: buildah, base from Debian packages)
 
 # The base image. For a reproducible build, pin it by digest:
 #   docker build --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:<digest> .
@@ -23,11 +24,12 @@ LABEL org.opencontainers.image.title="inference-operator" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.licenses="Apache-2.0"
-RUN groupadd --system --gid 10001 operator \
- && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin operator
-COPY --from=build /wheels /wheels
-RUN python -m pip install --no-cache-dir --no-index --find-links /wheels /wheels/*.whl \
- && rm -rf /wheels
+# Not "operator": Debian's base-passwd already has a group of that name (gid 37).
+RUN groupadd --system --gid 10001 inference-operator \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin inference-operator
+# The wheels are mounted, not copied: a COPY layer would keep them in the image even after `rm`.
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    python -m pip install --no-cache-dir --no-index --find-links /wheels /wheels/*.whl
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 10001:10001
 EXPOSE 8080 9090

@@ -10,7 +10,7 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps venv images-test lint typecheck unit integration e2e crd bench bench-cluster controlplane explore conformance conformance-record \
+.PHONY: demo test deps venv images-test lint typecheck unit integration e2e crd bench bench-cluster controlplane images explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
@@ -35,6 +35,9 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 
 controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl, and the real node's parts
 	bash hack/build-controlplane.sh >/dev/null
+
+images: ## Without Docker: the base, operator and images/* images as OCI archives (buildah; cached)
+	bash hack/build-images.sh
 
 lint: deps controlplane
 	$(PYTHON) -m ruff check inference_operator tests bench hack

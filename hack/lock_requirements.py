@@ -3,7 +3,13 @@
 installed here (``pip install -e .`` first), each with the sha256 of every file the image's
 platforms could install (Linux x86_64 and aarch64, CPython 3.11: wheels, or the sdist where
 there is no wheel), so the Dockerfile installs them with ``--require-hashes``. Windows-only
-packages are left out. Needs the package index (``pip download``); takes a minute."""
+packages are left out. Needs the package index (``pip download``); takes about six minutes.
+
+The platforms are the image's own: Debian bookworm has glibc 2.36, so pip in the image accepts
+every ``manylinux_2_x`` wheel up to 2.36, best first. Asking for ``manylinux2014`` (glibc 2.17)
+alone missed wheels built only for newer glibc (google-re2 ships ``manylinux_2_28`` wheels only)
+and locked their sdist, which the image cannot build: it has no compiler, by design.
+pip's ``--require-hashes`` then picks the best file among those whose hash is locked."""
 
 from __future__ import annotations
 
@@ -18,7 +24,13 @@ from pathlib import Path
 TOP = ("kopf", "kubernetes", "pydantic", "PyYAML", "prometheus_client", "cel-python")
 SKIP = {"colorama"}  # only required on Windows
 OUT = Path(__file__).resolve().parents[1] / "requirements.lock"
-PLATFORMS = ("manylinux2014_x86_64", "manylinux2014_aarch64")
+ARCHITECTURES = ("x86_64", "aarch64")
+GLIBC_MINORS = range(36, 16, -1)  # Debian bookworm: glibc 2.36; manylinux starts at 2.17
+
+
+def platform_tags(arch: str) -> list[str]:
+    """The manylinux tags pip on bookworm accepts for ARCH, best first (as pip itself ranks them)."""
+    return [f"manylinux_2_{minor}_{arch}" for minor in GLIBC_MINORS] + [f"manylinux2014_{arch}"]
 
 
 def pins() -> dict[str, str]:
@@ -45,11 +57,12 @@ def pins() -> dict[str, str]:
 def hashes(pinned: dict[str, str]) -> dict[str, set[str]]:
     """sha256 of each file pip picks for each platform (binary first, else the sdist)."""
     out: dict[str, set[str]] = {name: set() for name in pinned}
-    for platform in PLATFORMS:
+    for arch in ARCHITECTURES:
+        platforms = [flag for tag in platform_tags(arch) for flag in ("--platform", tag)]
         with tempfile.TemporaryDirectory() as tmp:
             for name, version in pinned.items():
                 base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, f"{name}=={version}"]
-                binary = [*base, "--only-binary=:all:", "--platform", platform, "--python-version", "3.11"]
+                binary = [*base, "--only-binary=:all:", *platforms, "--python-version", "3.11"]
                 if subprocess.run(binary, capture_output=True, check=False).returncode != 0:
                     subprocess.run([*base, "--no-binary=:all:"], capture_output=True, check=True)
             for file in Path(tmp).iterdir():

@@ -54,12 +54,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
     # The conformance suite compares bare API servers: it runs before the session's operator
-    # (cluster-wide, started by the first test that needs it) could touch its objects.
-    # The RBAC usage check reads what the whole session did: it runs last.
+    # (cluster-wide, started by the first test that needs it) could touch its objects. The
+    # image tests run the operator image as a second cluster-wide operator: before the
+    # session's, too. The RBAC usage check reads what the whole session did: it runs last.
     def order(item: pytest.Item) -> int:
         if item.nodeid.startswith("tests/e2e/test_conformance.py"):
             return 0
-        return 2 if item.nodeid.startswith("tests/e2e/test_rbac_usage.py") else 1
+        if item.nodeid.startswith("tests/e2e/test_image.py"):
+            return 1
+        return 3 if item.nodeid.startswith("tests/e2e/test_rbac_usage.py") else 2
 
     items.sort(key=order)
 
