@@ -53,8 +53,9 @@ class Reason:
     CHILD_REJECTED: Final = "ChildRejected"  # the API server refused the child (422/400, webhook denial)
     CHILD_FORBIDDEN: Final = "ChildForbidden"  # 403: RBAC, quota, a policy
     API_UNAVAILABLE: Final = "ApiUnavailable"  # 5xx, timeouts: expected to pass
+    PODS_REFUSED: Final = "PodsRefused"  # the API server refuses the ReplicaSet's pods (Pod Security, quota…)
     # Stalls that need a person: the phase is Failed until the cause is fixed.
-    NEEDS_ACTION: Final = (INVALID_SPEC, CHILD_CONFLICT, CHILD_REJECTED, CHILD_FORBIDDEN)
+    NEEDS_ACTION: Final = (INVALID_SPEC, CHILD_CONFLICT, CHILD_REJECTED, CHILD_FORBIDDEN, PODS_REFUSED)
     WAITING_FOR_CHILDREN: Final = "WaitingForChildren"
     TERMINATING: Final = "Terminating"
     # Deployment

@@ -90,6 +90,7 @@ class DeploymentView:
     deadline_message: str
     last_progress: str = ""  # Progressing.lastUpdateTime: when the rollout last moved
     version: str = ""  # the Deployment's resourceVersion: any status change moves it
+    pods_refused: str = ""  # ReplicaFailure (True): why the API server refuses the ReplicaSet's pods
 
     @classmethod
     def of(cls, dep: Obj | None) -> DeploymentView:
@@ -99,6 +100,8 @@ class DeploymentView:
         gen = (dep.get("metadata") or {}).get("generation") or 1
         progressing = find(st.get("conditions") or [], "Progressing") or {}
         exceeded = progressing.get("reason") == "ProgressDeadlineExceeded" and progressing.get("status") == "False"
+        failure = find(st.get("conditions") or [], "ReplicaFailure") or {}
+        refused = str(failure.get("message") or "pod creation failed") if failure.get("status") == "True" else ""
         return cls(
             exists=True,
             observed=int(st.get("observedGeneration") or 0) >= int(gen),
@@ -109,6 +112,7 @@ class DeploymentView:
             deadline_message=str(progressing.get("message") or ""),
             last_progress=str(progressing.get("lastUpdateTime") or ""),
             version=str((dep.get("metadata") or {}).get("resourceVersion") or ""),
+            pods_refused=refused,
         )
 
 
@@ -135,6 +139,15 @@ def deployment_condition(isvc: InferenceService, dep: DeploymentView, problem: P
         )
     if desired == 0 and dep.total == 0:
         return Cond(t, "True", Reason.SCALED_TO_ZERO, "scaled to zero replicas")
+    if dep.pods_refused and dep.ready < desired:
+        # No pod exists to ask: the API server refused them (Pod Security admission, a quota,
+        # a LimitRange…), and the ReplicaSet keeps trying. It needs a person, not time.
+        return Cond(
+            t,
+            "False",
+            Reason.PODS_REFUSED,
+            f"{dep.ready} of {desired} replicas ready; the API server refuses the pods: {dep.pods_refused}",
+        )
     if problem is not None and dep.ready < desired:
         return Cond(t, "False", problem.reason, f"{dep.ready} of {desired} replicas ready; {problem.message}")
     if dep.updated < desired or dep.total > dep.updated:

@@ -4,7 +4,9 @@ Covers: a same-named Service someone else made (invisible to the operator's labe
 watch) gives Ready=False/ChildConflict naming it and is left untouched, and deleting it lets
 the object converge; a ResourceQuota that forbids Services gives Ready=False/ChildForbidden
 quoting the API server's "exceeded quota" with exactly one Warning Event, and lifting the quota
-lets it converge; a record the load balancer lost is registered again within a resync.
+lets it converge; pods the namespace's Pod Security level refuses at admission give
+Ready=False/PodsRefused quoting the API server, and lifting the level lets it converge; a record
+the load balancer lost is registered again within a resync.
 """
 
 from __future__ import annotations
@@ -74,6 +76,27 @@ def test_a_quota_forbidding_services_is_reported_once_and_lifting_it_converges(
     assert len(events) == 1 and events[0]["type"] == "Warning", events
     cluster.kubectl.run("delete", "quota", "no-services", "-n", namespace)
     cluster.kubectl.wait_for("infsvc", "llama", namespace, is_ready, what="Ready after the quota", timeout=TIMEOUT)
+
+
+def test_pods_a_restricted_namespace_refuses_are_reported_with_the_api_servers_words(
+    cluster: Cluster, namespace: str
+) -> None:
+    # The server container drops every capability and escalates nothing, but it does not
+    # promise a non-root user (vLLM's own image runs as root): the restricted standard refuses
+    # the pods at admission, so there is no pod to ask, only the Deployment's ReplicaFailure.
+    cluster.kubectl.run("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    cluster.kubectl.apply(llama("llama"), namespace)
+    obj = cluster.kubectl.wait_for(
+        "infsvc", "llama", namespace, stalled_with("PodsRefused"), what="Ready=False/PodsRefused", timeout=TIMEOUT
+    )
+    message = condition(obj, "Ready")["message"]
+    assert message.startswith("0 of 1 replicas ready; the API server refuses the pods: ")
+    assert 'violates PodSecurity "restricted:latest"' in message and "runAsNonRoot" in message
+    assert obj["status"]["phase"] == "Failed"
+    cluster.kubectl.run("label", "namespace", namespace, "pod-security.kubernetes.io/enforce-")
+    cluster.kubectl.wait_for(
+        "infsvc", "llama", namespace, is_ready, what="Ready when pods are allowed", timeout=TIMEOUT
+    )
 
 
 def test_a_record_the_load_balancer_lost_is_registered_again_within_a_resync(

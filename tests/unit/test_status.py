@@ -180,6 +180,28 @@ def pod(**status: Any) -> dict[str, Any]:
     return {"metadata": {"name": "p"}, "status": status}
 
 
+def test_pods_the_api_server_refuses_are_named_with_its_words_and_need_a_person() -> None:
+    refused = dep(ready=0, updated=0, replicas=0)
+    refused["status"]["conditions"].append(
+        {
+            "type": "ReplicaFailure",
+            "status": "True",
+            "reason": "FailedCreate",
+            "message": 'pods "llama-1" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true',
+        }
+    )
+    st = compute(isvc(), refused)
+    assert cond(st, "DeploymentReady")["reason"] == Reason.PODS_REFUSED
+    assert cond(st, "Ready")["reason"] == Reason.PODS_REFUSED
+    assert cond(st, "Ready")["message"] == (
+        '0 of 2 replicas ready; the API server refuses the pods: pods "llama-1" is forbidden: '
+        'violates PodSecurity "restricted:latest": runAsNonRoot != true'
+    )
+    assert st["phase"] == Phase.FAILED
+    refused["status"]["conditions"][-1]["status"] = "False"  # the cause was fixed
+    assert cond(compute(isvc(), refused), "Ready")["reason"] != Reason.PODS_REFUSED
+
+
 def test_pod_problems_name_the_cause_unschedulable_first() -> None:
     unschedulable = pod(
         conditions=[
