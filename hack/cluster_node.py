@@ -174,6 +174,11 @@ def image_name(archive: Path) -> str:
     """The reference ``ctr images import`` registers an OCI archive as: its io.containerd.image.name
     annotation, else an org.opencontainers.image.ref.name that is a full reference (what
     ``buildah push IMAGE oci-archive:FILE:localhost/inference-operator/NAME:TAG`` writes)."""
+    return image_reference(archive)[0]
+
+
+def image_reference(archive: Path) -> tuple[str, str]:
+    """The name (as :func:`image_name`) and the digest of the archive's image manifest."""
     with tarfile.open(archive) as tar:
         member = tar.extractfile("index.json")
         if member is None:
@@ -182,9 +187,9 @@ def image_name(archive: Path) -> str:
     for manifest in index.get("manifests", []):
         annotations = manifest.get("annotations", {})
         if name := annotations.get("io.containerd.image.name"):
-            return str(name)
+            return str(name), str(manifest.get("digest", ""))
         if "/" in (name := annotations.get("org.opencontainers.image.ref.name", "")):
-            return str(name)
+            return str(name), str(manifest.get("digest", ""))
     raise NodeError(
         f"{archive} names no image: its index.json has neither an io.containerd.image.name annotation nor a full "
         "reference as org.opencontainers.image.ref.name (ctr would call it import-<date>:<tag>); write it with "
@@ -205,8 +210,13 @@ def import_image(bin_dir: Path, files: NodeFiles, archive: Path) -> str:
     """
     if not archive.is_file():
         raise NodeError(f"no image archive at {archive}")
-    name = image_name(archive)  # before the import: an unnamed archive would become import-<date>:<tag>
+    name, digest = image_reference(archive)  # before the import: an unnamed one would become import-<date>:<tag>
     ctr(bin_dir, files, "images", "import", "--local", "--platform", "linux/amd64", str(archive), timeout=120)
+    if digest:
+        # A pull records the image by digest too; an import does not. Without this reference a
+        # pod naming the image as repository@sha256:… would look for it in a registry.
+        repository = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+        ctr(bin_dir, files, "images", "tag", "--force", name, f"{repository}@{digest}")
     return name
 
 

@@ -27,6 +27,7 @@ import yaml
 from inference_operator.lb.registry import RegistryServer
 
 from .harness import ROOT, AuditLog, Kubectl, OperatorProcess, install_admission_policy, operator_env, wait_until
+from .images import ImageSet, build_images, load_image_set
 
 sys.path.insert(0, str(ROOT / "hack"))
 
@@ -107,6 +108,13 @@ def crd(cluster: Cluster) -> None:
         "wait", "--for=condition=Established", "--timeout=60s", "crd/inferenceservices.serving.inference-operator.dev"
     )
     install_admission_policy(cluster.kubectl, "default")
+
+
+@pytest.fixture(scope="session")
+def image_set() -> ImageSet:
+    """The project's images (hack/build-images.sh), built once per session."""
+    directory, _ = build_images()
+    return load_image_set(directory)
 
 
 @pytest.fixture(scope="session")

@@ -22,12 +22,10 @@ import resource
 import subprocess
 import tarfile
 import time
-import tomllib
 import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,55 +34,12 @@ import yaml
 
 from .conftest import OPERATOR_NAMESPACE, OPERATOR_SA, Cluster, leader_election_rbac
 from .harness import ROOT, free_port, is_ready, wait_until
+from .images import BASE, OPERATOR, VERSION, ImageSet, build_images
 
-SCRIPT = ROOT / "hack" / "build-images.sh"
-BASE = "localhost/inference-operator/python:3.11-slim-bookworm"
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-OPERATOR = f"localhost/inference-operator/operator:{VERSION}"
-BUILD_TIMEOUT = 1800  # a cold build takes ~2-5 min on 2 cores
 RUN_TIMEOUT = 120
 OPERATOR_SIZE_LIMIT = 400 * 1024 * 1024  # 320 MB today, 170 of them the kubernetes client
 BASE_SIZE_LIMIT = 200 * 1024 * 1024  # 149 MB today
 READ_ONLY_ERRORS = ("Read-only file system", "PermissionError", "Permission denied")
-
-
-@dataclass(frozen=True)
-class Image:
-    ref: str
-    digest: str
-    archive: Path
-
-
-@dataclass(frozen=True)
-class ImageSet:
-    directory: Path
-    images: dict[str, Image]
-    """By ref."""
-    python_image: str
-    """PYTHON_IMAGE=… as the script passes it to the Dockerfile."""
-
-
-def build_images() -> tuple[Path, str]:
-    """Run the build script; fail (never skip) with its own words when it cannot build."""
-    result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
-    if result.returncode != 0:
-        tail = "\n".join(result.stderr.splitlines()[-40:])
-        pytest.fail(f"hack/build-images.sh failed (exit {result.returncode}):\n{tail}", pytrace=False)
-    return Path(result.stdout.splitlines()[-1]), result.stderr
-
-
-@pytest.fixture(scope="session")
-def image_set() -> ImageSet:
-    directory, _ = build_images()
-    images: dict[str, Image] = {}
-    python_image = ""
-    for line in (directory / "images.txt").read_text().splitlines():
-        if line.startswith("PYTHON_IMAGE="):
-            python_image = line.removeprefix("PYTHON_IMAGE=")
-        elif line and not line.startswith("#"):
-            ref, digest, archive = line.split()
-            images[ref] = Image(ref, digest, Path(archive))
-    return ImageSet(directory, images, python_image)
 
 
 def podman_flags() -> list[str]:

@@ -41,15 +41,15 @@ import yaml
 
 from .conftest import Cluster
 from .harness import ROOT, AuditLog, Kubectl, condition, is_ready, operator_env, wait_until
-from .test_image import ImageSet, build_image_set
+from .images import OPERATOR, OPERATOR_REPOSITORY, ImageSet
 from .test_install import CHART, Helm, helm_for, names, wait_available, wait_release_gone
 
 sys.path.insert(0, str(ROOT / "hack"))
 
 import cluster as local
+from cluster_config import REAL_NODE_NAME
 
 Obj = dict[str, Any]
-OPERATOR_REPOSITORY = "localhost/inference-operator/operator"
 STANDIN = yaml.safe_load((ROOT / "deploy" / "samples" / "standin.yaml").read_text())
 STANDIN_IMAGE = STANDIN["spec"]["image"]
 RELEASE = "iop"
@@ -61,20 +61,15 @@ MUTATING = ("create", "update", "patch", "delete")
 
 
 @pytest.fixture(scope="module")
-def images() -> ImageSet:
-    return build_image_set()
-
-
-@pytest.fixture(scope="module")
-def real(tmp_path_factory: pytest.TempPathFactory, images: ImageSet) -> Iterator[Cluster]:
+def real(tmp_path_factory: pytest.TempPathFactory, image_set: ImageSet) -> Iterator[Cluster]:
     workdir = tmp_path_factory.mktemp("in-cluster")
     try:
         plane = local.start_control_plane(workdir, real_node=True)
     except local.ControlPlaneError as error:
         pytest.fail(f"the cluster with a real node did not start: {error}", pytrace=False)
     try:
-        for ref in (f"{OPERATOR_REPOSITORY}:{images.version}", STANDIN_IMAGE):
-            plane.import_image(images.images[ref].archive)
+        for ref in (OPERATOR, STANDIN_IMAGE):
+            plane.import_image(image_set.images[ref].archive)
         kubectl = Kubectl(plane.kubeconfig, operator_env(plane.bin_dir))
         kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
         for namespace in (OPERATOR_NS, APPS_NS):
@@ -84,7 +79,7 @@ def real(tmp_path_factory: pytest.TempPathFactory, images: ImageSet) -> Iterator
             bin_dir=plane.bin_dir,
             audit=AuditLog(plane.audit_log),
             kubectl=kubectl,
-            nodes=len(plane.node_names),
+            nodes=len(plane.node_names()),
             gpus_per_node=0,
             plane=plane,
         )
@@ -166,9 +161,9 @@ def writes_by_operator(real: Cluster, offset: int, namespace: str) -> list[Obj]:
 
 
 def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
-    real: Cluster, helm: Helm, images: ImageSet
+    real: Cluster, helm: Helm, image_set: ImageSet
 ) -> None:
-    image = images.images[f"{OPERATOR_REPOSITORY}:{images.version}"]
+    image = image_set.images[OPERATOR]
     assert real.audit is not None
     mark = real.audit.mark()
     real.kubectl.apply({**STANDIN, "metadata": {"name": "early"}}, APPS_NS)  # waits for the operator
@@ -187,7 +182,7 @@ def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
     pods = ready_pods(real, f"app.kubernetes.io/instance={RELEASE}", OPERATOR_NS, 2)
     print(f"\nhelm install to both operator pods Ready: {time.monotonic() - started:.1f}s")
     for pod in pods:
-        assert pod["spec"]["nodeName"] == local.REAL_NODE_NAME
+        assert pod["spec"]["nodeName"] == REAL_NODE_NAME
         container = pod["spec"]["containers"][0]
         assert container["image"] == f"{OPERATOR_REPOSITORY}@{image.digest}"
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
@@ -200,7 +195,7 @@ def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
         assert metric(pod, "controller_runtime_active_workers") == 0
     lead = leader(real, pods)
     assert (
-        real.kubectl.json("get", "lease", "-n", OPERATOR_NS, "inference-operator")["spec"]["holderIdentity"]
+        real.kubectl.json("get", "lease", "-n", OPERATOR_NS, FULLNAME)["spec"]["holderIdentity"]
         == (lead["metadata"]["name"])
     )
     # Operator pod start to its first reconcile: the leader's first write for the waiting object.
@@ -238,7 +233,7 @@ def test_the_in_cluster_operator_serves_the_stand_in_to_ready_and_it_answers(rea
     assert seen_unready, "Ready at once: the readiness probe cannot have been waited for"
     assert took >= 5, "Ready before the stand-in's load delay (5 s) passed: the probe was not real"
     pods = real.kubectl.json("get", "pods", "-n", APPS_NS, "-l", f"app.kubernetes.io/name={name}")["items"]
-    assert pods and all(p["spec"]["nodeName"] == local.REAL_NODE_NAME for p in pods)
+    assert pods and all(p["spec"]["nodeName"] == REAL_NODE_NAME for p in pods)
     assert obj["status"]["readyReplicas"] == STANDIN["spec"]["replicas"]
 
     service = real.kubectl.get("service", name, APPS_NS)
@@ -305,9 +300,9 @@ def test_helm_upgrade_rolls_the_operator_and_uninstall_leaves_only_the_crd(real:
 
 
 def test_kubectl_apply_k_of_an_overlay_with_the_image_serves_the_stand_in(
-    real: Cluster, images: ImageSet, tmp_path: Path
+    real: Cluster, image_set: ImageSet, tmp_path: Path
 ) -> None:
-    image = images.images[f"{OPERATOR_REPOSITORY}:{images.version}"]
+    image = image_set.images[OPERATOR]
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(

@@ -347,9 +347,10 @@ def test_pod_is_pod_security_restricted(render: Render) -> None:
     assert security.get("runAsUser", 10001) != 0
 
 
-def test_liveness_probe_asks_kopf_healthz_on_the_health_port(render: Render) -> None:
+def test_liveness_and_readiness_probes_ask_kopf_healthz_on_the_health_port(render: Render) -> None:
     container = operator_container(render({"liveness": {"port": 8181}}))
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert {"name": "health", "containerPort": 8181, "protocol": "TCP"} in container["ports"]
 
 
