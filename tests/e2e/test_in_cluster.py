@@ -40,6 +40,8 @@ from typing import Any
 import pytest
 import yaml
 
+from inference_operator.lb.registry import RegistryServer
+
 from .conftest import Cluster
 from .harness import ROOT, AuditLog, Kubectl, condition, is_ready, operator_env, wait_until
 from .images import OPERATOR, OPERATOR_REPOSITORY, ImageSet
@@ -48,7 +50,7 @@ from .test_install import CHART, Helm, helm_for, names, wait_available, wait_rel
 sys.path.insert(0, str(ROOT / "hack"))
 
 import cluster as local
-from cluster_config import REAL_NODE_NAME
+from cluster_config import NODE_BRIDGE_ADDRESS, REAL_NODE_NAME
 
 Obj = dict[str, Any]
 STANDIN = yaml.safe_load((ROOT / "deploy" / "samples" / "standin.yaml").read_text())
@@ -88,6 +90,20 @@ def real(tmp_path_factory: pytest.TempPathFactory, image_set: ImageSet) -> Itera
         )
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="module")
+def registry(real: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    """The load balancer registry on the node bridge's host address, where pods reach this
+    machine (the chart's default in-memory provider forgets its records with the leader, so a
+    new leader would register everything again under new ids)."""
+    state = tmp_path_factory.mktemp("lb") / "state.json"
+    server = RegistryServer(host=NODE_BRIDGE_ADDRESS, port=0, state_file=state)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +177,7 @@ def writes_by_operator(real: Cluster, offset: int, namespace: str) -> list[Obj]:
 
 
 def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
-    real: Cluster, helm: Helm, image_set: ImageSet
+    real: Cluster, helm: Helm, image_set: ImageSet, registry: RegistryServer
 ) -> None:
     image = image_set.images[OPERATOR]
     assert real.audit is not None
@@ -178,6 +194,10 @@ def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
         f"image.repository={OPERATOR_REPOSITORY}",
         "--set",
         f"image.digest={image.digest}",
+        "--set",
+        "loadBalancer.provider=http",
+        "--set",
+        f"loadBalancer.url={registry.url}",
     )
     pods = ready_pods(real, f"app.kubernetes.io/instance={RELEASE}", OPERATOR_NS, 2)
     print(f"\nhelm install to both operator pods Ready: {time.monotonic() - started:.1f}s")
@@ -212,7 +232,9 @@ def test_helm_install_runs_the_operator_image_in_cluster_on_the_real_node(
     print(f"operator container start to its first write for a waiting object: {took:.1f}s")
 
 
-def test_the_in_cluster_operator_serves_the_stand_in_to_ready_and_it_answers(real: Cluster) -> None:
+def test_the_in_cluster_operator_serves_the_stand_in_to_ready_and_it_answers(
+    real: Cluster, registry: RegistryServer
+) -> None:
     assert real.audit is not None
     mark = real.audit.mark()
     started = time.monotonic()
@@ -235,6 +257,7 @@ def test_the_in_cluster_operator_serves_the_stand_in_to_ready_and_it_answers(rea
     pods = real.kubectl.json("get", "pods", "-n", APPS_NS, "-l", f"app.kubernetes.io/name={name}")["items"]
     assert pods and all(p["spec"]["nodeName"] == REAL_NODE_NAME for p in pods)
     assert obj["status"]["readyReplicas"] == STANDIN["spec"]["replicas"]
+    assert obj["status"]["loadBalancer"]["id"] == registry.registrations()[f"{APPS_NS}/{name}"].id
 
     service = real.kubectl.get("service", name, APPS_NS)
     assert service is not None
