@@ -71,57 +71,25 @@ module_version() {
   printf '%s\n' "$version"
 }
 
-# Run a `go build -v`/`go install -v` command, logging to LOGFILE and printing
-# a progress line every PROGRESS_EVERY_SECONDS (TOTAL: expected package count,
-# or empty if unknown). On failure, show the log tail and exit.
-run_go() {
-  local label=$1 logfile=$2 total=$3
-  shift 3
-  local started=$SECONDS last_report=$SECONDS compiled=0 line status
-  log "  full log: $logfile"
-  set +e
-  "$@" 2>&1 | tee "$logfile" | {
-    while true; do
-      if IFS= read -r -t 5 line; then
-        compiled=$((compiled + 1))
-      elif (($? <= 128)); then
-        break # end of output
-      fi
-      if ((SECONDS - last_report >= PROGRESS_EVERY_SECONDS)); then
-        log "  $label: ~$compiled${total:+/$total} packages compiled, $((SECONDS - started))s elapsed${line:+ (last: $line)}"
-        last_report=$SECONDS
-      fi
-    done
-  }
-  status=${PIPESTATUS[0]}
-  set -e
-  if ((status != 0)); then
-    log "ERROR: $label failed (exit $status) after $((SECONDS - started))s. Last lines of $logfile:"
-    tail -n 40 "$logfile" >&2
-    die "$label failed; fix the error above, then re-run $0"
-  fi
-  log "  $label: done in $((SECONDS - started))s"
-}
-
-# A scratch dir in the cache for one build; removed on exit unless published.
-TMP_DIRS=()
-# shellcheck disable=SC2329 # invoked by the EXIT trap
-cleanup() { ((${#TMP_DIRS[@]} == 0)) || rm -rf "${TMP_DIRS[@]}"; }
-trap cleanup EXIT
-new_tmp_dir() {
-  NEW_TMP_DIR=$(mktemp -d "$CACHE_DIR/$1.tmp.XXXXXX")
-  TMP_DIRS+=("$NEW_TMP_DIR")
-}
-
-# Move a freshly built TMP dir into place as FINAL, atomically.
-publish() {
-  local tmp=$1 final=$2
-  touch "$tmp/.complete"
-  rm -rf "$final"
-  mv "$tmp" "$final"
-}
+# shellcheck source=hack/buildkit.sh
+source "$HACK_DIR/buildkit.sh"
 
 is_cached() { [[ -f $1/.complete ]]; }
+
+# The -ldflags of a Kubernetes binary at VERSION (vX.Y.Z): without them, /version and
+# `kubectl version` report v0.0.0.
+kube_ldflags() {
+  local version=$1 major minor build_date ldflags="-s -w" pkg
+  major=${version#v}
+  major=${major%%.*}
+  minor=$(cut -d. -f2 <<<"$version")
+  build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+  done
+  printf '%s\n' "$ldflags"
+}
 
 # Fail unless the output of BINARY VERSION_ARGS... contains EXPECTED.
 check_version() {
@@ -133,7 +101,7 @@ check_version() {
 }
 
 build_kubernetes() {
-  local module_dir=$HACK_DIR/controlplane/kube version major minor final tmp
+  local module_dir=$HACK_DIR/controlplane/kube version final tmp
   version=$(module_version "$module_dir" k8s.io/kubernetes)
   final=$CACHE_DIR/kubernetes-$version
   KUBERNETES_DIR=$final
@@ -141,16 +109,8 @@ build_kubernetes() {
     log "kubernetes $version: cached in $final"
     return
   fi
-  major=${version#v}
-  major=${major%%.*}
-  minor=$(cut -d. -f2 <<<"$version")
-  local build_date ldflags="-s -w" pkg
-  build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  # Without these, /version and `kubectl version` report v0.0.0.
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-  done
+  local ldflags
+  ldflags=$(kube_ldflags "$version")
   local commands=(k8s.io/kubernetes/cmd/kube-apiserver
     k8s.io/kubernetes/cmd/kube-controller-manager
     k8s.io/kubernetes/cmd/kube-scheduler)
@@ -161,7 +121,7 @@ build_kubernetes() {
   total=$(cd "$module_dir" && go list -deps "${commands[@]}" | wc -l) || die "go list failed in $module_dir"
   new_tmp_dir "kubernetes-$version"
   tmp=$NEW_TMP_DIR
-  run_go "kubernetes $version" "$LOG_DIR/kubernetes-$version.log" "$total" \
+  run_logged "kubernetes $version" "$LOG_DIR/kubernetes-$version.log" "$total" \
     env -C "$module_dir" CGO_ENABLED=0 go build -v -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" "${commands[@]}"
   local binary
   for binary in kube-apiserver kube-controller-manager kube-scheduler; do
@@ -185,7 +145,7 @@ build_etcd() {
   total=$(cd "$module_dir" && go list -deps go.etcd.io/etcd/server/v3 | wc -l) || die "go list failed in $module_dir"
   new_tmp_dir "etcd-$version"
   tmp=$NEW_TMP_DIR
-  run_go "etcd $version" "$LOG_DIR/etcd-$version.log" "$total" \
+  run_logged "etcd $version" "$LOG_DIR/etcd-$version.log" "$total" \
     env -C "$module_dir" CGO_ENABLED=0 go build -v -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
   check_version "etcd Version: ${version#v}" "$tmp/etcd" --version
   publish "$tmp" "$final"
@@ -207,7 +167,7 @@ go_install() {
   log "building $name $version (cold build takes 1-5 min)..."
   new_tmp_dir "$name-$version"
   tmp=$NEW_TMP_DIR
-  run_go "$name $version" "$LOG_DIR/$name-$version.log" "" \
+  run_logged "$name $version" "$LOG_DIR/$name-$version.log" "" \
     env -C "$CACHE_DIR" CGO_ENABLED=0 GOBIN="$tmp" go install -v -trimpath -ldflags "$ldflags" "$package@$version"
   [[ -x $tmp/$name ]] || die "go install $package@$version produced no $tmp/$name"
   check_version "$expected" "$tmp/$name" "$@"

@@ -121,57 +121,8 @@ container_flags() {
   RUN_FLAGS=(--runtime "$OCI_RUNTIME" --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 }
 
-# Run COMMAND... with its output in LOGFILE and a progress line (the log's last line) every
-# PROGRESS_EVERY_SECONDS on stderr. On failure, show the log's tail and exit.
-run_logged() {
-  local label=$1 logfile=$2
-  shift 2
-  local started=$SECONDS last_report=$SECONDS line='' status
-  log "  full log: $logfile"
-  set +e
-  trap - ERR # a failure here is reported below, with the log's tail
-  "$@" 2>&1 | tee "$logfile" | {
-    while true; do
-      if IFS= read -r -t 5 line; then
-        :
-      elif (($? <= 128)); then
-        break # end of output
-      fi
-      if ((SECONDS - last_report >= PROGRESS_EVERY_SECONDS)); then
-        log "  $label: $((SECONDS - started))s elapsed${line:+ (last: ${line:0:120})}"
-        last_report=$SECONDS
-      fi
-    done
-  }
-  status=${PIPESTATUS[0]}
-  set -e
-  trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
-  if ((status != 0)); then
-    log "ERROR: $label failed (exit $status) after $((SECONDS - started))s. Last lines of $logfile:"
-    tail -n 40 "$logfile" >&2
-    die "$label failed; fix the error above, then re-run $0"
-  fi
-  log "  $label: done in $((SECONDS - started))s"
-}
-
-# A scratch dir in the cache for one build; removed on exit unless published.
-TMP_DIRS=()
-# shellcheck disable=SC2317,SC2329 # invoked by the EXIT trap
-cleanup() { ((${#TMP_DIRS[@]} == 0)) || rm -rf "${TMP_DIRS[@]}"; }
-trap cleanup EXIT
-new_tmp_dir() {
-  NEW_TMP_DIR=$(mktemp -d "$CACHE_DIR/$1.tmp.XXXXXX")
-  TMP_DIRS+=("$NEW_TMP_DIR")
-}
-
-# Move a freshly built TMP dir into place as FINAL, atomically.
-publish() {
-  local tmp=$1 final=$2
-  chmod 755 "$tmp" # mktemp's 0700 would hide the archives from a node's non-root tools
-  touch "$tmp/.complete"
-  rm -rf "$final"
-  mv "$tmp" "$final"
-}
+# shellcheck source=hack/buildkit.sh
+source "$ROOT/hack/buildkit.sh"
 
 is_cached() { [[ -f $1/.complete && -f $1/image.oci.tar && -s $1/digest ]]; }
 
@@ -323,7 +274,7 @@ build_base() {
   new_tmp_dir "python-$key"
   tmp=$NEW_TMP_DIR
   old_id=$(image_id "$BASE_REF")
-  run_logged "mmdebstrap $SUITE" "$LOG_DIR/python-mmdebstrap.log" base_rootfs "$tmp/rootfs.tar" "$tmp/packages.txt"
+  run_logged "mmdebstrap $SUITE" "$LOG_DIR/python-mmdebstrap.log" - base_rootfs "$tmp/rootfs.tar" "$tmp/packages.txt"
   base_image "$tmp/rootfs.tar" "$tmp/packages.txt" >&2 || die "could not turn $tmp/rootfs.tar into $BASE_REF (buildah)"
   rm -f "$tmp/rootfs.tar"
   export_archive "$BASE_REF" "$tmp"
@@ -418,7 +369,7 @@ build_operator() {
   new_tmp_dir "operator-$version-$key"
   tmp=$NEW_TMP_DIR
   old_id=$(image_id "$ref")
-  run_logged "buildah bud operator" "$LOG_DIR/operator.log" \
+  run_logged "buildah bud operator" "$LOG_DIR/operator.log" - \
     bud_operator "$ref" "$version" "$(revision "${paths[@]}")" "$ca"
   cp "$LOG_DIR/operator.log" "$tmp/build.log"
   export_archive "$ref" "$tmp"
@@ -474,9 +425,9 @@ build_small_image() {
   tmp=$NEW_TMP_DIR
   old_id=$(image_id "$ref")
   mkdir "$tmp/context"
-  run_logged "go build $name" "$LOG_DIR/$name-go.log" \
+  run_logged "go build $name" "$LOG_DIR/$name-go.log" - \
     env -C "$images_dir" CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp/context/$name" "./$name"
-  run_logged "buildah bud $name" "$LOG_DIR/$name.log" \
+  run_logged "buildah bud $name" "$LOG_DIR/$name.log" - \
     buildah bud "${RUN_FLAGS[@]}" --network none --pull=never -f "$containerfile" -t "$ref" "$tmp/context"
   export_archive "$ref" "$tmp"
   publish "$tmp" "$final"

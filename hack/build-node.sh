@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Build (once) and cache what the local cluster's ONE REAL NODE runs. Sourced by
-# hack/build-controlplane.sh (it uses that script's log/run_go/publish helpers); call
+# hack/build-controlplane.sh (it uses that script's log/run_logged/publish helpers); call
 # build_node from there.
 #
 # Why: next to kwok's fake GPU nodes, the local cluster can run one real kubelet with a real
@@ -58,7 +58,7 @@ install_node_packages() {
 
 # kubelet and kube-proxy from the control plane's wrapper module (same version, same ldflags).
 build_kubernetes_node() {
-  local module_dir=$HACK_DIR/controlplane/kube version major minor final tmp
+  local module_dir=$HACK_DIR/controlplane/kube version final tmp
   version=$(module_version "$module_dir" k8s.io/kubernetes)
   final=$CACHE_DIR/kubernetes-node-$version
   KUBERNETES_NODE_DIR=$final
@@ -66,22 +66,15 @@ build_kubernetes_node() {
     log "kubelet, kube-proxy $version: cached in $final"
     return
   fi
-  major=${version#v}
-  major=${major%%.*}
-  minor=$(cut -d. -f2 <<<"$version")
-  local build_date ldflags="-s -w" pkg
-  build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-  done
+  local ldflags
+  ldflags=$(kube_ldflags "$version")
   local commands=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy) total
   log "building kubelet, kube-proxy $version (cold build takes 3-15 min on 2 cores)..."
   (cd "$module_dir" && go mod download) || die "go mod download failed in $module_dir (is the Go module proxy reachable?)"
   total=$(cd "$module_dir" && go list -deps "${commands[@]}" | wc -l) || die "go list failed in $module_dir"
   new_tmp_dir "kubernetes-node-$version"
   tmp=$NEW_TMP_DIR
-  run_go "kubelet, kube-proxy $version" "$LOG_DIR/kubernetes-node-$version.log" "$total" \
+  run_logged "kubelet, kube-proxy $version" "$LOG_DIR/kubernetes-node-$version.log" "$total" \
     env -C "$module_dir" CGO_ENABLED=0 go build -v -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" "${commands[@]}"
   check_version "Kubernetes $version" "$tmp/kubelet" --version
   check_version "Kubernetes $version" "$tmp/kube-proxy" --version
@@ -103,7 +96,7 @@ go_install_all() {
   log "building $name $version (cold build takes 1-5 min)..."
   new_tmp_dir "$name-$version"
   tmp=$NEW_TMP_DIR
-  run_go "$name $version" "$LOG_DIR/$name-$version.log" "" \
+  run_logged "$name $version" "$LOG_DIR/$name-$version.log" "" \
     env -C "$CACHE_DIR" CGO_ENABLED=0 GOBIN="$tmp" go install -v -trimpath -tags "$tags" -ldflags "$ldflags" \
     "${@/%/@$version}"
   for package in "$@"; do
