@@ -28,6 +28,8 @@ def peak_rss_mib() -> float:
 
 def run(n: int) -> dict[str, float]:
     sim = Simulation(ready_after=5.0)
+    for namespace in sorted({f"team-{i % 10}" for i in range(n)}):  # NamespaceLifecycle: they must exist
+        sim.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     gc.collect()
     start = time.perf_counter()
     for i in range(n):
