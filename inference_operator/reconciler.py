@@ -46,6 +46,8 @@ from .status import (
     override_status,
     pod_problem,
 )
+from .tracesteps import acted, diffed, observed, status_decided
+from .tracing import NULL_TRACER, Tracer
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.reconciler")
@@ -78,8 +80,11 @@ class Reconciler:
         clock: Clock,
         *,
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
+        tracer: Tracer = NULL_TRACER,
     ) -> None:
         self.backend = backend
+        self.tracer = tracer
+        """Told each phase of each pass (observe, diff, act, status); off by default."""
         self.clock = clock
         self.requeue_while_progressing = requeue_while_progressing
         # Per-uid memory between passes. No lock: the workqueue never hands one key to two
@@ -103,6 +108,9 @@ class Reconciler:
 
     def reconcile(self, namespace: str, name: str) -> Result:
         obj = self.backend.get(KIND, namespace, name)
+        tracing = self.tracer.enabled
+        if tracing:
+            self._trace_observed(namespace, name, obj)
         if obj is None:
             return Result()  # deleted: owner references let the garbage collector take the children
         if is_being_deleted(obj):
@@ -117,16 +125,37 @@ class Reconciler:
         blocked: list[Blocked] = []
         deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
         service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
+        had_finalizer = has_finalizer(obj)
         obj = self._ensure_finalizer(obj)
         lb, lb_note = self.balancer.ensure(isvc, obj, service)
-        self._announce_actions(obj, isvc.name, {DEPLOYMENT: deployment_action, SERVICE: service_action}, lb_note)
+        actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
+        self._announce_actions(obj, isvc.name, actions, lb_note)
+        if tracing:
+            stalls = [b.condition.message for b in blocked]
+            self.tracer.phase(
+                "act",
+                key_of(isvc.namespace, isvc.name),
+                acted(actions, finalizer_added=not had_finalizer, lb_note=lb_note, blocked=stalls),
+            )
         view = DeploymentView.of(deployment)
         previous = obj.get("status") or {}
         if not blocked and self._defer_status(isvc.uid, previous, view, lb):
+            if tracing:
+                self.tracer.phase(
+                    "status",
+                    key_of(isvc.namespace, isvc.name),
+                    status_decided(previous, previous, written=False, deferred=True),
+                )
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
         stall = blocked[0].condition if blocked else None
         status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall)
+        if tracing:
+            self.tracer.phase(
+                "status",
+                key_of(isvc.namespace, isvc.name),
+                status_decided(previous, status, written=status != previous),
+            )
         self._write_status(obj, status)
         if blocked:
             raise blocked[0].error  # back to the queue, with backoff: status already says why
@@ -136,6 +165,10 @@ class Reconciler:
         if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
             return Result(requeue_after=LB_RECHECK_SECONDS)
         return result
+
+    def _trace_observed(self, namespace: str, name: str, obj: Obj | None) -> None:
+        children = {kind: self.backend.get(kind, namespace, name) for kind in (DEPLOYMENT, SERVICE)}
+        self.tracer.phase("observe", key_of(namespace, name), observed(obj, children))
 
     def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
@@ -212,11 +245,19 @@ class Reconciler:
                 # whatever has the name. Ask the API server whether something is in the way.
                 live = self.backend.read(kind, isvc.namespace, isvc.name)
                 if live is None:
+                    if self.tracer.enabled:
+                        self.tracer.phase("diff", key_of(isvc.namespace, isvc.name), diffed(kind, None, desired, None))
                     return self._apply_child(isvc, kind, desired, created=True)
             if controller_owner_uid(live) != isvc.uid:
                 blocked.append(Blocked.conflict(isvc, kind, live))
+                if self.tracer.enabled:
+                    self.tracer.phase(
+                        "diff", key_of(isvc.namespace, isvc.name), diffed(kind, live, desired, None, conflict=True)
+                    )
                 return None, None
             changed = drift(live, desired, kind=kind, manager=FIELD_MANAGER)
+            if self.tracer.enabled:
+                self.tracer.phase("diff", key_of(isvc.namespace, isvc.name), diffed(kind, live, desired, changed))
             if not changed:
                 return live, None
             if NOT_APPLIED in changed:
@@ -281,10 +322,14 @@ class Reconciler:
 
     def _finalize(self, obj: Obj) -> Result:
         """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
-        if not has_finalizer(obj):
-            return Result()
         meta = obj["metadata"]
         key = key_of(meta["namespace"], meta["name"])
+        if self.tracer.enabled:
+            ours = has_finalizer(obj)
+            decision = "release the load balancer, then remove the finalizer" if ours else "not ours: nothing to do"
+            self.tracer.phase("diff", key, {"subject": "deletion", "decision": decision, "finalizer": ours})
+        if not has_finalizer(obj):
+            return Result()
         self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
@@ -306,6 +351,10 @@ class Reconciler:
             raise
         self._patch_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != FINALIZER])
         log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
+        if self.tracer.enabled:
+            self.tracer.phase(
+                "act", key, {"actions": [{"action": "release-load-balancer"}, {"action": "remove-finalizer"}]}
+            )
         return Result()
 
     # -- status -----------------------------------------------------------------------------
@@ -345,7 +394,12 @@ class Reconciler:
 
     def _report_invalid_spec(self, obj: Obj, message: str) -> Result:
         generation = int(obj["metadata"].get("generation") or 1)
-        status = invalid_spec_status(obj.get("status") or {}, generation=generation, message=message, now=self._now())
+        previous = obj.get("status") or {}
+        status = invalid_spec_status(previous, generation=generation, message=message, now=self._now())
+        if self.tracer.enabled:
+            key = key_of(obj["metadata"]["namespace"], obj["metadata"]["name"])
+            self.tracer.phase("diff", key, {"subject": "spec", "decision": "invalid", "reason": message})
+            self.tracer.phase("status", key, status_decided(previous, status, written=status != previous))
         self._write_status(obj, status)
         # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
         return Result()

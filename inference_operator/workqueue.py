@@ -23,6 +23,7 @@ simulator drives it step by step with :meth:`~RateLimitingQueue.try_get` and
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import threading
 import time
@@ -34,7 +35,7 @@ from typing import Protocol
 from inference_operator.clock import Clock, ManualClock
 from inference_operator.ratelimit import TokenBucket
 
-__all__ = ["RateLimitingQueue"]
+__all__ = ["QueueHooks", "RateLimitingQueue"]
 
 _MAX_BACKOFF_EXPONENT = 1000  # 2.0 ** 1000 is still a finite float; beyond, the cap applies anyway
 
@@ -58,6 +59,9 @@ class QueueHooks(Protocol):
     def taken(self, key: str) -> None: ...
     def finished(self, key: str) -> None: ...
     def retried(self) -> None: ...
+    def delayed(self, key: str, delay: float, *, retries: int) -> None:
+        """``key`` waits ``delay`` seconds: ``add_after`` (``retries`` 0) or a rate-limited retry."""
+        ...
 
 
 class RateLimitingQueue:
@@ -140,6 +144,8 @@ class RateLimitingQueue:
             if delay <= 0:
                 self._add_locked(key)
                 return
+            if self.hooks is not None:
+                self.hooks.delayed(key, delay, retries=0)
             self._schedule_locked(key, self._clock.now() + delay)
 
     def add_rate_limited(self, key: str) -> None:
@@ -159,6 +165,8 @@ class RateLimitingQueue:
                 self.hooks.retried()
             now = self._clock.now()
             delay = max(self._backoff(failures), self._bucket.reserve(now))
+            if self.hooks is not None:
+                self.hooks.delayed(key, delay, retries=failures + 1)
             self._schedule_locked(key, now + delay)
 
     def forget(self, key: str) -> None:
@@ -314,6 +322,23 @@ class RateLimitingQueue:
         """How many keys were handed out and are not done yet."""
         with self._lock:
             return len(self._processing)
+
+    def contents(self, limit: int = 50) -> dict[str, object]:
+        """What the queue holds, for people (the trace): ready keys in order, waiting keys by
+        due time (seconds from now) with their retries, keys being processed; at most ``limit`` of each, with counts."""
+        with self._lock:
+            now = self._clock.now()
+            waiting = sorted((due, key) for key, (due, _) in self._waiting.items())[:limit]
+            return {
+                "ready": list(itertools.islice(self._ready, limit)),
+                "readyCount": len(self._ready),
+                "waiting": [
+                    {"key": key, "dueIn": round(due - now, 6), "retries": self._failures.get(key, 0)}
+                    for due, key in waiting
+                ],
+                "waitingCount": len(self._waiting),
+                "processing": sorted(self._processing)[:limit],
+            }
 
     def __repr__(self) -> str:
         with self._lock:
