@@ -326,8 +326,14 @@ class Reconciler:
         key = key_of(meta["namespace"], meta["name"])
         if self.tracer.enabled:
             ours = has_finalizer(obj)
-            decision = "release the load balancer, then remove the finalizer" if ours else "not ours: nothing to do"
-            self.tracer.phase("diff", key, {"subject": "deletion", "decision": decision, "finalizer": ours})
+            why = (
+                "release the load balancer, then remove our finalizer"
+                if ours
+                else "no finalizer of ours: nothing to do"
+            )
+            self.tracer.phase(
+                "diff", key, {"subject": "deletion", "decision": "finalize" if ours else "none", "reason": why}
+            )
         if not has_finalizer(obj):
             return Result()
         self.balancer.forget(meta.get("uid", ""))
