@@ -125,7 +125,7 @@ class Reconciler:
         blocked: list[Blocked] = []
         deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
         service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
-        had_finalizer = has_finalizer(obj)
+        had_finalizer = has_finalizer(obj) if tracing else True
         obj = self._ensure_finalizer(obj)
         lb, lb_note = self.balancer.ensure(isvc, obj, service)
         actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}

@@ -323,12 +323,12 @@ class RateLimitingQueue:
         with self._lock:
             return len(self._processing)
 
-    def contents(self, limit: int = 50) -> dict[str, object]:
+    def contents(self, limit: int = 20) -> dict[str, object]:
         """What the queue holds, for people (the trace): ready keys in order, waiting keys by
         due time (seconds from now) with their retries, keys being processed; at most ``limit`` of each, with counts."""
         with self._lock:
             now = self._clock.now()
-            waiting = sorted((due, key) for key, (due, _) in self._waiting.items())[:limit]
+            waiting = heapq.nsmallest(limit, ((due, key) for key, (due, _) in self._waiting.items()))
             return {
                 "ready": list(itertools.islice(self._ready, limit)),
                 "readyCount": len(self._ready),

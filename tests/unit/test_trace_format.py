@@ -5,7 +5,8 @@ refuses a file of another format or version; redaction (env values of an Inferen
 never appear anywhere in a trace, also not in a diff of the env; Secret and ConfigMap data
 are redacted; references to a Secret key stay); the ring bound (each file within its size,
 at most N files, the newest records kept, every file starts with the header); the no-op
-tracer is the default everywhere and leaves the queue without hooks.
+tracer is the default everywhere and leaves the queue without hooks; the queue's snapshot is
+bounded and ordered; metrics and a tracer both hear the queue.
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ from typing import Any
 
 import pytest
 
+from inference_operator.backend import Result
+from inference_operator.clock import FakeClock
 from inference_operator.constants import KIND
+from inference_operator.controller import Controller
+from inference_operator.metrics import Metrics
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
 from inference_operator.tracesink import FileSink, ListSink, RingSink, TraceError, read_trace, ring_files
 from inference_operator.tracing import NULL_TRACER, REDACTED, Recorder, redact, redact_at
+from inference_operator.workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]
 SECRET = "s3cret"
@@ -177,3 +183,37 @@ def test_tracing_is_off_by_default_and_leaves_nothing_in_between() -> None:
     assert isinstance(sim.reconciler.backend, FakeBackend), "no tracing wrapper around the Backend"
     assert sim.controller.queue.hooks is None, "no queue hooks: adds cost nothing extra"
     assert sim.platform.tracer is NULL_TRACER and sim.api.on_collected is None
+
+
+def test_the_queue_snapshot_is_bounded_and_in_order() -> None:
+    clock = FakeClock()
+    queue = RateLimitingQueue(clock, name="q")
+    for i in range(30):
+        queue.add(f"ns/r{i:02d}")
+    for i in range(30):
+        queue.add_after(f"ns/w{i:02d}", 30.0 - i)
+    contents = queue.contents(limit=5)
+    assert contents["ready"] == ["ns/r00", "ns/r01", "ns/r02", "ns/r03", "ns/r04"]
+    assert contents["readyCount"] == 30 and contents["waitingCount"] == 30
+    assert [w["key"] for w in contents["waiting"]] == ["ns/w29", "ns/w28", "ns/w27", "ns/w26", "ns/w25"]  # type: ignore[index]
+    assert contents["waiting"][0] == {"key": "ns/w29", "dueIn": 1.0, "retries": 0}  # type: ignore[index]
+
+
+def test_with_metrics_and_a_tracer_both_are_told_of_the_queue() -> None:
+    clock = FakeClock()
+    metrics = Metrics(clock)
+    sink = ListSink()
+    tracer = Recorder(sink, clock, backend="simulator")
+    controller = Controller(
+        "c",
+        lambda ns, name: Result(requeue_after=2.0),
+        RateLimitingQueue(clock, name="c"),
+        metrics=metrics,
+        tracer=tracer,
+    )
+    controller.enqueue("ns/a")
+    assert controller.step()
+    assert metrics.sample("workqueue_adds_total", name="c", controller="inferenceservice") == 1
+    kinds = [(r["type"], r.get("how")) for r in sink.records[1:]]
+    assert kinds == [("enqueue", "add"), ("dequeue", None), ("enqueue", "after"), ("result", None)]
+    assert sink.records[-1]["outcome"] == "requeue_after" and sink.records[-1]["requeueAfter"] == 2.0
