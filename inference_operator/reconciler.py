@@ -132,30 +132,21 @@ class Reconciler:
         self._announce_actions(obj, isvc.name, actions, lb_note)
         if tracing:
             stalls = [b.condition.message for b in blocked]
-            self.tracer.phase(
-                "act",
-                key_of(isvc.namespace, isvc.name),
-                acted(actions, finalizer_added=not had_finalizer, lb_note=lb_note, blocked=stalls),
-            )
+            done = acted(actions, finalizer_added=not had_finalizer, lb_note=lb_note, blocked=stalls)
+            self.tracer.phase("act", key_of(namespace, name), done)
         view = DeploymentView.of(deployment)
         previous = obj.get("status") or {}
         if not blocked and self._defer_status(isvc.uid, previous, view, lb):
             if tracing:
-                self.tracer.phase(
-                    "status",
-                    key_of(isvc.namespace, isvc.name),
-                    status_decided(previous, previous, written=False, deferred=True),
-                )
+                held = status_decided(previous, previous, written=False, deferred=True)
+                self.tracer.phase("status", key_of(namespace, name), held)
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
         stall = blocked[0].condition if blocked else None
         status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall)
         if tracing:
-            self.tracer.phase(
-                "status",
-                key_of(isvc.namespace, isvc.name),
-                status_decided(previous, status, written=status != previous),
-            )
+            decided = status_decided(previous, status, written=status != previous)
+            self.tracer.phase("status", key_of(namespace, name), decided)
         self._write_status(obj, status)
         if blocked:
             raise blocked[0].error  # back to the queue, with backoff: status already says why
@@ -326,14 +317,9 @@ class Reconciler:
         key = key_of(meta["namespace"], meta["name"])
         if self.tracer.enabled:
             ours = has_finalizer(obj)
-            why = (
-                "release the load balancer, then remove our finalizer"
-                if ours
-                else "no finalizer of ours: nothing to do"
-            )
-            self.tracer.phase(
-                "diff", key, {"subject": "deletion", "decision": "finalize" if ours else "none", "reason": why}
-            )
+            why = "release the load balancer, then remove our finalizer" if ours else "no finalizer of ours"
+            decision = {"subject": "deletion", "decision": "finalize" if ours else "none", "reason": why}
+            self.tracer.phase("diff", key, decision)
         if not has_finalizer(obj):
             return Result()
         self.balancer.forget(meta.get("uid", ""))
