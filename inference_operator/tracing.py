@@ -205,7 +205,8 @@ class Recorder:
         self._passes = itertools.count(1)
         self._ids = itertools.count(1)
         self._local = threading.local()
-        self._links: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._links: OrderedDict[tuple[str, str, str], str] = OrderedDict()  # → the write's id
+        self._early: OrderedDict[tuple[str, str, str], int] = OrderedDict()  # → seq of an unexplained event
         self._closed = False
         self.records = 0
         started: datetime.datetime = clock.wall()
@@ -226,11 +227,14 @@ class Recorder:
 
     def _emit(self, record: Obj) -> Obj:
         with self._lock:
-            if self._closed:
-                return record
-            record = {"seq": next(self._seq), "t": round(self._clock.now() - self._origin, 6), **record}
-            self.records += 1
-            self._sink.write(record)
+            return self._emit_locked(record)
+
+    def _emit_locked(self, record: Obj) -> Obj:
+        if self._closed:
+            return record
+        record = {"seq": next(self._seq), "t": round(self._clock.now() - self._origin, 6), **record}
+        self.records += 1
+        self._sink.write(record)
         return record
 
     def _in_pass(self, record: Obj) -> Obj:
@@ -239,10 +243,16 @@ class Recorder:
             record["pass"] = current
         return self._emit(record)
 
-    def _link(self, kind: str, key: str, rv: str | None, id_: str) -> None:
+    def _link(self, record: Obj, kind: str, key: str, rv: str | None, id_: str) -> None:
+        """Remember the version a write produced for the event it will cause; or, when that
+        event came first, name it in the write's record (``event``: its ``seq``)."""
         if not rv:
             return
         with self._lock:
+            early = self._early.pop((kind, key, rv), None)
+            if early is not None:
+                record["event"] = early
+                return
             self._links[(kind, key, rv)] = id_
             while len(self._links) > _LINKS_KEPT:
                 self._links.popitem(last=False)
@@ -254,13 +264,17 @@ class Recorder:
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
         rv = str(meta.get("resourceVersion") or "")
         record: Obj = {"type": "event", "kind": kind, "event": type_, "key": key, "rv": rv, "enqueued": enqueued}
-        with self._lock:
-            cause = self._links.pop((kind, key, rv), None)
-        if cause is not None:
-            record["cause"] = cause
         if kind == "InferenceService":
             record["generation"] = meta.get("generation")
-        self._emit(record)
+        with self._lock:  # one step: a write answered meanwhile finds either its link or this event
+            cause = self._links.pop((kind, key, rv), None)
+            if cause is not None:
+                record["cause"] = cause
+            emitted = self._emit_locked(record)
+            if cause is None and rv and "seq" in emitted:  # the watch may deliver before the write's answer
+                self._early[(kind, key, rv)] = emitted["seq"]
+                while len(self._early) > _LINKS_KEPT:
+                    self._early.popitem(last=False)
 
     def queued(self, key: str, *, how: str, delay: float = 0.0, retries: int = 0) -> None:
         record: Obj = {"type": "enqueue", "key": key, "how": how}
@@ -307,7 +321,7 @@ class Recorder:
             code = getattr(error, "code", None)
             if isinstance(code, int):
                 record["code"] = code
-        self._link(kind, key, rv if error is None else None, id_)
+        self._link(record, kind, key, rv if error is None else None, id_)
         self._in_pass(record)
         return id_
 
@@ -326,7 +340,7 @@ class Recorder:
         if rv:
             record["rv"] = rv
         record.update(redact(detail))
-        self._link(kind, key, rv, id_)
+        self._link(record, kind, key, rv, id_)
         self._emit(record)
         return id_
 

@@ -64,7 +64,13 @@ def test_run_trace_records_the_control_loop_on_a_real_cluster(
     assert {("apply", "Deployment"), ("apply", "Service")} <= done
     assert ("update_status", "InferenceService") in done and ("register", "LoadBalancer") in done
     event_versions = {(e["kind"], e["rv"]) for e in events}
-    assert any((w["kind"], w.get("rv")) in event_versions for w in writes), "a write linked to its watch event"
+    assert any((w["kind"], w.get("rv")) in event_versions for w in writes), "a write's version in a watch event"
+    by_seq = {r["seq"]: r for r in records}
+    by_id = {w["id"]: w for w in writes}
+    links = [(w, by_seq[w["event"]]) for w in writes if "event" in w]
+    links += [(by_id[e["cause"]], e) for e in events if e.get("cause") in by_id]
+    assert links, "a write linked to the event it caused, one way or the other"
+    assert all(w["rv"] == e["rv"] and w["kind"] == e["kind"] for w, e in links)
     statuses = [r for r in mine if r.get("phase") == "status" and r["written"]]
     assert statuses and statuses[-1]["status"]["phase"] == "Ready"
     passes = {d["pass"] for d in dequeues}

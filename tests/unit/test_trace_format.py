@@ -217,3 +217,19 @@ def test_with_metrics_and_a_tracer_both_are_told_of_the_queue() -> None:
     kinds = [(r["type"], r.get("how")) for r in sink.records[1:]]
     assert kinds == [("enqueue", "add"), ("dequeue", None), ("enqueue", "after"), ("result", None)]
     assert sink.records[-1]["outcome"] == "requeue_after" and sink.records[-1]["requeueAfter"] == 2.0
+
+
+def test_a_write_and_its_event_are_linked_in_whichever_order_they_arrive() -> None:
+    sink = ListSink()
+    tracer = Recorder(sink, FakeClock(), backend="cluster")
+    dep = {"metadata": {"namespace": "ns", "name": "a", "resourceVersion": "7"}}
+    tracer.write("apply", "Deployment", "ns/a", rv="7", error=None, detail={})
+    tracer.event("Deployment", "ADDED", dep, enqueued="ns/a")  # after the write: names it
+    dep8 = {"metadata": {"namespace": "ns", "name": "a", "resourceVersion": "8"}}
+    tracer.event("Deployment", "MODIFIED", dep8, enqueued="ns/a")  # the watch beat the answer
+    tracer.write("apply", "Deployment", "ns/a", rv="8", error=None, detail={})
+    first_write, first_event, early_event, late_write = sink.records[1:]
+    assert first_event["cause"] == first_write["id"]
+    assert "cause" not in early_event and late_write["event"] == early_event["seq"]
+    tracer.write("apply", "Deployment", "ns/a", rv=None, error=RuntimeError("refused"), detail={})
+    assert "event" not in sink.records[-1] and sink.records[-1]["result"] == "error"
