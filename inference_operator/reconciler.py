@@ -344,9 +344,8 @@ class Reconciler:
         self._patch_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != FINALIZER])
         log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
         if self.tracer.enabled:
-            self.tracer.phase(
-                "act", key, {"actions": [{"action": "release-load-balancer"}, {"action": "remove-finalizer"}]}
-            )
+            released = [{"action": "release-load-balancer"}] if NAME_RULE.check(meta["name"]) else []
+            self.tracer.phase("act", key, {"actions": [*released, {"action": "remove-finalizer"}]})
         return Result()
 
     # -- status -----------------------------------------------------------------------------
@@ -402,12 +401,12 @@ class Reconciler:
             Cond(CT.LOAD_BALANCER_READY, "False", Reason.LOAD_BALANCER_FAILED, message),
         ]
         generation = int(obj["metadata"].get("generation") or 1)
-        self._write_status(
-            obj,
-            override_status(
-                obj.get("status") or {}, conds, generation=generation, phase=Phase.TERMINATING, now=self._now()
-            ),
-        )
+        previous = obj.get("status") or {}
+        status = override_status(previous, conds, generation=generation, phase=Phase.TERMINATING, now=self._now())
+        if self.tracer.enabled:
+            key = key_of(obj["metadata"]["namespace"], obj["metadata"]["name"])
+            self.tracer.phase("status", key, status_decided(previous, status, written=status != previous))
+        self._write_status(obj, status)
 
     def _next(self, status: Obj, view: DeploymentView) -> Result:
         """Poll only for what no event will announce: a moving rollout becoming stuck. Pods

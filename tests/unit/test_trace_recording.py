@@ -5,8 +5,9 @@ loop, dequeues with the queue's contents, results, the status written, the platf
 and at least one operator write linked to the watch event it caused (same resourceVersion);
 ``demo`` prints the same with and without ``--trace``; ``demo -f --trace`` records a manifest;
 a refused write is recorded with its error and code, and the rate-limited retry it caused with
-its backoff; the kube runtime records watch events through the same tracer (and nothing when
-off); ``run --trace*`` values parse, and a bad one is an error naming the flag.
+its backoff; a failed load balancer release too, with the Terminating status written; the
+kube runtime records watch events through the same tracer (and nothing when off);
+``run --trace*`` values parse, and a bad one is an error naming the flag.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from inference_operator.kube.runtime import OperatorRuntime
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
 from inference_operator.sim.faults import FaultyApi, WriteFault
+from inference_operator.sim.lbfaults import FaultyLoadBalancer
 from inference_operator.tracesink import ListSink, read_trace
 from inference_operator.tracing import NULL_TRACER, PHASES, Recorder
 
@@ -214,3 +216,22 @@ def test_every_record_is_one_line_of_strict_json(tmp_path: Path, capsys: pytest.
     for line in path.read_text().splitlines():
         record = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
         assert isinstance(record["seq"], int) and isinstance(record["t"], int | float) and record["type"]
+
+
+def test_a_failed_release_is_a_failed_write_and_the_terminating_status_is_recorded() -> None:
+    sink = ListSink()
+    sim = Simulation(tracer=lambda clock: Recorder(sink, clock, backend="simulator"))
+    balancer = FaultyLoadBalancer(sim.lb, clock=sim.clock)
+    sim.interpose(load_balancer=balancer)
+    sim.apply(make_inference_service("a", image="vllm", model="m", replicas=1))
+    sim.run_until_quiescent()
+    balancer.fail_next(1, calls=frozenset({"release"}))
+    sim.delete(KIND, "default", "a")
+    sim.run_until_quiescent()
+    releases = [r for r in sink.records if r["type"] == "write" and r["verb"] == "release"]
+    assert [r["result"] for r in releases] == ["error", "ok"]
+    failed_pass = releases[0]["pass"]
+    terminating = [r for r in sink.records if r.get("pass") == failed_pass and r.get("phase") == "status"]
+    assert terminating and terminating[0]["status"]["phase"] == "Terminating"
+    assert any(r.get("how") == "rate_limited" and r.get("pass") == failed_pass for r in sink.records)
+    assert sim.get(KIND, "default", "a") is None
