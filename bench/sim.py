@@ -3,6 +3,7 @@
 
 Prints N, reconciles, wall seconds, reconciles per second and peak RSS for each N given.
 Usage: python bench/sim.py [N ...]   (default: 1000 10000)
+       python bench/sim.py --trace FILE 1000   (the same with the flight recorder on: FILE.N.jsonl per size)
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ from inference_operator.constants import KIND
 from inference_operator.model import make_inference_service
 from inference_operator.runtime import tune_gc
 from inference_operator.sim import Simulation
+from inference_operator.tracesink import FileSink
+from inference_operator.tracing import Recorder
 
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(n: int) -> dict[str, float]:
-    sim = Simulation(ready_after=5.0)
+def run(n: int, trace: str | None = None) -> dict[str, float]:
+    sink = FileSink(f"{trace}.{n}.jsonl") if trace else None
+    sim = Simulation(ready_after=5.0, tracer=(lambda c: Recorder(sink, c, backend="simulator")) if sink else None)
+    for namespace in sorted({f"team-{i % 10}" for i in range(n)}):  # NamespaceLifecycle: they must exist
+        sim.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     gc.collect()
     start = time.perf_counter()
     for i in range(n):
@@ -37,6 +43,7 @@ def run(n: int) -> dict[str, float]:
             )
         )
     reconciles = sim.run_until_quiescent()
+    sim.tracer.close()
     wall = time.perf_counter() - start
     ready = sum(1 for obj in sim.api.list(KIND) if (obj.get("status") or {}).get("phase") == "Ready")
     if ready != n:
@@ -59,6 +66,7 @@ def main() -> int:
         action="store_true",
         help="keep CPython's default GC thresholds instead of the operator's (runtime.tune_gc)",
     )
+    parser.add_argument("--trace", metavar="FILE", help="record a trace of each run to FILE.N.jsonl")
     args = parser.parse_args()
     if not args.default_gc:
         tune_gc()
@@ -66,7 +74,7 @@ def main() -> int:
     print(f"{'N':>7} {'reconciles':>11} {'wall s':>8} {'rec/s':>9} {'writes':>8} {'peak RSS MiB':>13}")
     results = []
     for n in args.sizes:
-        r = run(n)
+        r = run(n, args.trace)
         results.append(r)
         print(
             f"{r['n']:>7} {r['reconciles']:>11} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>9.0f} "

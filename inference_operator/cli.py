@@ -62,12 +62,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_manifest, run_scenarios
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
+    if args.trace is not None:
+        _check_writable(args.trace, "--trace")
     if args.file:
-        return run_manifest(load_manifest(args.file), sys.stdout, ready_after=args.ready_after)
-    failed = run_scenarios(args.scenario, sys.stdout)
+        code = run_manifest(load_manifest(args.file), sys.stdout, ready_after=args.ready_after, trace=args.trace)
+        if args.trace is not None:
+            print(f"trace written to {args.trace}", file=sys.stderr)
+        return code
+    traced: dict[str, str] = {}
+    failed = run_scenarios(args.scenario, sys.stdout, trace=args.trace, traced=traced)
+    for name, path in traced.items():
+        print(f"trace of {name} written to {path}", file=sys.stderr)
     if failed:
         print(f"{failed} scenario(s) failed their checks", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _check_writable(path: str, flag: str) -> None:
+    """A trace file's directory must exist and be writable: say so before running anything."""
+    where = Path(path).resolve().parent
+    if not where.is_dir():
+        raise UsageError(f"{flag} {path}: directory {where} does not exist")
+    if Path(path).is_dir():
+        raise UsageError(f"{flag} {path}: is a directory, give a file name")
 
 
 def _cmd_crd(args: argparse.Namespace) -> int:
@@ -94,7 +111,19 @@ RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
     "identity": "IDENTITY",
     "log_format": "LOG_FORMAT",
     "metrics_address": "METRICS_ADDRESS",
+    "trace": "TRACE",
+    "trace_max_bytes": "TRACE_MAX_BYTES",
+    "trace_files": "TRACE_FILES",
 }
+
+
+def flag_error(message: str, given: dict[str, str]) -> str:
+    """A configuration error, naming the ``run`` flag when the bad value came from one
+    (``given``: flag dest → the variable it set)."""
+    for dest, env in given.items():
+        if message.startswith(f"INFERENCE_OPERATOR_{env}="):
+            return f"--{dest.replace('_', '-')}: {message}"
+    return message
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -102,16 +131,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from .config import ENV_PREFIX, ConfigError, OperatorConfig
 
+    given: dict[str, str] = {}
     for dest, env in RUN_FLAGS.items():
         value = getattr(args, dest)
         if value is not None:
             os.environ[ENV_PREFIX + env] = str(value)
+            given[dest] = env
     if args.namespace:
         os.environ[ENV_PREFIX + "NAMESPACES"] = ",".join(args.namespace)
     try:
         config = OperatorConfig.from_env()
     except ConfigError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(flag_error(str(err), given)) from None
 
     import kopf
 
@@ -143,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("-f", "--file", help="simulate your own InferenceService manifest instead ('-' for stdin)")
     demo.add_argument("--ready-after", type=float, default=5.0, help="seconds pods take to become ready (default 5)")
+    demo.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="record what the control loop saw, decided and wrote to FILE (JSON lines, docs/trace-format.md); "
+        "with several scenarios, one file each: FILE with the scenario's name before the suffix",
+    )
     demo.set_defaults(func=_cmd_demo)
 
     run = sub.add_parser("run", help="run the operator against the cluster in KUBECONFIG (or in-cluster)")
@@ -170,6 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--log-format", choices=LOG_FORMATS, help="log format (default plain)")
     run.add_argument("--metrics-address", help="serve Prometheus /metrics here, e.g. 0.0.0.0:9090 (default off)")
+    run.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="record the control loop into a ring of JSON-lines files FILE, FILE.1 … (docs/trace-format.md; "
+        "env values redacted); default off",
+    )
+    run.add_argument("--trace-max-bytes", metavar="SIZE", help="bytes per trace file, e.g. 16Mi (default 16Mi)")
+    run.add_argument("--trace-files", metavar="N", help="trace files kept, the newest first (default 4)")
     run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)

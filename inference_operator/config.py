@@ -20,8 +20,15 @@
 | INFERENCE_OPERATOR_RENEW_DEADLINE     | (none)            | 10       |
 | INFERENCE_OPERATOR_RETRY_PERIOD       | (none)            | 2        |
 | INFERENCE_OPERATOR_IDENTITY           | --identity        | POD_NAME, else host_random |
+| INFERENCE_OPERATOR_TRACE              | --trace           | (off)    |
+| INFERENCE_OPERATOR_TRACE_MAX_BYTES    | --trace-max-bytes | 16Mi     |
+| INFERENCE_OPERATOR_TRACE_FILES        | --trace-files     | 4        |
 | INFERENCE_OPERATOR_CRASH_AFTER_WRITES | (none: test hook) | 0 (off)  |
 | INFERENCE_OPERATOR_CRASH_ON           | (none: test hook) | (any)    |
+
+``TRACE=FILE`` records the control loop (docs/trace-format.md) into a ring of files: ``FILE`` up
+to ``TRACE_MAX_BYTES`` (bytes, or with a ``Ki``/``Mi``/``Gi`` suffix), then rotated to ``FILE.1`` …,
+at most ``TRACE_FILES`` files in all.
 
 ``CRASH_AFTER_WRITES=N`` is a test hook, never for production: the process exits (code 137)
 right after its Nth mutating call (``inference_operator.kube.crashpoint``), counting only the
@@ -75,6 +82,39 @@ def _address(env: Mapping[str, str], name: str) -> str:
         if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ConfigError(f"{ENV_PREFIX}{name}={value!r}: must be HOST:PORT or :PORT, e.g. 0.0.0.0:9090")
     return value
+
+
+_SIZE_UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "K": 10**3, "M": 10**6, "G": 10**9}
+MIN_TRACE_BYTES = 1024
+
+
+def _size(env: Mapping[str, str], name: str, default: int) -> int:
+    """A size in bytes: ``1048576``, ``512Ki``, ``16Mi``, ``1G``."""
+    raw = (env.get(ENV_PREFIX + name) or "").strip()
+    if not raw:
+        return default
+    number, unit = raw, ""
+    for suffix in ("Ki", "Mi", "Gi", "K", "M", "G"):
+        if raw.endswith(suffix):
+            number, unit = raw[: -len(suffix)], suffix
+            break
+    if not number.isdigit():
+        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be a whole number of bytes, optionally with Ki, Mi or Gi")
+    value = int(number) * _SIZE_UNITS[unit]
+    if value < MIN_TRACE_BYTES:
+        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be at least {MIN_TRACE_BYTES} bytes")
+    return value
+
+
+def _trace_file(env: Mapping[str, str]) -> str:
+    path = (env.get(ENV_PREFIX + "TRACE") or "").strip()
+    if path:
+        where = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise ConfigError(f"{ENV_PREFIX}TRACE={path!r}: is a directory, give a file name")
+        if not os.path.isdir(where) or not os.access(where, os.W_OK):
+            raise ConfigError(f"{ENV_PREFIX}TRACE={path!r}: directory {where} does not exist or is not writable")
+    return path
 
 
 def _election_timings(env: Mapping[str, str]) -> dict[str, float]:
@@ -138,6 +178,10 @@ class OperatorConfig:
     retry_period: float = 2.0
     identity: str = ""
     """This replica's name in the Lease, the logs and the user agent (default: host name + random)."""
+    trace_file: str = ""
+    """Record the control loop into this ring of files (docs/trace-format.md); empty: off."""
+    trace_max_bytes: int = 16 * 2**20
+    trace_files: int = 4
     crash_after_writes: int = 0
     crash_on: str = ""
 
@@ -177,6 +221,9 @@ class OperatorConfig:
             lease_name=env.get(ENV_PREFIX + "LEASE_NAME") or default_lease_name(namespaces),
             **_election_timings(env),
             identity=env.get(ENV_PREFIX + "IDENTITY") or env.get("POD_NAME") or _default_identity(),
+            trace_file=_trace_file(env),
+            trace_max_bytes=_size(env, "TRACE_MAX_BYTES", 16 * 2**20),
+            trace_files=int(_number(env, "TRACE_FILES", 4, minimum=1, integer=True)),
             crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, integer=True)),
             crash_on=env.get(ENV_PREFIX + "CRASH_ON") or "",
         )

@@ -23,6 +23,8 @@ from .backend import Result
 from .clock import FakeClock
 from .metrics import Metrics
 from .model import split_key
+from .queuehooks import ChainedHooks, QueueHooks, QueueTrace
+from .tracing import NULL_TRACER, Tracer
 from .workqueue import RateLimitingQueue
 
 log = logging.getLogger("inference_operator.controller")
@@ -40,14 +42,25 @@ class Controller:
     """One reconciler fed by one workqueue, driven by worker threads or by ``step``."""
 
     def __init__(
-        self, name: str, reconcile: ReconcileFunc, queue: RateLimitingQueue, *, metrics: Metrics | None = None
+        self,
+        name: str,
+        reconcile: ReconcileFunc,
+        queue: RateLimitingQueue,
+        *,
+        metrics: Metrics | None = None,
+        tracer: Tracer = NULL_TRACER,
     ) -> None:
         self.name = name
         self.reconcile = reconcile
         self.queue = queue
         self.metrics = metrics
+        self.tracer = tracer
+        """Told of each dequeue (with the queue's contents), each pass's end, and the queue's adds."""
         self._queue_metrics = metrics.queue(queue.name or name, depth=queue.__len__) if metrics else None
-        queue.hooks = self._queue_metrics
+        hooks: QueueHooks | None = self._queue_metrics
+        if tracer.enabled:
+            hooks = QueueTrace(tracer) if hooks is None else ChainedHooks(hooks, QueueTrace(tracer))
+        queue.hooks = hooks
         self._event_at: dict[str, float] = {}
         """When the first watch event since the key's last pass queued it (for the latency metric)."""
         self.reconcile_total = 0
@@ -56,6 +69,7 @@ class Controller:
         """Keys whose last pass failed: consecutive failures and the last error, for people."""
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._pass_ends: dict[str, tuple[float | None, str]] = {}  # tracing: requeue_after, error
 
     def forget_waits(self) -> None:
         """Latencies count from now for every key already queued: a standby that starts to lead
@@ -75,20 +89,37 @@ class Controller:
 
     def process(self, key: str) -> None:
         """Reconcile ``key`` (already taken from the queue) and requeue as the result says."""
-        if self.metrics is None:
+        if self.tracer.enabled:
+            self._traced(key)
+        elif self.metrics is None:
             self._process(key)
-            return
+        else:
+            self._measured(key, self.metrics)
+
+    def _traced(self, key: str) -> None:
+        """``process``, told to the tracer: the dequeue with what the queue held, then the end."""
+        self.tracer.dequeued(self.name, key, retries=self.queue.num_requeues(key), queue=self.queue.contents())
+        outcome = "error"
+        try:
+            outcome = self._measured(key, self.metrics) if self.metrics is not None else self._process(key)
+        finally:
+            with self._lock:
+                requeue_after, error = self._pass_ends.pop(key, (None, ""))
+            self.tracer.finished(self.name, key, outcome=outcome, requeue_after=requeue_after, error=error)
+
+    def _measured(self, key: str, metrics: Metrics) -> str:
         with self._lock:
             event_at = self._event_at.pop(key, None)
         if event_at is not None:
-            self.metrics.event_to_reconcile(self.metrics.clock.now() - event_at)
-        self.metrics.active_workers.labels(controller=self.metrics.controller).inc()
+            metrics.event_to_reconcile(metrics.clock.now() - event_at)
+        metrics.active_workers.labels(controller=metrics.controller).inc()
         started = time.perf_counter()
         try:
             outcome = self._process(key)
         finally:
-            self.metrics.active_workers.labels(controller=self.metrics.controller).dec()
-        self.metrics.reconciled(outcome, time.perf_counter() - started)
+            metrics.active_workers.labels(controller=metrics.controller).dec()
+        metrics.reconciled(outcome, time.perf_counter() - started)
+        return outcome
 
     def _process(self, key: str) -> str:
         """One pass; returns controller-runtime's name for how it ended (``success``, ``error`` …)."""
@@ -111,6 +142,9 @@ class Controller:
                 err,
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
+            if self.tracer.enabled:
+                with self._lock:
+                    self._pass_ends[key] = (None, f"{type(err).__name__}: {err}")
             self.queue.done(key)
             self.queue.add_rate_limited(key)
             return "error"
@@ -119,6 +153,9 @@ class Controller:
             self.failing.pop(key, None)
         self.queue.done(key)
         if result.requeue_after is not None and result.requeue_after > 0:
+            if self.tracer.enabled:
+                with self._lock:
+                    self._pass_ends[key] = (result.requeue_after, "")
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
             return "requeue_after"

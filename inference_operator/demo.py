@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
+from .clock import FakeClock
 from .constants import DEPLOYMENT, KIND, SERVICE
 from .model import make_inference_service
 from .sim import Simulation
+from .tracesink import FileSink
+from .tracing import Recorder, Tracer
 
 Obj = dict[str, Any]
 NS, NAME = "default", "llama"
@@ -26,6 +30,28 @@ class Report:
     name: str
     lines: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    trace: str | None = None
+    """Record the scenario's simulation to this file (``demo --trace``); None: no recording."""
+    _tracers: list[Tracer] = field(default_factory=list)
+
+    def simulation(self, **options: Any) -> Simulation:
+        """A fresh Simulation for the scenario, recording to ``trace`` when one is set."""
+        if self.trace is None:
+            return Simulation(**options)
+        return Simulation(tracer=self._recorder(self.trace), **options)
+
+    def _recorder(self, path: str) -> Callable[[FakeClock], Tracer]:
+        def make(clock: FakeClock) -> Tracer:
+            tracer = Recorder(FileSink(path), clock, backend="simulator")
+            tracer.note(f"scenario {self.name}")
+            self._tracers.append(tracer)
+            return tracer
+
+        return make
+
+    def close(self) -> None:
+        for tracer in self._tracers:
+            tracer.close()
 
     def check(self, ok: bool, what: str) -> None:
         self.lines.append(f"  {'ok  ' if ok else 'FAIL'} {what}")
@@ -62,7 +88,7 @@ def _created(sim: Simulation, replicas: int) -> None:
 
 
 def scenario_create(report: Report) -> None:
-    sim = Simulation(ready_after=5.0)
+    sim = report.simulation(ready_after=5.0)
     sim.apply(_llama(replicas=2))
     runs = sim.run_until_quiescent()
     report.timeline(sim)
@@ -78,7 +104,7 @@ def scenario_create(report: Report) -> None:
 
 
 def scenario_scale_upgrade(report: Report) -> None:
-    sim = Simulation(ready_after=5.0)
+    sim = report.simulation(ready_after=5.0)
     _created(sim, replicas=2)
     sim.apply(_llama(replicas=4, image="vllm:0.7.0"))
     runs = sim.run_until_quiescent()
@@ -99,7 +125,7 @@ def scenario_scale_upgrade(report: Report) -> None:
 
 
 def scenario_delete(report: Report) -> None:
-    sim = Simulation(ready_after=5.0)
+    sim = report.simulation(ready_after=5.0)
     _created(sim, replicas=2)
     sim.delete(KIND, NS, NAME)
     sim.note(f"kubectl delete inferenceservice {NAME}")
@@ -116,7 +142,7 @@ def scenario_delete(report: Report) -> None:
 
 
 def scenario_drift(report: Report) -> None:
-    sim = Simulation(ready_after=5.0)
+    sim = report.simulation(ready_after=5.0)
     _created(sim, replicas=3)
     sim.api.patch(DEPLOYMENT, NS, NAME, {"spec": {"replicas": 99}})
     sim.note(f"kubectl scale deployment {NAME} --replicas=99")
@@ -148,14 +174,37 @@ SCENARIOS = (
 SCENARIO_NAMES = tuple(s.name for s in SCENARIOS)
 
 
-def run_scenarios(names: list[str] | None, out: TextIO, scenarios: tuple[Scenario, ...] = SCENARIOS) -> int:
-    """Run the named scenarios (all by default); returns how many failed their checks."""
+def trace_paths(path: str, names: list[str]) -> dict[str, str]:
+    """Where ``demo --trace PATH`` records each scenario: PATH itself for one scenario, else
+    PATH with the scenario's name before the suffix (``trace.jsonl`` → ``trace.create.jsonl``)."""
+    if len(names) == 1:
+        return {names[0]: path}
+    base = Path(path)
+    return {name: str(base.with_name(f"{base.stem}.{name}{base.suffix}")) for name in names}
+
+
+def run_scenarios(
+    names: list[str] | None,
+    out: TextIO,
+    scenarios: tuple[Scenario, ...] = SCENARIOS,
+    *,
+    trace: str | None = None,
+    traced: dict[str, str] | None = None,
+) -> int:
+    """Run the named scenarios (all by default); returns how many failed their checks.
+
+    ``trace``: record each scenario (see :func:`trace_paths`); ``traced`` is told which file each went to."""
     failed = 0
-    for scenario in scenarios:
-        if names and scenario.name not in names:
-            continue
-        report = Report(scenario.name)
-        scenario.run(report)
+    chosen = [s for s in scenarios if not names or s.name in names]
+    paths = trace_paths(trace, [s.name for s in chosen]) if trace is not None else {}
+    for scenario in chosen:
+        report = Report(scenario.name, trace=paths.get(scenario.name))
+        try:
+            scenario.run(report)
+        finally:
+            report.close()
+        if traced is not None and scenario.name in paths:
+            traced[scenario.name] = paths[scenario.name]
         print(f"== {scenario.title}", file=out)
         for line in report.lines:
             print(line, file=out)
@@ -164,11 +213,16 @@ def run_scenarios(names: list[str] | None, out: TextIO, scenarios: tuple[Scenari
     return failed
 
 
-def run_manifest(manifest: Obj, out: TextIO, *, ready_after: float = 5.0) -> int:
-    """Apply a user's InferenceService to a fresh simulation and show how it converges."""
-    sim = Simulation(ready_after=ready_after)
-    sim.apply(manifest)
-    sim.run_until_quiescent()
+def run_manifest(manifest: Obj, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
+    """Apply a user's InferenceService to a fresh simulation and show how it converges
+    (``trace``: recording it to that file)."""
+    report = Report("manifest", trace=trace)
+    sim = report.simulation(ready_after=ready_after)
+    try:
+        sim.apply(manifest)
+        sim.run_until_quiescent()
+    finally:
+        report.close()
     meta = manifest["metadata"]
     obj = sim.get(KIND, meta.get("namespace", NS), meta["name"]) or {}
     for entry in sim.timeline:

@@ -87,6 +87,9 @@ class QueueMetrics:
     def retried(self) -> None:
         self._retries.inc()
 
+    def delayed(self, key: str, delay: float, *, retries: int) -> None:
+        return None  # client-go's queue metrics have no series for delays
+
     def forget_waits(self) -> None:
         """Time in the queue starts again now for every queued key (a standby that starts to lead:
         its keys could not be handed out before, and its wait is not the queue's latency)."""

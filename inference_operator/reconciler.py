@@ -36,6 +36,7 @@ from .constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, SERVICE, Even
 from .constants import ConditionType as CT
 from .errors import ApiError
 from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from .ownership import upgrade_ownership
 from .stalls import Blocked
 from .status import (
     DeploymentView,
@@ -46,6 +47,8 @@ from .status import (
     override_status,
     pod_problem,
 )
+from .tracesteps import acted, diffed, observed, status_decided
+from .tracing import NULL_TRACER, Tracer
 
 Obj = dict[str, Any]
 log = logging.getLogger("inference_operator.reconciler")
@@ -78,8 +81,11 @@ class Reconciler:
         clock: Clock,
         *,
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
+        tracer: Tracer = NULL_TRACER,
     ) -> None:
         self.backend = backend
+        self.tracer = tracer
+        """Told each phase of each pass (observe, diff, act, status); off by default."""
         self.clock = clock
         self.requeue_while_progressing = requeue_while_progressing
         # Per-uid memory between passes. No lock: the workqueue never hands one key to two
@@ -103,6 +109,9 @@ class Reconciler:
 
     def reconcile(self, namespace: str, name: str) -> Result:
         obj = self.backend.get(KIND, namespace, name)
+        tracing = self.tracer.enabled
+        if tracing:
+            self._trace_observed(namespace, name, obj)
         if obj is None:
             return Result()  # deleted: owner references let the garbage collector take the children
         if is_being_deleted(obj):
@@ -117,12 +126,21 @@ class Reconciler:
         blocked: list[Blocked] = []
         deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
         service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
+        had_finalizer = has_finalizer(obj) if tracing else True
         obj = self._ensure_finalizer(obj)
         lb, lb_note = self.balancer.ensure(isvc, obj, service)
-        self._announce_actions(obj, isvc.name, {DEPLOYMENT: deployment_action, SERVICE: service_action}, lb_note)
+        actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
+        self._announce_actions(obj, isvc.name, actions, lb_note)
+        if tracing:
+            stalls = [b.condition.message for b in blocked]
+            done = acted(actions, finalizer_added=not had_finalizer, lb_note=lb_note, blocked=stalls)
+            self.tracer.phase("act", key_of(namespace, name), done)
         view = DeploymentView.of(deployment)
         previous = obj.get("status") or {}
         if not blocked and self._defer_status(isvc.uid, previous, view, lb):
+            if tracing:
+                held = status_decided(previous, previous, written=False, deferred=True)
+                self.tracer.phase("status", key_of(namespace, name), held)
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
         stall = blocked[0].condition if blocked else None
@@ -136,6 +154,16 @@ class Reconciler:
         if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
             return Result(requeue_after=LB_RECHECK_SECONDS)
         return result
+
+    def _trace_observed(self, namespace: str, name: str, obj: Obj | None) -> None:
+        children = {kind: self.backend.get(kind, namespace, name) for kind in (DEPLOYMENT, SERVICE)}
+        self.tracer.phase("observe", key_of(namespace, name), observed(obj, children))
+
+    def _trace_diff(
+        self, isvc: InferenceService, kind: str, live: Obj | None, desired: Obj, changed: list[str] | None, **how: bool
+    ) -> None:
+        if self.tracer.enabled:
+            self.tracer.phase("diff", key_of(isvc.namespace, isvc.name), diffed(kind, live, desired, changed, **how))
 
     def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
@@ -212,15 +240,18 @@ class Reconciler:
                 # whatever has the name. Ask the API server whether something is in the way.
                 live = self.backend.read(kind, isvc.namespace, isvc.name)
                 if live is None:
+                    self._trace_diff(isvc, kind, None, desired, None)
                     return self._apply_child(isvc, kind, desired, created=True)
             if controller_owner_uid(live) != isvc.uid:
                 blocked.append(Blocked.conflict(isvc, kind, live))
+                self._trace_diff(isvc, kind, live, desired, None, conflict=True)
                 return None, None
             changed = drift(live, desired, kind=kind, manager=FIELD_MANAGER)
+            self._trace_diff(isvc, kind, live, desired, changed)
             if not changed:
                 return live, None
             if NOT_APPLIED in changed:
-                self._upgrade_ownership(isvc, kind)
+                upgrade_ownership(self.backend, kind, isvc.namespace, isvc.name)
             return self._apply_child(isvc, kind, desired, fields=changed)
         except ApiError as err:
             blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
@@ -247,29 +278,6 @@ class Reconciler:
         log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, shown)
         return applied, Done(EventReason.PATCHED, shown)
 
-    def _upgrade_ownership(self, isvc: InferenceService, kind: str) -> None:
-        """Children written by operator versions before server-side apply (a POST, merge
-        patches) are owned through an ``Update`` entry of ours holding every field they had,
-        defaults included; while it stays, a field we stop applying is never removed (and a
-        changed port would sit next to the old one). Before the first apply, turn that entry
-        into our apply entry, as kubectl's client-side-to-server-side upgrade does: the apply
-        then removes whatever it no longer sets. One read and one write, once per such child."""
-        live = self.backend.read(kind, isvc.namespace, isvc.name)
-        if live is None:
-            return
-        meta = live["metadata"]
-        entries = meta.get("managedFields") or []
-        if not any(_legacy_entry(e) for e in entries):
-            return
-        upgraded = [{**e, "operation": "Apply"} if _legacy_entry(e) else e for e in entries]
-        self.backend.patch(
-            kind,
-            isvc.namespace,
-            isvc.name,
-            {"metadata": {"managedFields": upgraded, "resourceVersion": meta["resourceVersion"]}},
-        )
-        log.info("Upgraded field ownership to apply kind=%s name=%s namespace=%s", kind, isvc.name, isvc.namespace)
-
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
         if (summary := action_summary(name, children, lb_note)) is not None:
             reason, message = summary
@@ -281,10 +289,15 @@ class Reconciler:
 
     def _finalize(self, obj: Obj) -> Result:
         """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
-        if not has_finalizer(obj):
-            return Result()
         meta = obj["metadata"]
         key = key_of(meta["namespace"], meta["name"])
+        if self.tracer.enabled:
+            ours = has_finalizer(obj)
+            why = "release the load balancer, then remove our finalizer" if ours else "no finalizer of ours"
+            decision = {"subject": "deletion", "decision": "finalize" if ours else "none", "reason": why}
+            self.tracer.phase("diff", key, decision)
+        if not has_finalizer(obj):
+            return Result()
         self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
@@ -306,6 +319,9 @@ class Reconciler:
             raise
         self._patch_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != FINALIZER])
         log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
+        if self.tracer.enabled:
+            released = [{"action": "release-load-balancer"}] if NAME_RULE.check(meta["name"]) else []
+            self.tracer.phase("act", key, {"actions": [*released, {"action": "remove-finalizer"}]})
         return Result()
 
     # -- status -----------------------------------------------------------------------------
@@ -315,9 +331,12 @@ class Reconciler:
 
     def _write_status(self, obj: Obj, status: Obj) -> Obj:
         previous = obj.get("status") or {}
+        meta = obj["metadata"]
+        if self.tracer.enabled:
+            decided = status_decided(previous, status, written=status != previous)
+            self.tracer.phase("status", key_of(meta["namespace"], meta["name"]), decided)
         if status == previous:
             return obj
-        meta = obj["metadata"]
         written = self.backend.update_status(
             {
                 "apiVersion": obj["apiVersion"],
@@ -345,7 +364,11 @@ class Reconciler:
 
     def _report_invalid_spec(self, obj: Obj, message: str) -> Result:
         generation = int(obj["metadata"].get("generation") or 1)
-        status = invalid_spec_status(obj.get("status") or {}, generation=generation, message=message, now=self._now())
+        previous = obj.get("status") or {}
+        status = invalid_spec_status(previous, generation=generation, message=message, now=self._now())
+        if self.tracer.enabled:
+            key = key_of(obj["metadata"]["namespace"], obj["metadata"]["name"])
+            self.tracer.phase("diff", key, {"subject": "spec", "decision": "invalid", "reason": message})
         self._write_status(obj, status)
         # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
         return Result()
@@ -356,12 +379,9 @@ class Reconciler:
             Cond(CT.LOAD_BALANCER_READY, "False", Reason.LOAD_BALANCER_FAILED, message),
         ]
         generation = int(obj["metadata"].get("generation") or 1)
-        self._write_status(
-            obj,
-            override_status(
-                obj.get("status") or {}, conds, generation=generation, phase=Phase.TERMINATING, now=self._now()
-            ),
-        )
+        previous = obj.get("status") or {}
+        status = override_status(previous, conds, generation=generation, phase=Phase.TERMINATING, now=self._now())
+        self._write_status(obj, status)
 
     def _next(self, status: Obj, view: DeploymentView) -> Result:
         """Poll only for what no event will announce: a moving rollout becoming stuck. Pods
@@ -371,10 +391,6 @@ class Reconciler:
             return Result()
         stuck_in = self._stuck_in(view)
         return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
-
-
-def _legacy_entry(entry: Obj) -> bool:
-    return entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Update" and not entry.get("subresource")
 
 
 def _child_condition(kind: str) -> str:

@@ -23,15 +23,16 @@ simulator drives it step by step with :meth:`~RateLimitingQueue.try_get` and
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 from inference_operator.clock import Clock, ManualClock
+from inference_operator.queuehooks import QueueHooks
 from inference_operator.ratelimit import TokenBucket
 
 __all__ = ["RateLimitingQueue"]
@@ -49,15 +50,6 @@ def _waker(queue: RateLimitingQueue) -> Callable[[], None]:
             target.poke()
 
     return wake
-
-
-class QueueHooks(Protocol):
-    """Who is told what happens to keys (client-go's queue metrics); called with the lock held."""
-
-    def added(self, key: str) -> None: ...
-    def taken(self, key: str) -> None: ...
-    def finished(self, key: str) -> None: ...
-    def retried(self) -> None: ...
 
 
 class RateLimitingQueue:
@@ -140,6 +132,8 @@ class RateLimitingQueue:
             if delay <= 0:
                 self._add_locked(key)
                 return
+            if self.hooks is not None:
+                self.hooks.delayed(key, delay, retries=0)
             self._schedule_locked(key, self._clock.now() + delay)
 
     def add_rate_limited(self, key: str) -> None:
@@ -159,6 +153,8 @@ class RateLimitingQueue:
                 self.hooks.retried()
             now = self._clock.now()
             delay = max(self._backoff(failures), self._bucket.reserve(now))
+            if self.hooks is not None:
+                self.hooks.delayed(key, delay, retries=failures + 1)
             self._schedule_locked(key, now + delay)
 
     def forget(self, key: str) -> None:
@@ -314,6 +310,23 @@ class RateLimitingQueue:
         """How many keys were handed out and are not done yet."""
         with self._lock:
             return len(self._processing)
+
+    def contents(self, limit: int = 20) -> dict[str, object]:
+        """What the queue holds, for people (the trace): ready keys in order, waiting keys by
+        due time (seconds from now) with their retries, keys being processed; at most ``limit`` of each, with counts."""
+        with self._lock:
+            now = self._clock.now()
+            waiting = heapq.nsmallest(limit, ((due, key) for key, (due, _) in self._waiting.items()))
+            return {
+                "ready": list(itertools.islice(self._ready, limit)),
+                "readyCount": len(self._ready),
+                "waiting": [
+                    {"key": key, "dueIn": round(due - now, 6), "retries": self._failures.get(key, 0)}
+                    for due, key in waiting
+                ],
+                "waitingCount": len(self._waiting),
+                "processing": sorted(self._processing)[:limit],
+            }
 
     def __repr__(self) -> str:
         with self._lock:

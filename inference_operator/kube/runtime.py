@@ -37,6 +37,9 @@ from ..lb.memory import InMemoryLoadBalancer
 from ..metrics import MeasuredLoadBalancer, Metrics
 from ..model import changed_beyond_status, obj_key, owner_key
 from ..reconciler import Reconciler
+from ..tracedio import TracingBackend, TracingLoadBalancer
+from ..tracesink import RingSink
+from ..tracing import NULL_TRACER, Recorder, Tracer
 from ..workqueue import RateLimitingQueue
 from .backend import EVENT_POSTER, KubeBackend
 from .cache import ObjectCache, slim
@@ -78,6 +81,17 @@ def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
     return InMemoryLoadBalancer()
 
 
+def make_tracer(config: OperatorConfig, clock: Clock) -> Tracer:
+    """The flight recorder ``config`` asks for: a ring of files, or none."""
+    if not config.trace_file:
+        return NULL_TRACER
+    sink = RingSink(config.trace_file, max_bytes=config.trace_max_bytes, files=config.trace_files)
+    log.info(
+        "Recording a trace file=%s max_bytes=%d files=%d", config.trace_file, config.trace_max_bytes, config.trace_files
+    )
+    return Recorder(sink, clock, backend="cluster")
+
+
 def label_selector(kind: str) -> str | None:
     """Children are watched and listed by the owner label only."""
     return None if kind == KIND else OWNER_LABEL
@@ -96,6 +110,7 @@ class OperatorRuntime:
         metrics: Server | None = None,
         threads: ThreadGroup | None = None,
         consistency_period: float = PERIOD_SECONDS,
+        tracer: Tracer | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -130,11 +145,20 @@ class OperatorRuntime:
             self.backend.may_write = self.elector.is_leader
             provider = LeaderOnlyLoadBalancer(provider, self.elector.is_leader)
         self.lb = MeasuredLoadBalancer(provider, self.telemetry)
+        self.tracer = tracer if tracer is not None else make_tracer(config, self.clock)
+        """The flight recorder (``--trace``); off by default."""
+        traced = self.tracer.enabled
         self.reconciler = Reconciler(
-            self.backend, self.lb, self.clock, requeue_while_progressing=config.requeue_seconds
+            TracingBackend(self.backend, self.tracer) if traced else self.backend,
+            TracingLoadBalancer(self.lb, self.tracer) if traced else self.lb,
+            self.clock,
+            requeue_while_progressing=config.requeue_seconds,
+            tracer=self.tracer,
         )
         self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
-        self.controller = Controller("inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry)
+        self.controller = Controller(
+            "inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry, tracer=self.tracer
+        )
         self.telemetry.workers(active=0, maximum=config.workers)
         self.telemetry.leader.labels(name=config.lease_name).set(0)
         self.telemetry.read_live(lambda: live(self.probe()))
@@ -162,13 +186,18 @@ class OperatorRuntime:
         if event_type is None and kind in WATCHED_KINDS:
             self._relisted(kind)
         before, after = self.cache.apply_event(kind, event_type, obj)
+        key: str | None
         if kind == KIND:
             if after is before and event_type != "DELETED":
-                return  # stale, or already known
-            if before is None or after is None or changed_beyond_status(before, after):
-                self.controller.enqueue(obj_key(obj))
-            return
-        key = owner_key(after or obj)
+                key = None  # stale, or already known
+            elif before is None or after is None or changed_beyond_status(before, after):
+                key = obj_key(obj)
+            else:
+                key = None
+        else:
+            key = owner_key(after or obj)
+        if self.tracer.enabled:
+            self.tracer.event(kind, event_type or "LISTED", obj, enqueued=key)
         if key is not None:
             self.controller.enqueue(key)
 
@@ -323,6 +352,7 @@ class OperatorRuntime:
             self.elector.release()  # no worker writes any more: a standby may take over at once
         if self.metrics is not None:
             self.metrics.stop()
+        self.tracer.close()
         log.info("Stopped workers graceful=%s", not alive)
         return not alive
 

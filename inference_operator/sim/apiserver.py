@@ -111,9 +111,11 @@ class FakeApiServer(StoredWrites):
         self._gc = GarbageCollector(
             lookup=self._lookup,
             stored=self._stored,
-            delete=lambda key, propagation: self._delete(key, propagation)[0],
+            delete=self._collect,
             commit=self._commit_for_gc,
         )
+        self.on_collected: Callable[[Key, str], None] | None = None
+        """Told each object the garbage collector deleted, with the delete's resourceVersion (the trace)."""
         self._allocator = defaults.Allocator()
         self._uid_counter = 0
         self.custom_resources = CustomResources()
@@ -335,6 +337,12 @@ class FakeApiServer(StoredWrites):
         _set_managed_fields(candidate, fields)
         if stored is not None:
             managedfields.settle_timestamps(stored, candidate)
+
+    def _collect(self, key: Key, propagation: Propagation) -> bool:
+        changed = self._delete(key, propagation)[0]
+        if changed and self.on_collected is not None:
+            self.on_collected(key, str(self._resource_version))
+        return changed
 
     def _commit_for_gc(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
         """The garbage collector's writes, recorded as the kube-controller-manager's (it only removes)."""

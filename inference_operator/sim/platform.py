@@ -21,6 +21,7 @@ from ..backend import Result
 from ..clock import FakeClock, format_timestamp
 from ..compare import parse_quantity
 from ..constants import GPU_RESOURCE
+from ..tracing import NULL_TRACER, Tracer
 from .apiserver import FakeApiServer
 from .informer import SharedInformer
 from .managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
@@ -75,6 +76,8 @@ class SimulatedDeploymentController:
         self.nodes = nodes
         self._rollouts: dict[str, _Rollout] = {}
         self._crashing: dict[str, int] = {}  # namespace/name → pods that crash-loop
+        self.tracer: Tracer = NULL_TRACER
+        """Told each status this controller writes (pods becoming ready, a rollout's progress)."""
 
     def crash_pods(self, namespace: str, name: str, count: int) -> None:
         """Make ``count`` pods of Deployment ``namespace/name`` crash-loop (never ready, in
@@ -159,12 +162,28 @@ class SimulatedDeploymentController:
             ],
         }
         if _status_differs(old, status):
-            self.api.update_status({**dep, "status": status}, field_manager=CONTROLLER_MANAGER)
+            written = self.api.update_status({**dep, "status": status}, field_manager=CONTROLLER_MANAGER)
+            if self.tracer.enabled:
+                self._traced(key, old, written)
         if done:
             return Result()
         if not schedulable:
             return Result(requeue_after=deadline - now) if now < deadline else Result()
         return Result(requeue_after=rollout.started_at + self.ready_after - now)
+
+    def _traced(self, key: str, old: Obj, written: Obj) -> None:
+        """Tell the tracer what moved: pods becoming ready, a rollout progressing or stuck."""
+        new = written.get("status") or {}
+        numbers = ("replicas", "updatedReplicas", "readyReplicas", "observedGeneration")
+        detail: Obj = {name: new.get(name) for name in numbers}
+        detail["was"] = {name: old.get(name) for name in numbers if name in old}
+        progressing = [c for c in new.get("conditions") or [] if c.get("type") == "Progressing"]
+        if progressing:
+            detail["progressing"] = progressing[0].get("reason")
+        was_ready, ready = int(old.get("readyReplicas") or 0), int(new.get("readyReplicas") or 0)
+        action = "pods-ready" if ready > was_ready else "pods-not-ready" if ready < was_ready else "status"
+        rv = str(written["metadata"].get("resourceVersion") or "")
+        self.tracer.platform("deployment-controller", action, "Deployment", key, rv=rv or None, detail=detail)
 
     def pods(self, namespace: str, selector: str) -> list[Obj]:
         """Synthetic Pods of the Deployments matching ``selector`` (``key=value,…``), enough to

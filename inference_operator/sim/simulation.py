@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, cast
 
 from ..backend import LoadBalancerProvider, Result
@@ -26,6 +27,8 @@ from ..jsoncopy import deep_copy
 from ..lb.memory import InMemoryLoadBalancer
 from ..model import changed_beyond_status, key_of, obj_key, owner_key
 from ..reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
+from ..tracedio import TracingBackend, TracingLoadBalancer
+from ..tracing import NULL_TRACER, Tracer
 from ..workqueue import RateLimitingQueue
 from .apiserver import FakeApiServer
 from .backend import Event, FakeBackend, RecordingLoadBalancer, Timeline, TimelineEntry
@@ -55,8 +58,11 @@ class Simulation:
         nodes: int = 2,
         deployment_controller: bool = True,
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
+        tracer: Callable[[FakeClock], Tracer] | None = None,
     ) -> None:
+        """``tracer`` makes the flight recorder, given the simulation's clock (default: none)."""
         self.clock = FakeClock()
+        self.tracer: Tracer = tracer(self.clock) if tracer is not None else NULL_TRACER
         self.api = FakeApiServer(self.clock)
         # As on a real cluster, the CRD is installed before anything else: its schema's defaults,
         # pruning, validation and CEL rules apply to every InferenceService written from now on.
@@ -86,6 +92,9 @@ class Simulation:
             gpus_per_node=gpus_per_node,
             nodes=nodes,
         )
+        self.platform.tracer = self.tracer
+        if self.tracer.enabled:
+            self.api.on_collected = self._collected
         self.backend.pods_source = self.platform.pods
         # False simulates a kube-controller-manager that is down: Deployments never get status.
         self.deployment_controller = deployment_controller
@@ -123,11 +132,16 @@ class Simulation:
             RecordingLoadBalancer(self._operator_lb, self._timeline),
             self.clock,
             requeue_while_progressing=self._requeue_while_progressing,
+            tracer=self.tracer,
         )
+        if self.tracer.enabled:
+            self.reconciler.backend = TracingBackend(self.backend, self.tracer)
+            self.reconciler.lb = TracingLoadBalancer(self.reconciler.lb, self.tracer)
         self.controller = Controller(
             "inferenceservice",
             self._recorded(self.reconciler.reconcile),
             RateLimitingQueue(self.clock, name="inferenceservice"),
+            tracer=self.tracer,
         )
 
     def _recorded(self, reconcile: ReconcileFunc) -> ReconcileFunc:
@@ -147,25 +161,46 @@ class Simulation:
         return run
 
     def _wire(self) -> None:
-        def own(obj: Obj) -> None:
-            self.controller.enqueue(obj_key(obj))
+        tracer = self.tracer
 
-        def owner(obj: Obj) -> None:
-            if (key := owner_key(obj)) is not None:
-                self.controller.enqueue(key)
+        def own(obj: Obj, event: str = "ADDED") -> None:
+            key = obj_key(obj)
+            if tracer.enabled:
+                tracer.event(KIND, event, obj, enqueued=key)
+            self.controller.enqueue(key)
 
         def own_changed(old: Obj, new: Obj) -> None:
             if changed_beyond_status(old, new):
-                own(new)
+                own(new, "MODIFIED")
+            elif tracer.enabled:
+                tracer.event(KIND, "MODIFIED", new, enqueued=None)
 
-        self.informers[KIND].add_event_handler(on_add=own, on_update=own_changed, on_delete=own)
-
-        def owner_changed(old: Obj, new: Obj) -> None:
-            owner(old)
-            owner(new)
+        self.informers[KIND].add_event_handler(
+            on_add=own, on_update=own_changed, on_delete=lambda obj: own(obj, "DELETED")
+        )
 
         for kind in (DEPLOYMENT, SERVICE):
-            self.informers[kind].add_event_handler(on_add=owner, on_update=owner_changed, on_delete=owner)
+
+            def owner(obj: Obj, event: str = "ADDED", kind: str = kind) -> None:
+                key = owner_key(obj)
+                if tracer.enabled:
+                    tracer.event(kind, event, obj, enqueued=key)
+                if key is not None:
+                    self.controller.enqueue(key)
+
+            def owner_changed(old: Obj, new: Obj, owner: Callable[..., None] = owner) -> None:
+                if (old_key := owner_key(old)) is not None and old_key != owner_key(new):
+                    self.controller.enqueue(old_key)
+                owner(new, "MODIFIED")
+
+            def owner_gone(obj: Obj, owner: Callable[..., None] = owner) -> None:
+                owner(obj, "DELETED")
+
+            self.informers[kind].add_event_handler(on_add=owner, on_update=owner_changed, on_delete=owner_gone)
+
+    def _collected(self, key: tuple[str, str, str], rv: str) -> None:
+        kind, namespace, name = key
+        self.tracer.platform("garbage-collector", "delete", kind, f"{namespace}/{name}", rv=rv, detail={})
 
     # -- like kubectl ---------------------------------------------------------------------------
 
@@ -179,7 +214,16 @@ class Simulation:
         raises :class:`~inference_operator.errors.Conflict`, as kubectl does without
         ``--force-conflicts``.
         """
-        return self.api.apply(deep_copy(manifest), field_manager=KUBECTL)
+        applied = self.api.apply(deep_copy(manifest), field_manager=KUBECTL)
+        if self.tracer.enabled:
+            self._user("apply", applied)
+        return applied
+
+    def _user(self, action: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        rv = str(meta.get("resourceVersion") or "") or None
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        self.tracer.platform(KUBECTL, action, str(obj.get("kind", "")), key, rv=rv, detail={"spec": obj.get("spec")})
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         try:
@@ -188,7 +232,11 @@ class Simulation:
             return None
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
-        self.api.delete(kind, namespace, name)
+        answer = self.api.delete(kind, namespace, name)
+        if self.tracer.enabled:
+            meta = answer.get("metadata") or {}
+            rv = str(meta.get("resourceVersion") or "") if answer.get("kind") == kind else ""
+            self.tracer.platform(KUBECTL, "delete", kind, f"{namespace}/{name}", rv=rv or None, detail={})
 
     # -- faults and crashes ---------------------------------------------------------------------
 
@@ -207,6 +255,8 @@ class Simulation:
         if load_balancer is not None:
             self._operator_lb = load_balancer
             self.reconciler.lb = RecordingLoadBalancer(load_balancer, self._timeline)
+            if self.tracer.enabled:
+                self.reconciler.lb = TracingLoadBalancer(self.reconciler.lb, self.tracer)
 
     def restart_operator(self) -> None:
         """The operator process dies and starts again: all its in-memory state is lost.
@@ -290,6 +340,8 @@ class Simulation:
     def note(self, text: str) -> None:
         """Put something that happened outside the operator on the timeline, in parentheses."""
         self._timeline.add(f"({text})")
+        if self.tracer.enabled:
+            self.tracer.note(text)
 
     def clear_timeline(self) -> None:
         self._timeline.clear()
