@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from inference_operator.backend import LoadBalancerError, LoadBalancerProvider, Registration
 from inference_operator.clock import Clock
 from inference_operator.constants import DEPLOYMENT, KIND
-from inference_operator.model import make_inference_service
+from inference_operator.model import make_inference_service, make_namespace
 from inference_operator.runtime import tune_gc
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver import FakeApiServer
@@ -308,6 +308,8 @@ def make_simulation(*, bucket: bool) -> Simulation:
 
 def create(sim: Simulation, n: int) -> list[tuple[str, str]]:
     names = [(f"team-{i % 10}", f"svc-{i:05d}") for i in range(n)]
+    for namespace in sorted({namespace for namespace, _ in names}):  # NamespaceLifecycle: they must exist
+        sim.api.create(make_namespace(namespace))
     for namespace, name in names:
         sim.apply(make_inference_service(name, image="vllm:0.7.0", model="Llama-3", replicas=2, namespace=namespace))
     return names

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference_operator.constants import KIND
-from inference_operator.model import make_inference_service
+from inference_operator.model import make_inference_service, make_namespace
 from inference_operator.runtime import tune_gc
 from inference_operator.sim import Simulation
 from inference_operator.tracesink import FileSink
@@ -33,7 +33,7 @@ def run(n: int, trace: str | None = None) -> dict[str, float]:
     sink = FileSink(f"{trace}.{n}.jsonl") if trace else None
     sim = Simulation(ready_after=5.0, tracer=(lambda c: Recorder(sink, c, backend="simulator")) if sink else None)
     for namespace in sorted({f"team-{i % 10}" for i in range(n)}):  # NamespaceLifecycle: they must exist
-        sim.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        sim.api.create(make_namespace(namespace))
     gc.collect()
     start = time.perf_counter()
     for i in range(n):

@@ -13,6 +13,11 @@ from .constants import API_VERSION, FINALIZER, KIND
 Obj = dict[str, Any]
 
 
+def make_namespace(name: str) -> Obj:
+    """A Namespace manifest: objects can only be created in a namespace that exists."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
 def make_inference_service(
     name: str,
     *,
