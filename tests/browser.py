@@ -38,7 +38,7 @@ FLAGS = [
     "--no-first-run",
     "--metrics-recording-only",
     "--disable-features=Translate,MediaRouter,OptimizationHints",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     "--remote-debugging-pipe",
     "--window-size=1366,768",
     "--hide-scrollbars",

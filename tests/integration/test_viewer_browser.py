@@ -11,6 +11,8 @@ converge at the last step (Ready; for delete, the object is gone); ← / Home / 
 should; the page raises no exception, logs no console error and loads no URL but itself.
 Also: Enter on an event's link jumps to the write that caused it and back; space plays and
 pauses; the object filter limits the steps to one object's records (a two-object trace).
+``trace view --serve --port 0`` prints a 127.0.0.1 URL, serves the page there (Chromium loads it and
+nothing else), answers 404 elsewhere, and stops on Ctrl-C (SIGINT) with exit code 0 and no traceback.
 Screenshots: ``artifacts/viewer/<scenario>-<step>.png`` under the repository root
 (first step, the first patch's diff or else the first diff, last step).
 """
@@ -18,6 +20,13 @@ Screenshots: ``artifacts/viewer/<scenario>-<step>.png`` under the repository roo
 from __future__ import annotations
 
 import json
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +153,34 @@ def test_the_page_carries_the_trace_and_nothing_else(tmp_path: Path) -> None:
     )
     embedded = json.loads(text[start : text.index("</script>", start)])
     assert embedded == records
+
+
+def test_serve_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(browser: Browser, tmp_path: Path) -> None:
+    _, html = build(tmp_path, "create")
+    trace = tmp_path / "create.jsonl"
+    command = [sys.executable, "-m", "inference_operator", "trace", "view", str(trace), "--serve", "--port", "0"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with selectors.DefaultSelector() as selector:
+            assert proc.stdout is not None
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            assert selector.select(timeout=30), "no URL printed within 30 s"
+            line = proc.stdout.readline()
+        url = line.split(" at ")[1].split()[0]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/"), line
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert answer.read().decode() == html.read_text()
+        try:
+            urllib.request.urlopen(url + "other", timeout=10)
+            raise AssertionError("only the page is served")
+        except urllib.error.HTTPError as err:
+            assert err.code == 404
+        page = browser.new_page()
+        page.open(url)
+        page.wait_for("document.body.dataset.ready === 'true'")
+        assert page.errors == [] and page.requests == [url]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 15
+        _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    assert proc.returncode == 0 and "Traceback" not in err, err
