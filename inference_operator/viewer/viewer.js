@@ -455,15 +455,17 @@
     frag.appendChild(el('pre', null, json.length > 3000 ? json.slice(0, 3000) + '\n…' : json));
     box.replaceChildren(frag);
   }
-  function renderTimeline(scroll) {
+  function renderTimeline(scroll, measured) {
+    // reads first (the layout is clean when a key arrives), then writes: no forced layout mid-render
     var box = $('timeline'), spacer = $('timeline-spacer');
-    var height = box.clientHeight || 150;
+    var height = measured ? measured.height : (box.clientHeight || 150);
+    var scrollTop = measured ? measured.top : box.scrollTop;
     if (scroll) {
       var top = pos * ROW;
-      if (top < box.scrollTop || top + ROW > box.scrollTop + height) box.scrollTop = Math.max(0, top - Math.floor(height / 2));
+      if (top < scrollTop || top + ROW > scrollTop + height) scrollTop = Math.max(0, top - Math.floor(height / 2));
     }
-    var first = Math.max(0, Math.floor(box.scrollTop / ROW) - 5);
-    var last = Math.min(view.length - 1, Math.ceil((box.scrollTop + height) / ROW) + 5);
+    var first = Math.max(0, Math.floor(scrollTop / ROW) - 5);
+    var last = Math.min(view.length - 1, Math.ceil((scrollTop + height) / ROW) + 5);
     var frag = document.createDocumentFragment();
     for (var p = first; p <= last; p++) {
       var index = view[p], rec = steps[index];
@@ -477,9 +479,11 @@
       frag.appendChild(row);
     }
     spacer.replaceChildren(frag);
+    if (measured ? scrollTop !== measured.top : scroll && box.scrollTop !== scrollTop) box.scrollTop = scrollTop;
   }
   function render(opts) {
     var t0 = performance.now();
+    var box = $('timeline'), measured = { height: box.clientHeight || 150, top: box.scrollTop };
     var index = view[pos], rec = steps[index];
     $('step-index').textContent = String(pos + 1);
     $('step-index').setAttribute('data-seq', rec.seq);
@@ -490,7 +494,7 @@
     renderQueue(index, rec);
     renderObject(index, rec);
     renderDetail(index, rec);
-    renderTimeline(opts.scroll !== false);
+    renderTimeline(opts.scroll !== false, measured);
     api.lastRenderMs = performance.now() - t0;
   }
 
@@ -511,6 +515,7 @@
     if (tag === 'SELECT' || tag === 'TEXTAREA' || (tag === 'INPUT' && t.type !== 'range')) return;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     var t0 = performance.now(), handled = true;
+    api.lastKeyAt = t0;
     switch (e.key) {
       case 'ArrowRight': go(pos + 1); break;
       case 'ArrowLeft': go(pos - 1); break;
@@ -557,7 +562,8 @@
     document.body.setAttribute('data-ready', 'true');
   }
 
-  var api = { keyTimes: [], firstRenderMs: null, lastRenderMs: null,
+  // for tests and bench/viewer.py: timings measured in the page, and a way to step without keys
+  var api = { keyTimes: [], firstRenderMs: null, lastRenderMs: null, lastKeyAt: null,
     steps: function () { return view ? view.length : 0; }, position: function () { return pos; },
     go: function (p) { go(p); }, filter: function (key) { $('object-filter').value = key; setView(key); render({ scroll: true }); } };
   window.traceViewer = api;
