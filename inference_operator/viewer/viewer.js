@@ -392,6 +392,7 @@
     var ready = condition(status, 'Ready');
     var statusEntries = ['phase', 'observedGeneration', 'replicas', 'readyReplicas', 'updatedReplicas', 'url'].filter(function (k) { return status[k] !== undefined; })
       .map(function (k) { return [k, status[k]]; });
+    if (s && s.pending) statusEntries.unshift(['(being written)', 'phase ' + s.pending.phase + ', ' + Object.keys(s.pending).length + ' fields']);
     if (status.loadBalancer) statusEntries.push(['loadBalancer', status.loadBalancer.id || status.loadBalancer.registration || status.loadBalancer]);
     ((status.conditions) || []).forEach(function (c) { statusEntries.push(['cond ' + c.type, c.status + (c.reason ? ' ' + c.reason : '')]); });
     dl($('status'), statusEntries, at.touched && at.before ? changedKeys(at.before.status, status).concat(changedKeys(at.before.status, status).indexOf('conditions') >= 0 ? ((status.conditions) || []).map(function (c) { return 'cond ' + c.type; }) : []) : null);

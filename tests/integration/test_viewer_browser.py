@@ -14,7 +14,8 @@ pauses; the object filter limits the steps to one object's records (a two-object
 ``trace view --serve --port 0`` prints a 127.0.0.1 URL, serves the page there (Chromium loads it and
 nothing else), answers 404 elsewhere, and stops on Ctrl-C (SIGINT) with exit code 0 and no traceback.
 Screenshots: ``artifacts/viewer/<scenario>-<step>.png`` under the repository root
-(first step, the first patch's diff or else the first diff, last step).
+(first step, the first patch's diff or else the first diff, the first status write, last step;
+docs/viewer.png is create's status write).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def test_stepping_through_a_demo_scenario_shows_each_record_and_converges(
     go_to_seq(page, first_diff["seq"])
     assert snapshot(page)["active"] == ["phase-diff"]
     page.screenshot(ARTIFACTS / f"{scenario}-{first_diff['seq']}.png")
+    written = next(r for r in records if r.get("verb") == "update_status" and r["result"] == "ok")
+    go_to_seq(page, written["seq"])  # the first status write, half converged: docs/viewer.png is create's
+    shot = snapshot(page)
+    assert shot["active"] == ["phase-status"] and 0 < shot["changed"] < shot["diffRows"]
+    page.screenshot(ARTIFACTS / f"{scenario}-{written['seq']}.png")
     page.press("End")
     assert snapshot(page)["pos"] == len(records) - 1
     page.screenshot(ARTIFACTS / f"{scenario}-{records[-1]['seq']}.png")
