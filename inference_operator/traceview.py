@@ -1,6 +1,6 @@
 """``inference-operator trace view``: a trace as one self-contained HTML page.
 
-The page (``inference_operator/viewer/``: index.html, viewer.css, viewer.js) is plain HTML, CSS
+The page (``inference_operator/viewer/``: index.html, viewer.css, model.js, viewer.js) is plain HTML, CSS
 and JavaScript with no build step. This module only reads the trace, checks it, and inlines the
 stylesheet, the script and the records into the template, so the file works offline, from
 ``file://`` or from the small loopback server ``--serve`` starts: the page fetches nothing.
@@ -32,6 +32,7 @@ _TEMPLATE_DIR = "viewer"
 _DATA_SLOT = "/*TRACE_DATA*/"
 _CSS_SLOT = "/*VIEWER_CSS*/"
 _JS_SLOT = "/*VIEWER_JS*/"
+_MODEL_SLOT = "/*MODEL_JS*/"
 _TITLE_SLOT = "TRACE_TITLE"
 
 
@@ -79,7 +80,9 @@ def render_page(records: list[Obj], *, title: str) -> str:
     # the script and stylesheet must not close their own element either
     css = _template("viewer.css").replace("</", "<\\/")
     js = _template("viewer.js").replace("</", "<\\/")
-    values = {_TITLE_SLOT: safe_title, _CSS_SLOT: css, _JS_SLOT: js, _DATA_SLOT: embed_json(records)}
+    model = _template("model.js").replace("</", "<\\/")
+    values = {_TITLE_SLOT: safe_title, _CSS_SLOT: css, _MODEL_SLOT: model, _JS_SLOT: js}
+    values[_DATA_SLOT] = embed_json(records)
     missing = [slot for slot in values if slot not in page]
     if missing:
         raise RuntimeError(f"viewer template: no slot {missing}")

@@ -90,7 +90,7 @@ def test_the_page_is_self_contained_and_carries_the_trace(tmp_path: Path) -> Non
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", html, re.I), "an external url() in the CSS"
     assert "<link" not in html and "@import" not in html and "fetch(" not in html
     assert "default-src 'none'" in html, "the page may fetch nothing (Content-Security-Policy)"
-    assert html.count("<script") == 2 and html.count("<style>") == 1
+    assert html.count("<script") == 3 and html.count("<style>") == 1
     assert "/*VIEWER_JS*/" not in html and "/*TRACE_DATA*/" not in html and "TRACE_TITLE" not in html
 
 
@@ -101,7 +101,7 @@ def test_embedding_cannot_end_the_script_element_early() -> None:
     assert json.loads(data)[1] == hostile
     html = render_page([HEADER, hostile], title="</title><b>x")
     assert embedded(html) == [HEADER, hostile]
-    assert html.count("</script>") == 2 and "</title><b>x" not in html
+    assert html.count("</script>") == 3 and "</title><b>x" not in html
 
 
 def test_a_ring_is_read_whole_oldest_first(tmp_path: Path) -> None:
@@ -120,5 +120,5 @@ def test_a_ring_is_read_whole_oldest_first(tmp_path: Path) -> None:
 def test_the_template_is_package_data() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     listed = config["tool"]["setuptools"]["package-data"]["inference_operator"]
-    for name in ("index.html", "viewer.css", "viewer.js"):
+    for name in ("index.html", "viewer.css", "model.js", "viewer.js"):
         assert f"viewer/{name}" in listed and (ROOT / "inference_operator" / "viewer" / name).is_file()
