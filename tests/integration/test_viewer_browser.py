@@ -9,7 +9,8 @@ the architecture diagram, the taken key processing in the workqueue and added ke
 differing fields of a patch marked, the current timeline row; spec and status differ early and
 converge at the last step (Ready; for delete, the object is gone); ← / Home / End move as they
 should; the page raises no exception, logs no console error and loads no URL but itself.
-Also: Enter on an event's link jumps to the write that caused it and back; space plays and
+Also: Tab reaches every control in order, each with a visible focus ring, and Enter presses a
+focused button; Enter on an event's link jumps to the write that caused it and back; space plays and
 pauses; the object filter limits the steps to one object's records (a two-object trace).
 ``trace view --serve --port 0`` prints a 127.0.0.1 URL, serves the page there (Chromium loads it and
 nothing else), answers 404 elsewhere, and stops on Ctrl-C (SIGINT) with exit code 0 and no traceback.
@@ -116,6 +117,29 @@ def test_enter_on_a_link_jumps_from_an_event_to_its_write_and_back(browser: Brow
     assert target
     page.press("Enter")
     assert int(page.eval("document.getElementById('step-index').dataset.seq")) == event["seq"]
+    check_clean(page, html)
+
+
+def test_tab_reaches_every_control_with_a_visible_focus_ring(browser: Browser, tmp_path: Path) -> None:
+    _, html = build(tmp_path, "create")
+    page = open_viewer(browser, html)
+    page.eval("document.activeElement && document.activeElement.blur()")
+    reached = []
+    for _ in range(9):
+        page.press("Tab")
+        reached.append(
+            page.eval(
+                "(() => { const e = document.activeElement; const s = getComputedStyle(e);"
+                " return [e.id, s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2]; })()"
+            )
+        )
+    ids = [r[0] for r in reached]
+    expected = ["btn-first", "btn-prev", "btn-play", "btn-next", "btn-last", "scrubber", "object-filter", "timeline"]
+    assert [i for i in ids if i in expected][: len(expected)] == expected, ids
+    assert all(visible for _, visible in reached if _ in expected), reached
+    page.eval("document.getElementById('btn-next').focus()")
+    page.press("Enter")
+    assert snapshot(page)["pos"] == 2, "Enter on a focused button presses it"
     check_clean(page, html)
 
 
