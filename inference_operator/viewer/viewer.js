@@ -223,6 +223,7 @@
     ((status.conditions) || []).forEach(function (c) { statusEntries.push(['cond ' + c.type, c.status + (c.reason ? ' ' + c.reason : '')]); });
     dl($('status'), statusEntries, at.touched && at.before ? changedKeys(at.before.status, status).concat(changedKeys(at.before.status, status).indexOf('conditions') >= 0 ? ((status.conditions) || []).map(function (c) { return 'cond ' + c.type; }) : []) : null);
     var rows = [];
+    $('specstatus').classList.toggle('gone', !!(s && s.gone));
     if (!s || !s.exists) {
       state.textContent = s ? '(not created yet)' : '(no record yet)'; state.className = '';
     } else if (s.gone) {
