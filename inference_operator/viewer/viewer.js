@@ -360,7 +360,11 @@
     }
   }
   function main() {
-    if (!N) { $('loop-state').textContent = 'This trace has no records after its header.'; return; }
+    if (!N) {
+      $('loop-state').textContent = 'This trace has no records after its header.';
+      document.body.setAttribute('data-ready', 'true');
+      return;
+    }
     $('trace-meta').textContent = '· ' + (header.backend || '?') + ' · ' + (header.clock || '?') + ' clock · ' + N + ' records · ' + keys.length + ' objects' + (header.started ? ' · started ' + header.started : '');
     buildDiagram();
     var select = $('object-filter'), frag = document.createDocumentFragment();

@@ -9,9 +9,10 @@ the architecture diagram, the taken key processing in the workqueue and added ke
 differing fields of a patch marked, the current timeline row; spec and status differ early and
 converge at the last step (Ready; for delete, the object is gone); ← / Home / End move as they
 should; the page raises no exception, logs no console error and loads no URL but itself.
-Also: Tab reaches every control in order, each with a visible focus ring, and Enter presses a
-focused button; Enter on an event's link jumps to the write that caused it and back; space plays and
-pauses; the object filter limits the steps to one object's records (a two-object trace).
+A trace with only its header opens and says so. Also: Tab reaches every control in order, each
+with a visible focus ring, and Enter presses a focused button; Enter on an event's link jumps to
+the write that caused it and back; space plays and pauses; the object filter limits the steps to
+one object's records (a two-object trace).
 ``trace view --serve --port 0`` prints a 127.0.0.1 URL, serves the page there (Chromium loads it and
 nothing else), answers 404 elsewhere, and stops on Ctrl-C (SIGINT) with exit code 0 and no traceback.
 Screenshots: ``artifacts/viewer/<scenario>-<step>.png`` under the repository root
@@ -36,6 +37,7 @@ from typing import Any
 import pytest
 
 from inference_operator.cli import main
+from inference_operator.clock import FakeClock
 from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
 from inference_operator.tracesink import FileSink, read_trace
@@ -172,6 +174,18 @@ def test_the_object_filter_steps_through_one_objects_records(browser: Browser, t
     assert {s["objectName"] for s in shots} == {"default/beta"}
     assert len(shots) == sum(1 for r in records if r.get("key") == "default/beta") < len(records) - 1
     assert shots[-1]["statusPhase"] == "Ready" and shots[-1]["changed"] == 0
+    check_clean(page, html)
+
+
+def test_a_trace_with_only_its_header_opens_and_says_so(browser: Browser, tmp_path: Path) -> None:
+    trace, html = tmp_path / "empty.jsonl", tmp_path / "empty.html"
+    sink = FileSink(trace)
+    Recorder(sink, FakeClock(), backend="simulator").close()
+    assert main(["trace", "view", str(trace), "-o", str(html)]) == 0
+    page = open_viewer(browser, html)
+    assert "no records" in page.eval("document.getElementById('loop-state').textContent")
+    page.press("ArrowRight")
+    page.press("End")
     check_clean(page, html)
 
 
