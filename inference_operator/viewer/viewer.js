@@ -251,6 +251,13 @@
       tr.appendChild(el('td', null, row[0])); tr.appendChild(el('td', null, show(row[1]))); tr.appendChild(el('td', null, show(row[2])));
       body.appendChild(tr);
     });
+    if (rec.type === 'phase' && rec.phase === 'diff' && rec.key === key && rec.decision !== 'patch' && rec.decision !== 'none') {
+      var tr = el('tr', { class: 'field changed', 'data-what': rec.subject });
+      tr.appendChild(el('td', null, rec.subject + ': ' + rec.decision));
+      tr.appendChild(el('td', null, rec.decision === 'create' ? 'the whole object' : (rec.reason || '')));
+      tr.appendChild(el('td', null, rec.decision === 'create' ? '<absent>' : ''));
+      body.appendChild(tr);
+    }
     if (rec.type === 'phase' && rec.phase === 'diff' && rec.key === key) {
       (rec.fields || []).forEach(function (f) {
         var tr = el('tr', { class: 'field changed', 'data-what': f.path });
