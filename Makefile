@@ -10,7 +10,7 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps venv images-test lint typecheck unit integration e2e crd bench bench-cluster controlplane images explore conformance conformance-record \
+.PHONY: demo test deps venv images-test lint typecheck unit integration e2e crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
@@ -36,6 +36,9 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 controlplane: ## Build (once, cached in ~/.cache/inference-operator) etcd, kube-*, kwok, helm, kubectl, and the real node's parts
 	bash hack/build-controlplane.sh >/dev/null
 
+chromium: ## Headless Chromium for the trace viewer's browser tests (the Debian package, installed if missing)
+	bash hack/install-chromium.sh >/dev/null
+
 images: ## Without Docker: the base, operator and images/* images as OCI archives (buildah; cached)
 	bash hack/build-images.sh
 
@@ -50,17 +53,17 @@ typecheck: deps
 unit: deps ## Offline tests on the simulator
 	$(PYTHON) -m pytest -q tests/unit
 
-integration: deps ## Loopback-only tests (HTTP load balancer and registry)
+integration: deps chromium ## Loopback-only tests (HTTP load balancer and registry, the trace viewer in Chromium)
 	$(PYTHON) -m pytest -q tests/integration
 
-e2e: deps controlplane ## The e2e suite on the local control plane (or E2E_KUBECONFIG)
+e2e: deps controlplane chromium ## The e2e suite on the local control plane (or E2E_KUBECONFIG)
 	$(PYTHON) -m pytest -q tests/e2e
 
 images-test: ## Go checks and tests of the images/ module (the vLLM stand-in, the sandbox image)
 	cd images && test -z "$$(gofmt -l .)" || { echo "gofmt would change: $$(cd images && gofmt -l .)" >&2; exit 1; }
 	cd images && go vet ./... && go test ./...
 
-test: deps lint typecheck images-test controlplane ## Everything: lint, types, Go, unit, integration and e2e tests
+test: deps lint typecheck images-test controlplane chromium ## Everything: lint, types, Go, unit, integration and e2e tests
 	$(PYTHON) -m pytest -q tests
 
 SEED ?= 0
@@ -83,6 +86,9 @@ crd: ## Regenerate deploy/crds (and the chart's copy) from the API models
 
 bench: deps ## Simulator benchmark
 	$(PYTHON) bench/sim.py
+
+bench-viewer: deps chromium ## Trace viewer: page sizes, and responsiveness at 1,000 objects in headless Chromium
+	$(PYTHON) bench/viewer.py
 
 cluster-up: deps controlplane ## Start the local control plane with one real node (INFERENCE_OPERATOR_REAL_NODE=0: none); prints `export KUBECONFIG=…`
 	$(PYTHON) hack/cluster.py up

@@ -1,4 +1,4 @@
-"""The ``inference-operator`` command line: ``demo``, ``crd`` (and, on a cluster, ``run``).
+"""The ``inference-operator`` command line: ``demo``, ``crd``, ``trace view`` (and, on a cluster, ``run``).
 
 Errors a user can fix (a bad option, an unreadable or invalid manifest) print one line on
 stderr and exit with code 2; no tracebacks for those.
@@ -85,6 +85,26 @@ def _check_writable(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: directory {where} does not exist")
     if Path(path).is_dir():
         raise UsageError(f"{flag} {path}: is a directory, give a file name")
+
+
+def _cmd_trace_view(args: argparse.Namespace) -> int:
+    """Write (or with --serve, serve on 127.0.0.1) the trace viewer's page; see traceview.py."""
+    from .traceview import ViewError, load_records, render_page, serve_page, write_page
+
+    try:
+        if args.serve:
+            html = render_page(load_records(args.file), title=Path(args.file).name)
+            if args.output is not None:
+                Path(args.output).write_text(html, encoding="utf-8")
+            serve_page(html, port=args.port, ready=lambda url: print(f"serving {args.file} at {url} (Ctrl-C stops)"))
+            return 0
+        out = write_page(args.file, args.output)
+    except ViewError as err:
+        raise UsageError(str(err)) from None
+    except OSError as err:  # the port taken, the output not writable
+        raise UsageError(f"{args.file}: {err.strerror or err}") from None
+    print(f"viewer written to {out}", file=sys.stderr)
+    return 0
 
 
 def _cmd_crd(args: argparse.Namespace) -> int:
@@ -218,6 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
+
+    trace = sub.add_parser("trace", help="look at a recorded trace (docs/trace-format.md)")
+    trace_sub = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser)
+    view = trace_sub.add_parser(
+        "view", help="write the trace as one self-contained HTML page (a ring FILE, FILE.1 … is read whole)"
+    )
+    view.add_argument("file", metavar="FILE", help="a trace from demo --trace or run --trace")
+    view.add_argument("-o", "--output", metavar="OUT.html", help="where to write the page (default: FILE.html)")
+    view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C, print its URL")
+    view.add_argument("--port", type=int, default=0, help="port for --serve (default: any free one)")
+    view.set_defaults(func=_cmd_trace_view)
 
     crd = sub.add_parser("crd", help="print the CustomResourceDefinition generated from the API models")
     crd.add_argument("-o", "--output", help="write to this file instead of stdout")

@@ -146,6 +146,8 @@ def read_trace(path: str | os.PathLike[str], *, ring: bool = False) -> list[Obj]
     for n, file in enumerate(files):
         with file.open(encoding="utf-8") as f:
             lines = [json.loads(line) for line in f if line.strip()]
+        if not all(isinstance(line, dict) for line in lines):
+            raise TraceError(f"{file}: a line is not a JSON object")
         if not lines or lines[0].get("type") != "header":
             raise TraceError(f"{file}: does not start with a header record")
         header = lines[0]

@@ -7,16 +7,26 @@ of each pass, the writes with their results (the Deployment and Service applies,
 updates, the load balancer registration), at least one write whose returned
 resourceVersion is that of a watch event, and the Ready status written; the secret value
 appears nowhere in the files.
+
+The same trace (the whole ring) becomes a page with ``inference-operator trace view``, opened in
+headless Chromium (tests/browser.py; the Debian package, installed when missing): filtered to the
+object, every one of its records stepped through with real → presses shows its phase, queue and
+data-flow edge, spec and status converge to Ready at its last step, a watch event links to the
+write that caused it, and the page logs no error and loads nothing. Screenshot:
+``artifacts/viewer/e2e-<seq>.png`` under the repository root.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from inference_operator.cli import main
 from inference_operator.lb.registry import RegistryServer
 from inference_operator.tracesink import read_trace, ring_files
 from inference_operator.tracing import PHASES
 
+from ..browser import chromium
+from ..viewerpage import ARTIFACTS, check_clean, open_viewer, step_through
 from .conftest import Cluster, suite_operator
 from .harness import OperatorProcess
 from .test_lifecycle import llama, wait_ready
@@ -75,3 +85,14 @@ def test_run_trace_records_the_control_loop_on_a_real_cluster(
     assert statuses and statuses[-1]["status"]["phase"] == "Ready"
     passes = {d["pass"] for d in dequeues}
     assert passes <= {r["pass"] for r in mine if r["type"] == "result"}, "every pass ended with a result"
+
+    html = tmp_path / "trace.html"
+    assert main(["trace", "view", str(trace), "-o", str(html)]) == 0
+    with chromium() as browser:
+        page = open_viewer(browser, html)
+        shots = step_through(page, records, key=key)
+        assert shots[-1]["statusPhase"] == "Ready" and shots[-1]["changed"] == 0, shots[-1]
+        assert any(s["changed"] for s in shots), "spec and status differed before converging"
+        assert any(s["links"] for s in shots), "a write and the event it caused are linked"
+        page.screenshot(ARTIFACTS / f"e2e-{records[-1]['seq']}.png")
+        check_clean(page, html)
