@@ -68,6 +68,7 @@ class Reason:
     PODS_UNSCHEDULABLE: Final = "PodsUnschedulable"
     IMAGE_PULL_FAILED: Final = "ImagePullFailed"
     CRASH_LOOPING: Final = "CrashLoopBackOff"
+    CONTAINER_CONFIG_ERROR: Final = "CreateContainerConfigError"  # e.g. runAsNonRoot, image user root
     # Service
     SERVICE_CREATED: Final = "ServiceCreated"
     SERVICE_MISSING: Final = "ServiceMissing"

@@ -43,15 +43,30 @@ class PodProblem:
 
 
 _IMAGE_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+# The kubelet cannot build the container from the pod spec: a missing Secret or ConfigMap key,
+# or runAsNonRoot with an image whose user is root. Only a change of spec, image or namespace ends it.
+_CONFIG_ERROR = "CreateContainerConfigError"
+
+
+def _crash(cs: Obj) -> str:
+    """One crash-looping container in a person's words: which, how it ended, how often."""
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    restarts = int(cs.get("restartCount") or 0)
+    return (
+        f"container {cs.get('name') or '?'} exited with code {last.get('exitCode', '?')} "
+        f"({last.get('reason') or 'Error'}), restarted {restarts} time{'' if restarts == 1 else 's'}"
+    )
 
 
 def pod_problem(pods: list[Obj]) -> PodProblem | None:
     """The most telling problem among the pods of a Deployment, if any.
 
     Unschedulable pods (e.g. asking for more GPUs than any node has) come first, then image
-    pull failures, then crash loops. Messages carry no timestamps, so they stay stable.
+    pull failures, then containers the kubelet cannot create, then crash loops. Messages carry
+    no timestamps; a crash loop's restart count is as of the last look at the pods (the
+    reconciler looks again only when the Deployment moves or after ``POD_RECHECK``).
     """
-    unschedulable, pulls, crashes = [], [], []
+    unschedulable, pulls, configs, crashes = [], [], [], []
     for pod in pods:
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue
@@ -63,15 +78,18 @@ def pod_problem(pods: list[Obj]) -> PodProblem | None:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in _IMAGE_PULL:
                 pulls.append(f"{waiting['reason']}: {waiting.get('message') or cs.get('image', '')}")
+            elif waiting.get("reason") == _CONFIG_ERROR:
+                configs.append(f"container {cs.get('name') or '?'}: {waiting.get('message') or _CONFIG_ERROR}")
             elif waiting.get("reason") == "CrashLoopBackOff":
-                last = (cs.get("lastState") or {}).get("terminated") or {}
-                crashes.append(f"exit code {last.get('exitCode', '?')} ({last.get('reason') or 'Error'})")
+                crashes.append(_crash(cs))
     if unschedulable:
         return PodProblem(
             Reason.PODS_UNSCHEDULABLE, f"{len(unschedulable)} pod(s) cannot be scheduled: {unschedulable[0]}"
         )
     if pulls:
         return PodProblem(Reason.IMAGE_PULL_FAILED, f"{len(pulls)} pod(s) cannot pull the image: {pulls[0]}")
+    if configs:
+        return PodProblem(Reason.CONTAINER_CONFIG_ERROR, f"{len(configs)} pod(s) cannot start: {configs[0]}")
     if crashes:
         return PodProblem(Reason.CRASH_LOOPING, f"{len(crashes)} pod(s) keep crashing: {crashes[0]}")
     return None

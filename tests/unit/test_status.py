@@ -3,7 +3,10 @@
 Covers: Ready only when rolled out + all replicas ready + Service + load balancer; each
 sub-condition's reasons; Degraded only after having been Ready at the same generation (a
 scale-up is Progressing, not Degraded); progress deadline → Failed; lastTransitionTime kept
-unless the status flips; the same observation always yields the same status; invalid spec.
+unless the status flips; the same observation always yields the same status; invalid spec;
+pod problems in a person's words (unschedulable, image pull, a container the kubelet cannot
+create such as runAsNonRoot with a root image, a crash loop naming the container, its exit
+code and restarts).
 """
 
 from __future__ import annotations
@@ -224,6 +227,8 @@ def test_pod_problems_name_the_cause_unschedulable_first() -> None:
     crashing = pod(
         containerStatuses=[
             {
+                "name": "server",
+                "restartCount": 2,
                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
             }
@@ -235,8 +240,27 @@ def test_pod_problems_name_the_cause_unschedulable_first() -> None:
     problem = pod_problem([crashing, pulling])
     assert problem is not None and problem.reason == Reason.IMAGE_PULL_FAILED and "vllm:nope" in problem.message
     problem = pod_problem([crashing])
-    assert problem is not None and problem.reason == Reason.CRASH_LOOPING and "exit code 1" in problem.message
+    assert problem is not None and problem.reason == Reason.CRASH_LOOPING
+    assert problem.message == "1 pod(s) keep crashing: container server exited with code 1 (Error), restarted 2 times"
     assert pod_problem([pod(phase="Running")]) is None
+
+
+def test_a_container_the_kubelet_cannot_create_is_explained_in_the_kubelets_words() -> None:
+    message = 'container has runAsNonRoot and image will run as root (pod: "a-1_apps(u)", container: server)'
+    refused = pod(
+        containerStatuses=[
+            {"name": "server", "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}
+        ]
+    )
+    crashing = pod(containerStatuses=[{"name": "server", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}])
+    problem = pod_problem([crashing, refused])
+    assert problem is not None and problem.reason == Reason.CONTAINER_CONFIG_ERROR
+    assert problem.message == f"1 pod(s) cannot start: container server: {message}"
+    st = compute_status(
+        isvc(), {}, DeploymentView.of(dep(ready=0)), SVC, REG, now="2026-01-01T00:00:00Z", problem=problem
+    )
+    assert cond(st, "Ready")["status"] == "False"
+    assert cond(st, "Ready")["message"] == f"0 of 2 replicas ready; 1 pod(s) cannot start: container server: {message}"
 
 
 def test_a_pod_problem_explains_a_deployment_that_is_not_ready() -> None:
