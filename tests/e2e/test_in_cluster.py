@@ -80,9 +80,10 @@ from cluster_config import NODE_BRIDGE_ADDRESS, REAL_NODE_NAME
 
 RESTRICTED_NS = "apps-restricted"
 LONG_LOAD_SECONDS = 45
-"""Past the 30 s (3 failures x 10 s) a server gets when one probe budget serves for both loading
-and serving, far inside the startup probe's 1800 s (180 x 10 s, builders.py): only the startup
-probe lets it load undisturbed, and the test stays near a minute."""
+"""Past the 30 s (3 failures x 10 s) the serving probes' budget allows, the point where a probe
+with those settings that also covered loading would have the kubelet restart the server; far
+inside the startup probe's 1800 s (180 x 10 s, builders.py), which holds the other probes off
+until /health answers. restartCount 0 shows it did; the test stays near a minute."""
 CRASH_AFTER = "2s"  # the stand-in exits with code 3 this long after each start
 
 
