@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 MAX_GPUS_PER_REPLICA = 16
 MAX_REPLICAS = 1000
 MAX_LIST_ITEMS = 64
+MAX_USER_ID = 2147483647  # int32, what a pod's securityContext.runAsUser holds
 
 # The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory).
 QUANTITY_PATTERN = (
@@ -241,6 +242,24 @@ class InferenceServiceSpec(_Model):
     )
     loadBalancer: LoadBalancerSpec = Field(
         default_factory=LoadBalancerSpec, description="External load balancer registration."
+    )
+    # Only ever a tightening: Restricted adds what the restricted Pod Security Standard asks for
+    # on top of the container context every pod already gets; runAsUser >= 1 can never mean root.
+    # No schema default: an unset field keeps existing objects byte for byte as they were stored.
+    podSecurity: Literal["Baseline", "Restricted"] | None = Field(
+        default=None,
+        description=(
+            "Baseline (the default when unset): the image may run as root (vLLM's does). Restricted: the pod must "
+            "run as a non-root user with the RuntimeDefault seccomp profile, so it is admitted in a "
+            "namespace that enforces the restricted Pod Security Standard; the image needs a numeric "
+            "non-root USER, or set runAsUser."
+        ),
+    )
+    runAsUser: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_USER_ID,
+        description="Run the server as this user id (never 0): for images whose USER is a name, not a number.",
     )
 
     model_config = ConfigDict(json_schema_extra=_rules(*SPEC_RULES))

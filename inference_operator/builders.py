@@ -31,6 +31,7 @@ READINESS_PERIOD_SECONDS = 10
 STARTUP_PERIOD_SECONDS = 10
 # A 70B model can take tens of minutes to download and load; the startup probe must not kill it.
 STARTUP_FAILURE_THRESHOLD = 180
+POD_SECURITY_RESTRICTED = "Restricted"
 
 
 def selector_labels(name: str) -> dict[str, str]:
@@ -114,6 +115,19 @@ def server_container(spec: InferenceServiceSpec) -> dict[str, Any]:
     return container
 
 
+def pod_security_context(spec: InferenceServiceSpec) -> dict[str, Any]:
+    """The pod's security context: empty for Baseline (the template of every existing object
+    stays as it was, so nothing rolls), the restricted standard's non-root user and seccomp
+    profile for Restricted. The container's own context already drops everything else."""
+    context: dict[str, Any] = {}
+    if spec.podSecurity == POD_SECURITY_RESTRICTED:
+        context["runAsNonRoot"] = True
+        context["seccompProfile"] = {"type": "RuntimeDefault"}
+    if spec.runAsUser is not None:
+        context["runAsUser"] = spec.runAsUser
+    return context
+
+
 def desired_deployment(isvc: InferenceService) -> dict[str, Any]:
     """The Deployment that runs the inference server replicas."""
     spec = isvc.spec
@@ -125,6 +139,8 @@ def desired_deployment(isvc: InferenceService) -> dict[str, Any]:
         "enableServiceLinks": False,
         "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}],
     }
+    if security := pod_security_context(spec):
+        pod_spec["securityContext"] = security
     if spec.nodeSelector:
         pod_spec["nodeSelector"] = dict(spec.nodeSelector)
     if spec.tolerations:

@@ -68,6 +68,8 @@ class Reason:
     PODS_UNSCHEDULABLE: Final = "PodsUnschedulable"
     IMAGE_PULL_FAILED: Final = "ImagePullFailed"
     CRASH_LOOPING: Final = "CrashLoopBackOff"
+    CONTAINER_CONFIG_ERROR: Final = "CreateContainerConfigError"  # e.g. runAsNonRoot, image user root
+    SERVER_STARTING: Final = "ServerStarting"  # running, startup probe not passed yet: loading the model
     # Service
     SERVICE_CREATED: Final = "ServiceCreated"
     SERVICE_MISSING: Final = "ServiceMissing"

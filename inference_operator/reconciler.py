@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from .announce import Action, Done, action_summary, transition_events
@@ -31,12 +30,13 @@ from .balancer import LB_RECHECK_SECONDS, BalancerSync
 from .builders import desired_deployment, desired_service, selector_string
 from .clock import Clock, format_timestamp, parse_timestamp
 from .compare import NOT_APPLIED, drift
-from .conditions import Cond, is_true
+from .conditions import Cond, find, is_true
 from .constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from .constants import ConditionType as CT
 from .errors import ApiError
 from .model import controller_owner_uid, has_finalizer, is_being_deleted, key_of
 from .ownership import upgrade_ownership
+from .podcheck import STARTING_RECHECK, PodsRead
 from .stalls import Blocked
 from .status import (
     DeploymentView,
@@ -57,17 +57,6 @@ DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
 STUCK_AFTER = datetime.timedelta(seconds=10)
 DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
 STUCK_MARGIN = 0.5  # look again this long after a rollout would count as stuck
-POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
-
-
-@dataclass(frozen=True)
-class PodsRead:
-    """The last diagnosis of a Deployment's pods: for which Deployment version, when, what."""
-
-    version: str
-    at: float
-    problem: PodProblem | None
-    epoch: int
 
 
 class Reconciler:
@@ -196,16 +185,15 @@ class Reconciler:
     def _pod_problem(self, isvc: InferenceService, view: DeploymentView) -> PodProblem | None:
         """Ask the pods why replicas are missing, once the rollout has made no progress for
         ``STUCK_AFTER`` (most young pods are simply starting). The answer is kept until the
-        Deployment's status moves, or for ``POD_RECHECK`` seconds: 1,000 Degraded objects must
-        not LIST their pods on every pass."""
+        Deployment's status moves, or as long as ``PodsRead.still_holds`` says (podcheck.py):
+        1,000 Degraded objects must not LIST their pods on every pass."""
         if not view.observed or view.ready >= isvc.spec.replicas or self._stuck_in(view) is not None:
             self._pods_read.pop(isvc.uid, None)
             return None
         now = self.clock.now()
         seen = self._pods_read.get(isvc.uid)
-        fresh = now - seen.at < POD_RECHECK if seen is not None and seen.problem else False
-        if seen is not None and seen.version == view.version and (fresh or seen.epoch == self.balancer.resync_epoch):
-            return seen.problem  # "nothing wrong found" is asked again at the next resync
+        if seen is not None and seen.still_holds(version=view.version, now=now, epoch=self.balancer.resync_epoch):
+            return seen.problem
         problem = pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
         self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch)
         return problem
@@ -384,11 +372,15 @@ class Reconciler:
         self._write_status(obj, status)
 
     def _next(self, status: Obj, view: DeploymentView) -> Result:
-        """Poll only for what no event will announce: a moving rollout becoming stuck. Pods
-        becoming ready, a rollout finishing or passing its deadline all change the
-        Deployment's status, whose watch event wakes us; resyncs do the rest."""
+        """Poll only for what no event will announce: a moving rollout becoming stuck, and a
+        server still loading turning into a crash loop. Pods becoming ready, a rollout
+        finishing or passing its deadline all change the Deployment's status, whose watch
+        event wakes us; resyncs do the rest."""
         if status.get("phase") in (Phase.READY, Phase.FAILED):
             return Result()
+        ready = find(status.get("conditions") or [], CT.READY) or {}
+        if ready.get("reason") == Reason.SERVER_STARTING:
+            return Result(requeue_after=STARTING_RECHECK + STUCK_MARGIN)
         stuck_in = self._stuck_in(view)
         return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
 

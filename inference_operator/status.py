@@ -43,15 +43,48 @@ class PodProblem:
 
 
 _IMAGE_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+# The kubelet cannot build the container from the pod spec: a missing Secret or ConfigMap key,
+# or runAsNonRoot with an image whose user is root. Only a change of spec, image or namespace ends it.
+_CONFIG_ERROR = "CreateContainerConfigError"
+
+
+def _crash(cs: Obj) -> str:
+    """One crash-looping container in a person's words: which, how it ended, how often."""
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    restarts = int(cs.get("restartCount") or 0)
+    return (
+        f"container {cs.get('name') or '?'} exited with code {last.get('exitCode', '?')} "
+        f"({last.get('reason') or 'Error'}), restarted {restarts} time{'' if restarts == 1 else 's'}"
+    )
+
+
+def _crashed(cs: Obj) -> bool:
+    """Crash looping, whatever the moment: waiting in back-off, or running again after a
+    failed exit without having become ready since. The kubelet shows the second between
+    back-offs; a look at that moment must not read as "no problem" (or as "starting"), for
+    the diagnosis is kept until the Deployment moves, which a crash loop never makes it do."""
+    waiting = (cs.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") == "CrashLoopBackOff":
+        return True
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    return not cs.get("ready") and int(cs.get("restartCount") or 0) > 0 and int(last.get("exitCode") or 0) != 0
+
+
+def _starting(cs: Obj) -> bool:
+    """Running, but its startup probe has not passed yet: the server is loading its model."""
+    return "running" in (cs.get("state") or {}) and cs.get("started") is False
 
 
 def pod_problem(pods: list[Obj]) -> PodProblem | None:
-    """The most telling problem among the pods of a Deployment, if any.
+    """The most telling reason among the pods of a Deployment why replicas are not ready.
 
     Unschedulable pods (e.g. asking for more GPUs than any node has) come first, then image
-    pull failures, then crash loops. Messages carry no timestamps, so they stay stable.
+    pull failures, then containers the kubelet cannot create, then crash loops, and last no
+    problem at all: servers still loading behind their startup probe. Messages carry no
+    timestamps; a crash loop's restart count is as of the last look at the pods (the
+    reconciler looks again only when the Deployment moves or after ``POD_RECHECK``).
     """
-    unschedulable, pulls, crashes = [], [], []
+    unschedulable, pulls, configs, crashes, starting = [], [], [], [], []
     for pod in pods:
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue
@@ -63,17 +96,28 @@ def pod_problem(pods: list[Obj]) -> PodProblem | None:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in _IMAGE_PULL:
                 pulls.append(f"{waiting['reason']}: {waiting.get('message') or cs.get('image', '')}")
-            elif waiting.get("reason") == "CrashLoopBackOff":
-                last = (cs.get("lastState") or {}).get("terminated") or {}
-                crashes.append(f"exit code {last.get('exitCode', '?')} ({last.get('reason') or 'Error'})")
+            elif waiting.get("reason") == _CONFIG_ERROR:
+                configs.append(f"container {cs.get('name') or '?'}: {waiting.get('message') or _CONFIG_ERROR}")
+            elif _crashed(cs):
+                crashes.append(_crash(cs))
+            elif _starting(cs):
+                starting.append(f"container {cs.get('name') or '?'}")
     if unschedulable:
         return PodProblem(
             Reason.PODS_UNSCHEDULABLE, f"{len(unschedulable)} pod(s) cannot be scheduled: {unschedulable[0]}"
         )
     if pulls:
         return PodProblem(Reason.IMAGE_PULL_FAILED, f"{len(pulls)} pod(s) cannot pull the image: {pulls[0]}")
+    if configs:
+        return PodProblem(Reason.CONTAINER_CONFIG_ERROR, f"{len(configs)} pod(s) cannot start: {configs[0]}")
     if crashes:
         return PodProblem(Reason.CRASH_LOOPING, f"{len(crashes)} pod(s) keep crashing: {crashes[0]}")
+    if starting:
+        return PodProblem(
+            Reason.SERVER_STARTING,
+            f"{len(starting)} pod(s) still starting: {starting[0]} is running, "
+            "its startup probe has not passed yet (the server is loading the model)",
+        )
     return None
 
 
@@ -241,7 +285,7 @@ def phase_of(conds: dict[str, Cond], *, ready_replicas: int) -> str:
         return Phase.READY
     if degraded.is_true:
         return Phase.DEGRADED
-    if ready_replicas > 0:
+    if ready_replicas > 0 or ready.reason == Reason.SERVER_STARTING:  # servers up, loading their model
         return Phase.PROGRESSING
     return Phase.PENDING
 

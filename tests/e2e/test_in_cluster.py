@@ -13,6 +13,13 @@ Covers (issue 10):
   through the Service's cluster IP is answered by the model;
 - ``kubectl delete pod`` of the leader: the standby leads, a new pod joins, and no write reaches
   the converged objects;
+- pods on the real kubelet: a stand-in loading for longer than a readiness budget allows is
+  waited out by the startup probe (no restart) while status says it is still starting
+  (``ServerStarting``, phase Progressing); one that exits with code 3 goes into CrashLoopBackOff
+  and status names the container, the exit code and the restarts; ``podSecurity: Restricted``
+  (deploy/samples/standin-restricted.yaml) runs in a namespace that enforces the restricted
+  standard, and an image that runs as root gets the kubelet's ``CreateContainerConfigError``
+  ("container has runAsNonRoot and image will run as root") in status;
 - ``helm upgrade`` rolls both operator pods, the stand-in stays Ready; ``helm uninstall``
   (after the InferenceService is deleted and released) leaves nothing of the release but the CRD;
 - the same install with ``kubectl apply -k`` of an overlay of deploy/ that sets the image.
@@ -25,7 +32,6 @@ file order and share the install of the first.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
@@ -35,61 +41,56 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from inference_operator.constants import Phase, Reason
 from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster
-from .harness import ROOT, AuditLog, Kubectl, condition, is_ready, operator_env, wait_until
-from .images import OPERATOR, OPERATOR_REPOSITORY, ImageSet
+from .harness import ROOT, condition, is_ready, wait_until
+from .images import BASE, OPERATOR, OPERATOR_REPOSITORY, ImageSet
+from .incluster import (
+    APPS_NS,
+    FULLNAME,
+    OPERATOR_NS,
+    RELEASE,
+    STANDIN,
+    STANDIN_RESTRICTED,
+    TIMEOUT,
+    Obj,
+    delete_and_wait,
+    http_get,
+    leader,
+    metric,
+    operator_pods,
+    parse_time,
+    ready_pods,
+    real_node_cluster,
+    server_pods,
+    standin,
+    writes_by_operator,
+)
 from .test_install import CHART, Helm, helm_for, names, wait_available, wait_release_gone
 
 sys.path.insert(0, str(ROOT / "hack"))
 
-import cluster as local
 from cluster_config import NODE_BRIDGE_ADDRESS, REAL_NODE_NAME
 
-Obj = dict[str, Any]
-STANDIN = yaml.safe_load((ROOT / "deploy" / "samples" / "standin.yaml").read_text())
-STANDIN_IMAGE = STANDIN["spec"]["image"]
-RELEASE = "iop"
-FULLNAME = f"{RELEASE}-inference-operator"
-OPERATOR_NS = "iop-system"
-APPS_NS = "apps"
-TIMEOUT = 180
-MUTATING = ("create", "update", "patch", "delete")
+RESTRICTED_NS = "apps-restricted"
+LONG_LOAD_SECONDS = 45
+"""Past the 30 s (3 failures x 10 s) the serving probes' budget allows, the point where a probe
+with those settings that also covered loading would have the kubelet restart the server; far
+inside the startup probe's 1800 s (180 x 10 s, builders.py), which holds the other probes off
+until /health answers. restartCount 0 shows it did; the test stays near a minute."""
+CRASH_AFTER = "2s"  # the stand-in exits with code 3 this long after each start
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory, image_set: ImageSet) -> Iterator[Cluster]:
-    workdir = tmp_path_factory.mktemp("in-cluster")
-    try:
-        plane = local.start_control_plane(workdir, real_node=True)
-    except local.ControlPlaneError as error:
-        pytest.fail(f"the cluster with a real node did not start: {error}", pytrace=False)
-    try:
-        for ref in (OPERATOR, STANDIN_IMAGE):
-            plane.import_image(image_set.images[ref].archive)
-        kubectl = Kubectl(plane.kubeconfig, operator_env(plane.bin_dir))
-        kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
-        kubectl.apply(namespace_enforcing(OPERATOR_NS, "restricted"))
-        # Inference servers run in a baseline namespace: the stand-in's pod template promises no
-        # non-root user (vLLM's image runs as root); a restricted one refuses it (PodsRefused).
-        kubectl.apply(namespace_enforcing(APPS_NS, "baseline"))
-        yield Cluster(
-            kubeconfig=plane.kubeconfig,
-            bin_dir=plane.bin_dir,
-            audit=AuditLog(plane.audit_log),
-            kubectl=kubectl,
-            nodes=len(plane.node_names()),
-            gpus_per_node=0,
-            plane=plane,
-        )
-    finally:
-        plane.stop()
+    with real_node_cluster(tmp_path_factory.mktemp("in-cluster"), image_set, RESTRICTED_NS) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
@@ -109,68 +110,6 @@ def registry(real: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 @pytest.fixture(scope="module")
 def helm(real: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     return helm_for(real, tmp_path_factory.mktemp("helm"))
-
-
-def namespace_enforcing(name: str, level: str) -> Obj:
-    labels = {"pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/enforce-version": "latest"}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
-
-
-def operator_pods(real: Cluster, selector: str, namespace: str) -> list[Obj]:
-    pods: list[Obj] = real.kubectl.json("get", "pods", "-n", namespace, "-l", selector)["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def ready_pods(real: Cluster, selector: str, namespace: str, count: int) -> list[Obj]:
-    def ready() -> list[Obj] | None:
-        pods = operator_pods(real, selector, namespace)
-        good = [p for p in pods if condition(p, "Ready").get("status") == "True"]
-        return good if len(good) == count == len(pods) else None
-
-    try:
-        return wait_until(ready, timeout=TIMEOUT, what=f"{count} Ready pods {selector} in {namespace}")
-    except AssertionError as err:
-        details = real.kubectl.run("get", "pods,events", "-n", namespace, "-o", "wide", check=False)
-        raise AssertionError(f"{err}\n{details.stdout}{details.stderr}") from None
-
-
-def http_get(url: str) -> tuple[int, str]:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # pod addresses: never a proxy
-    with opener.open(url, timeout=5) as response:
-        return response.status, response.read().decode()
-
-
-def metric(pod: Obj, name: str) -> float:
-    """The sum of a metric's samples (over its labels), scraped from the pod's address."""
-    _, text = http_get(f"http://{pod['status']['podIP']}:9090/metrics")
-    sample = re.compile(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$")
-    return sum(float(m[2]) for line in text.splitlines() if (m := sample.match(line)))
-
-
-def parse_time(text: str) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def leader(real: Cluster, pods: list[Obj]) -> Obj:
-    def find() -> Obj | None:
-        leading = [p for p in pods if metric(p, "leader_election_master_status") == 1]
-        return leading[0] if len(leading) == 1 else None
-
-    return wait_until(find, timeout=60, what="one operator pod to lead")
-
-
-def writes_by_operator(real: Cluster, offset: int, namespace: str) -> list[Obj]:
-    """Mutating requests by the operator's ServiceAccount since ``offset`` (Leases and Events aside)."""
-    assert real.audit is not None
-    user = f"system:serviceaccount:{namespace}:"
-    return [
-        e
-        for e in real.audit.events_since(offset)
-        if e.get("stage") == "ResponseComplete"
-        and str((e.get("user") or {}).get("username", "")).startswith(user)
-        and e.get("verb") in MUTATING
-        and (e.get("objectRef") or {}).get("resource") not in ("leases", "events")
-    ]
 
 
 # Helm ------------------------------------------------------------------------------------------
@@ -302,6 +241,109 @@ def test_deleting_the_leader_pod_hands_over_with_no_write_to_converged_objects(r
     ]
     assert writes == []
     assert is_ready(real.kubectl.get("infsvc", STANDIN["metadata"]["name"], APPS_NS) or {})
+
+
+# Pods on a real kubelet -----------------------------------------------------------------------
+
+
+def test_a_long_model_load_is_waited_out_by_the_startup_probe_with_honest_status(real: Cluster) -> None:
+    name = "slow-load"
+    started = time.monotonic()
+    real.kubectl.apply(standin(name, env={"STANDIN_LOAD_DELAY": f"{LONG_LOAD_SECONDS}s"}), APPS_NS)
+    loading: list[tuple[float, Obj]] = []
+
+    def ready() -> Obj | None:
+        obj = real.kubectl.get("infsvc", name, APPS_NS)
+        if obj is not None and not is_ready(obj):
+            loading.append((time.monotonic() - started, obj))
+        return obj if obj is not None and is_ready(obj) else None
+
+    wait_until(ready, timeout=LONG_LOAD_SECONDS + TIMEOUT, what=f"{name} Ready after its long load", interval=1)
+    took = time.monotonic() - started
+    print(f"\nkubectl apply of a stand-in loading {LONG_LOAD_SECONDS}s to Ready: {took:.1f}s")
+    assert took >= LONG_LOAD_SECONDS, "Ready before the load delay passed: the probes were not real"
+    written = [o for _, o in loading if condition(o, "Ready")]  # the first looks may come before any status
+    seen = {(c["status"], c["reason"]) for c in (condition(o, "Ready") for o in written)}
+    assert written and {status for status, _ in seen} == {"False"}, seen
+    assert all(o["status"]["phase"] in (Phase.PENDING, Phase.PROGRESSING) for o in written)
+    late = [o for at, o in loading if at > 30]  # past what a readiness budget alone would allow
+    assert late, "no look at the status during the long load"
+    said = condition(late[-1], "Ready")
+    print(f"status while loading: phase={late[-1]['status']['phase']} reason={said['reason']} {said['message']!r}")
+    assert said["reason"] == Reason.SERVER_STARTING, said
+    assert "startup probe has not passed yet" in said["message"]
+    assert late[-1]["status"]["phase"] == Phase.PROGRESSING
+    assert condition(late[-1], "Progressing")["status"] == "True"
+    [pod] = server_pods(real, name, APPS_NS)
+    status = pod["status"]["containerStatuses"][0]
+    assert pod["spec"]["nodeName"] == REAL_NODE_NAME
+    assert status["restartCount"] == 0 and status["started"] and status["ready"], status
+    delete_and_wait(real, name, APPS_NS)
+
+
+def test_a_crashing_server_loops_on_the_kubelet_and_status_names_container_exit_code_and_restarts(
+    real: Cluster,
+) -> None:
+    name = "crasher"
+    started = time.monotonic()
+    real.kubectl.apply(standin(name, env={"STANDIN_CRASH_AFTER": CRASH_AFTER}), APPS_NS)
+
+    def backing_off() -> Obj | None:
+        pods = server_pods(real, name, APPS_NS)
+        statuses = [cs for p in pods for cs in p["status"].get("containerStatuses") or []]
+        waiting = [cs for cs in statuses if (cs["state"].get("waiting") or {}).get("reason") == "CrashLoopBackOff"]
+        return waiting[0] if waiting else None
+
+    crashed = wait_until(backing_off, timeout=TIMEOUT, what=f"{name}'s pod in CrashLoopBackOff", interval=1)
+    assert crashed["lastState"]["terminated"]["exitCode"] == 3, crashed
+    explained = real.kubectl.wait_for(
+        "infsvc",
+        name,
+        APPS_NS,
+        lambda o: condition(o, "Ready").get("reason") == Reason.CRASH_LOOPING,
+        what=f"{name}'s status to explain the crash loop",
+        timeout=TIMEOUT,
+    )
+    said = condition(explained, "Ready")
+    print(f"\napply to the crash loop explained: {time.monotonic() - started:.1f}s")
+    print(f"status: phase={explained['status']['phase']} reason={said['reason']} {said['message']!r}")
+    assert said["status"] == "False"
+    assert re.fullmatch(
+        r"0 of 1 replicas ready; 1 pod\(s\) keep crashing: container server exited with code 3 \(Error\), "
+        r"restarted [1-9][0-9]* times?",
+        said["message"],
+    ), said
+    assert explained["status"]["phase"] == Phase.PENDING  # no replica ever ready; time may still fix it
+    delete_and_wait(real, name, APPS_NS)
+
+
+def test_pod_security_restricted_runs_the_stand_in_where_restricted_is_enforced(real: Cluster) -> None:
+    name = STANDIN_RESTRICTED["metadata"]["name"]
+    real.kubectl.apply(STANDIN_RESTRICTED, RESTRICTED_NS)  # deploy/samples/standin-restricted.yaml
+    real.kubectl.wait_for("infsvc", name, RESTRICTED_NS, is_ready, what=f"{name} Ready", timeout=TIMEOUT)
+    [pod] = server_pods(real, name, RESTRICTED_NS)
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+
+
+def test_pod_security_restricted_with_an_image_running_as_root_is_explained_in_status(real: Cluster) -> None:
+    name = "root-image"
+    real.kubectl.apply(standin(name, base=STANDIN_RESTRICTED, image=BASE), RESTRICTED_NS)
+    explained = real.kubectl.wait_for(
+        "infsvc",
+        name,
+        RESTRICTED_NS,
+        lambda o: condition(o, "Ready").get("reason") == Reason.CONTAINER_CONFIG_ERROR,
+        what=f"{name}'s status to explain why its container cannot start",
+        timeout=TIMEOUT,
+    )
+    said = condition(explained, "Ready")
+    print(f"\nstatus: phase={explained['status']['phase']} reason={said['reason']} {said['message']!r}")
+    assert said["status"] == "False"
+    assert said["message"].startswith("0 of 1 replicas ready; 1 pod(s) cannot start: container server: ")
+    assert "container has runAsNonRoot and image will run as root" in said["message"]
+    for gone in (name, STANDIN_RESTRICTED["metadata"]["name"]):
+        delete_and_wait(real, gone, RESTRICTED_NS)
 
 
 def test_helm_upgrade_rolls_the_operator_and_uninstall_leaves_only_the_crd(real: Cluster, helm: Helm) -> None:

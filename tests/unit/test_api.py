@@ -1,7 +1,8 @@
 """API models and the CRD generated from them.
 
 Covers: defaults, bounds, required fields, cross-field rules, validation messages naming the
-field path, no privilege-escalating fields in the spec, the generated CRD (structural schema:
+field path (podSecurity only Baseline or Restricted, runAsUser never root), no
+privilege-escalating fields in the spec, the generated CRD (structural schema:
 no $ref / null / propertyNames; defaults; CEL rules; status and scale subresources; printer
 columns; short name and category) and the drift check against deploy/crds/.
 """
@@ -32,6 +33,7 @@ def test_defaults_fill_in_what_the_user_left_out() -> None:
     spec = parse_spec(BASE)
     assert (spec.replicas, spec.port, spec.gpu, spec.healthPath) == (1, 8000, 0, "/health")
     assert spec.loadBalancer.enabled is True
+    assert spec.podSecurity is None and spec.runAsUser is None  # None: Baseline
     assert spec.args == [] and spec.env == [] and spec.nodeSelector == {} and spec.tolerations == []
 
 
@@ -71,6 +73,9 @@ def test_defaults_fill_in_what_the_user_left_out() -> None:
         ),
         ({**BASE, "serviceAccountName": "admin"}, "spec.serviceAccountName: Extra inputs are not permitted"),
         ({**BASE, "hostNetwork": True}, "spec.hostNetwork: Extra inputs are not permitted"),
+        ({**BASE, "podSecurity": "Privileged"}, "spec.podSecurity: Input should be 'Baseline' or 'Restricted'"),
+        ({**BASE, "runAsUser": 0}, "spec.runAsUser: Input should be greater than or equal to 1"),
+        ({**BASE, "runAsUser": 2**31}, "spec.runAsUser: Input should be less than or equal to 2147483647"),
         ("not-a-map", "spec: must be an object"),
     ],
 )

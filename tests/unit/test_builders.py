@@ -3,7 +3,9 @@
 Covers: owner reference (controller, blockOwnerDeletion), labels, selector, GPU limits,
 container port and args from model/port/args, probes on the health path with a generous
 startup budget, env / nodeSelector / tolerations / resources passed through, the restricted
-security context, no empty fields emitted, the Service shape and the URL.
+security context, ``podSecurity``: Baseline leaves the pod's security context out (existing
+templates unchanged), Restricted adds a non-root user and the RuntimeDefault seccomp profile,
+``runAsUser`` sets the user id; no empty fields emitted, the Service shape and the URL.
 """
 
 from __future__ import annotations
@@ -116,6 +118,30 @@ def test_server_container_runs_with_a_restricted_security_context() -> None:
     assert pod["automountServiceAccountToken"] is False
     assert "serviceAccountName" not in pod and "hostNetwork" not in pod
     assert all("hostPath" not in v for v in pod["volumes"])
+
+
+def test_baseline_pod_security_leaves_the_pod_template_as_it_always_was() -> None:
+    pod = desired_deployment(isvc())["spec"]["template"]["spec"]
+    assert "securityContext" not in pod
+    assert desired_deployment(isvc(podSecurity="Baseline")) == desired_deployment(isvc())
+
+
+def test_restricted_pod_security_asks_for_a_non_root_user_and_the_default_seccomp_profile() -> None:
+    dep = desired_deployment(isvc(podSecurity="Restricted"))
+    assert dep["spec"]["template"]["spec"]["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container(dep)["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container(dep)["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_run_as_user_sets_the_pods_user_id_with_either_pod_security_level() -> None:
+    restricted = desired_deployment(isvc(podSecurity="Restricted", runAsUser=1000))["spec"]["template"]["spec"]
+    assert restricted["securityContext"]["runAsUser"] == 1000
+    assert restricted["securityContext"]["runAsNonRoot"] is True
+    baseline = desired_deployment(isvc(runAsUser=1000))["spec"]["template"]["spec"]
+    assert baseline["securityContext"] == {"runAsUser": 1000}
 
 
 def test_builders_emit_no_empty_lists_or_maps() -> None:

@@ -138,6 +138,8 @@ def test_validation_names_each_field_and_error_type() -> None:
         tolerations=[{"operator": "Sometimes"}],
         nodeSelector={"pool": "x" * 64},
         resources={"requests": {"cpu": "lots", "memory": 0.5}},
+        podSecurity="Privileged",
+        runAsUser=0,
     )
     assert pairs(validate(obj, schema())) == [
         "<nil>: Invalid value",
@@ -148,10 +150,12 @@ def test_validation_names_each_field_and_error_type() -> None:
         "spec.image: Invalid value",
         "spec.model: Too long",
         "spec.nodeSelector.pool: Too long",
+        "spec.podSecurity: Unsupported value",
         "spec.port: Invalid value",
         "spec.replicas: Invalid value",
         "spec.resources.requests.cpu: Invalid value",
         "spec.resources.requests.memory: TypeInvalid",
+        "spec.runAsUser: Invalid value",
         "spec.tolerations[0].operator: Unsupported value",
     ]
 

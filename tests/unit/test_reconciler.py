@@ -8,7 +8,8 @@ release failing twice keeps the finalizer with growing backoff, then completes; 
 spec written past admission gives Ready=False/InvalidSpec with no child and no hot loop; a
 storm of 1,000 events for one key gives one reconcile; a foreign child with our name is not
 touched; disabling the load balancer releases it; the reconciler never mutates the cache; a pod
-diagnosis that found nothing is asked again at the next resync.
+diagnosis that found nothing is asked again at the next resync; one that found a server still
+starting is asked again soon (a crash loop then shows, though the Deployment never moved).
 """
 
 from __future__ import annotations
@@ -305,3 +306,20 @@ def test_a_pod_diagnosis_that_found_nothing_is_asked_again_at_the_next_resync() 
     sim.resync()
     sim.run_until_quiescent(until=180.0)
     assert cond(sim, "DeploymentReady")["reason"] == Reason.IMAGE_PULL_FAILED
+
+
+def test_a_server_still_starting_is_looked_at_again_and_a_crash_loop_then_shows_without_a_resync() -> None:
+    sim = Simulation(ready_after=100_000.0)  # the pods never become ready here
+    container: dict[str, Any] = {"name": "server", "ready": False, "started": False, "state": {"running": {}}}
+    pod = {"metadata": {"name": "p"}, "status": {"containerStatuses": [container]}}
+    sim.backend.pods_source = lambda _ns, _selector: [pod]
+    sim.apply(llama())
+    sim.run_until_quiescent(until=60.0)
+    assert cond(sim, "Ready")["reason"] == Reason.SERVER_STARTING
+    assert isvc(sim)["status"]["phase"] == Phase.PROGRESSING
+    # It crashes instead of finishing its load: the Deployment's status does not move.
+    container.update(restartCount=1, lastState={"terminated": {"exitCode": 3, "reason": "Error"}})
+    sim.run_until_quiescent(until=100.0)
+    assert cond(sim, "Ready")["reason"] == Reason.CRASH_LOOPING
+    assert "container server exited with code 3 (Error), restarted 1 time" in cond(sim, "Ready")["message"]
+    assert isvc(sim)["status"]["phase"] == Phase.PENDING

@@ -3,7 +3,11 @@
 Covers: Ready only when rolled out + all replicas ready + Service + load balancer; each
 sub-condition's reasons; Degraded only after having been Ready at the same generation (a
 scale-up is Progressing, not Degraded); progress deadline → Failed; lastTransitionTime kept
-unless the status flips; the same observation always yields the same status; invalid spec.
+unless the status flips; the same observation always yields the same status; invalid spec;
+pod problems in a person's words (unschedulable, image pull, a container the kubelet cannot
+create such as runAsNonRoot with a root image, a crash loop naming the container, its exit
+code and restarts, also when looked at between back-offs, while the container runs again), and a
+server still loading behind its startup probe (Progressing, not a problem).
 """
 
 from __future__ import annotations
@@ -224,6 +228,8 @@ def test_pod_problems_name_the_cause_unschedulable_first() -> None:
     crashing = pod(
         containerStatuses=[
             {
+                "name": "server",
+                "restartCount": 2,
                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
             }
@@ -235,8 +241,27 @@ def test_pod_problems_name_the_cause_unschedulable_first() -> None:
     problem = pod_problem([crashing, pulling])
     assert problem is not None and problem.reason == Reason.IMAGE_PULL_FAILED and "vllm:nope" in problem.message
     problem = pod_problem([crashing])
-    assert problem is not None and problem.reason == Reason.CRASH_LOOPING and "exit code 1" in problem.message
+    assert problem is not None and problem.reason == Reason.CRASH_LOOPING
+    assert problem.message == "1 pod(s) keep crashing: container server exited with code 1 (Error), restarted 2 times"
     assert pod_problem([pod(phase="Running")]) is None
+
+
+def test_a_container_the_kubelet_cannot_create_is_explained_in_the_kubelets_words() -> None:
+    message = 'container has runAsNonRoot and image will run as root (pod: "a-1_apps(u)", container: server)'
+    refused = pod(
+        containerStatuses=[
+            {"name": "server", "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}
+        ]
+    )
+    crashing = pod(containerStatuses=[{"name": "server", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}])
+    problem = pod_problem([crashing, refused])
+    assert problem is not None and problem.reason == Reason.CONTAINER_CONFIG_ERROR
+    assert problem.message == f"1 pod(s) cannot start: container server: {message}"
+    st = compute_status(
+        isvc(), {}, DeploymentView.of(dep(ready=0)), SVC, REG, now="2026-01-01T00:00:00Z", problem=problem
+    )
+    assert cond(st, "Ready")["status"] == "False"
+    assert cond(st, "Ready")["message"] == f"0 of 2 replicas ready; 1 pod(s) cannot start: container server: {message}"
 
 
 def test_a_pod_problem_explains_a_deployment_that_is_not_ready() -> None:
@@ -248,3 +273,59 @@ def test_a_pod_problem_explains_a_deployment_that_is_not_ready() -> None:
     )
     assert cond(st, "Ready")["reason"] == Reason.IMAGE_PULL_FAILED
     assert cond(st, "Ready")["message"].startswith("0 of 2 replicas ready; 1 pod(s) cannot pull the image")
+
+
+def test_a_crash_loop_looked_at_between_back_offs_is_still_a_crash_loop() -> None:
+    # The kubelet runs the container again after each back-off: a look at that moment sees it
+    # running, not ready, restarted after a failed exit. The diagnosis is kept while the
+    # Deployment stays put (a crash loop never moves it), so it must not read as "no problem".
+    between = pod(
+        containerStatuses=[
+            {
+                "name": "server",
+                "ready": False,
+                "started": False,
+                "restartCount": 1,
+                "state": {"running": {"startedAt": "2026-01-01T00:00:10Z"}},
+                "lastState": {"terminated": {"exitCode": 3, "reason": "Error"}},
+            }
+        ]
+    )
+    problem = pod_problem([between])
+    assert problem is not None and problem.reason == Reason.CRASH_LOOPING
+    assert problem.message == "1 pod(s) keep crashing: container server exited with code 3 (Error), restarted 1 time"
+    recovered = pod(
+        containerStatuses=[
+            {
+                "name": "server",
+                "ready": True,
+                "started": True,
+                "restartCount": 1,
+                "state": {"running": {}},
+                "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+            }
+        ]
+    )
+    assert pod_problem([recovered]) is None
+
+
+def test_a_server_loading_behind_its_startup_probe_is_progressing_and_says_so() -> None:
+    loading = pod(
+        containerStatuses=[
+            {"name": "server", "ready": False, "started": False, "restartCount": 0, "state": {"running": {}}}
+        ]
+    )
+    problem = pod_problem([loading])
+    assert problem is not None and problem.reason == Reason.SERVER_STARTING
+    st = compute_status(
+        isvc(replicas=1), {}, DeploymentView.of(dep(ready=0, replicas=1, updated=1)), SVC, REG, now="t", problem=problem
+    )
+    assert cond(st, "Ready")["status"] == "False" and cond(st, "Ready")["reason"] == Reason.SERVER_STARTING
+    assert cond(st, "Ready")["message"] == (
+        "0 of 1 replicas ready; 1 pod(s) still starting: container server is running, "
+        "its startup probe has not passed yet (the server is loading the model)"
+    )
+    assert cond(st, "Progressing")["status"] == "True"
+    assert st["phase"] == Phase.PROGRESSING
+    # Without a look at the pods (young rollout), nothing is running yet as far as status knows.
+    assert compute(isvc(replicas=1), dep(ready=0, replicas=1, updated=1))["phase"] == Phase.PENDING

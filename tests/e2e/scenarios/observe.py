@@ -40,6 +40,7 @@ TRANSIENT: Final = frozenset(
         Reason.DEPLOYMENT_NOT_OBSERVED,
         Reason.ROLLOUT_IN_PROGRESS,
         Reason.REPLICAS_UNAVAILABLE,
+        Reason.SERVER_STARTING,
         Reason.SERVICE_MISSING,
         Reason.LOAD_BALANCER_PENDING,
     }
