@@ -19,7 +19,7 @@ from typing import Any
 
 from ..clock import Clock, format_timestamp
 from ..constants import MANAGED_BY
-from ..errors import Forbidden, NotFound
+from ..errors import ApiError, Forbidden, NotFound
 from ..events import Correlated, EventCorrelator, build_event
 from .cache import ObjectCache
 from .client import KubeClient
@@ -144,6 +144,12 @@ class KubeBackend:
         self.events.post(correlated)
 
 
+def _refused(err: Exception) -> bool:
+    """An answer about this one request (4xx), not a sign of a server in trouble (429, 5xx,
+    no answer at all): only the latter makes the poster back off."""
+    return isinstance(err, ApiError) and 400 <= err.code < 500 and err.code != 429
+
+
 def event_name(object_name: str) -> str:
     """A fresh, unique Event name: the involved object's name and a random suffix."""
     return f"{object_name}.{uuid.uuid4().hex[:16]}"
@@ -157,7 +163,9 @@ class EventPoster:
     error, a refused connection, urllib3's ``MaxRetryError``, the client's ``ApiException``
     with status 0, or a bug): it logs and counts the failure, drops that Event and backs off
     (0.5 s doubling, at most 30 s, reset by a success) before the next, so an API server
-    outage costs a bounded number of attempts and log lines. A deduplicated Event is a PATCH
+    outage costs a bounded number of attempts and log lines. An Event the server refuses
+    (4xx but 429: e.g. its namespace is being deleted) is dropped without backing off: one
+    terminating namespace must not hold up every other object's Events. A deduplicated Event is a PATCH
     of the existing one; when that is gone (404) it is created instead, as client-go does.
     """
 
@@ -248,9 +256,23 @@ class EventPoster:
 
     def _failed(self, item: Correlated, err: Exception) -> None:
         self.failures += 1
+        involved = item.event.get("involvedObject") or {}
+        if _refused(err):
+            # The API server answered and said no to this Event (its namespace is being
+            # deleted, no right to post there, an invalid field): nothing is wrong with the
+            # server, so the Events of every other object go on without waiting.
+            log.warning(
+                "Failed to post Event, the API server refused it, dropped it reason=%s name=%s namespace=%s "
+                "failures=%d error=%s",
+                item.event.get("reason"),
+                involved.get("name"),
+                involved.get("namespace"),
+                self.failures,
+                err,
+            )
+            return
         self._consecutive_failures += 1
         delay = min(self.max_backoff, self.backoff * 2 ** min(self._consecutive_failures - 1, 30))
-        involved = item.event.get("involvedObject") or {}
         log.warning(
             "Failed to post Event, dropped it and backing off reason=%s name=%s namespace=%s "
             "failures=%d backoff=%gs error=%s: %s",
@@ -263,6 +285,10 @@ class EventPoster:
             err,
         )
         self._wait(delay)
+
+    def pending(self) -> int:
+        """Events queued and not yet posted (or dropped)."""
+        return self._queue.qsize()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Post what is queued (within ``timeout``, without backing off), then stop the thread."""

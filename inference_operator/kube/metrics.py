@@ -31,6 +31,7 @@ HELP = {
     "waiting": ("inference_operator_workqueue_waiting", "gauge", "Keys waiting for a delayed requeue."),
     "cached_objects": ("inference_operator_cached_objects", "gauge", "Objects in the watch cache."),
     "events_posted": ("inference_operator_events_posted_total", "counter", "Events created or patched."),
+    "events_pending": ("inference_operator_events_pending", "gauge", "Events queued for posting, not yet sent."),
     "event_post_failures": (
         "inference_operator_event_post_failures_total",
         "counter",

@@ -375,6 +375,7 @@ class OperatorRuntime:
             "reconciles": self.controller.reconcile_total,
             "reconcile_errors": self.controller.reconcile_errors_total,
             "events_posted": events.posted,
+            "events_pending": events.pending(),
             "event_post_failures": events.failures,
             "events_dropped": events.dropped,
             "events_deduplicated": correlator.deduplicated,

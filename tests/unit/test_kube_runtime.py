@@ -6,7 +6,10 @@ Covers (issue 8):
   backed off (doubling, capped, reset by a success) and later Events still get posted. A
   deduplicated Event is a PATCH, and a create when the Event to patch is gone (404); when
   RBAC forbids patching Events (403), repeats are created under new names instead.
-  Recording the same Warning twice posts one Event and patches it.
+  Recording the same Warning twice posts one Event and patches it. An Event the server
+  refuses (403 in a terminating namespace, 404, 422) is dropped without backing off, so one
+  namespace being deleted holds up nobody else's Events; a 429 still backs off. Events queued
+  and not yet posted are counted (``pending``, the ``events_pending`` gauge).
 - Liveness is honest: when the Event poster thread or a reconcile worker dies, ``health``
   names it, Kopf's probe (``operator.liveness``) fails naming it, ``/healthz`` answers 503
   naming it; a stopped runtime is not reported unhealthy.
@@ -37,7 +40,7 @@ from urllib3.exceptions import MaxRetryError
 from inference_operator.clock import FakeClock
 from inference_operator.config import OperatorConfig
 from inference_operator.constants import FINALIZER, OWNER_LABEL
-from inference_operator.errors import ApiError, Forbidden, NotFound
+from inference_operator.errors import ApiError, Forbidden, Invalid, NotFound
 from inference_operator.events import Correlated
 from inference_operator.kube.backend import EVENT_POSTER, EventPoster
 from inference_operator.kube.health import ThreadGroup
@@ -241,6 +244,55 @@ def test_the_event_poster_survives_any_failure_and_backs_off_bounded(client: Fak
     assert waits[-1] == 0.5, "a success resets the backoff"
     poster.stop()
     assert [e["metadata"]["name"] for e in client.created] == ["a.10", "a.11", "a.13"]
+
+
+def test_an_event_the_server_refuses_is_dropped_without_holding_up_the_next(client: FakeClient) -> None:
+    # One namespace being deleted (403) must not delay every other object's Events: before,
+    # each refusal backed the one posting thread off, 0.5 s doubling to 30 s.
+    waits: list[float] = []
+    client.failures = [
+        Forbidden(
+            'create Event ns/a.0: HTTP 403: events "a.0" is forbidden: unable to create new content in '
+            "namespace ns because it is being terminated"
+        ),
+        NotFound('create Event gone/a.1: HTTP 404: namespaces "gone" not found'),
+        Invalid("create Event ns/a.2: HTTP 422: invalid"),
+    ]
+    poster = EventPoster(client, backoff=0.5, wait=waits.append)  # type: ignore[arg-type]
+    for i in range(4):
+        poster.post(correlated(name=f"a.{i}"))
+    poster.stop()
+    assert waits == [] and poster.failures == 3 and poster.posted == 1
+    assert [e["metadata"]["name"] for e in client.created] == ["a.3"]
+
+
+def test_a_throttled_event_still_backs_the_poster_off(client: FakeClient) -> None:
+    waits: list[float] = []
+    throttled = ApiError("create Event ns/a.0: HTTP 429: too many requests")
+    throttled.code = 429
+    client.failures = [throttled]
+    poster = EventPoster(client, backoff=0.5, wait=waits.append)  # type: ignore[arg-type]
+    poster.post(correlated(name="a.0"))
+    poster.post(correlated(name="a.1"))
+    poster.stop()
+    assert waits == [0.5] and poster.posted == 1
+
+
+def test_events_waiting_to_be_posted_are_counted_until_sent() -> None:
+    blocked = threading.Event()
+
+    class SlowClient:
+        def create(self, event: Obj) -> Obj:
+            blocked.wait(5)
+            return event
+
+    poster = EventPoster(SlowClient())  # type: ignore[arg-type]
+    for i in range(3):
+        poster.post(correlated(name=f"a.{i}"))
+    wait_for(lambda: poster.pending() == 2, "the first Event to be in flight, two queued")
+    blocked.set()
+    poster.stop()
+    assert poster.pending() == 0 and poster.posted == 3
 
 
 def test_a_deduplicated_event_is_a_patch_and_a_create_when_it_is_gone(client: FakeClient) -> None:

@@ -249,7 +249,8 @@ class ClusterWorld:
             stats = self.operator.stats()
             # A labelled counter shows no sample before its first increment (a fresh operator
             # has written nothing): absent is zero. The queue depth is always there.
-            history.append((*(stats.get(c, 0.0) for c in QUIET_COUNTERS[:-1]), stats["workqueue_depth"]))
+            backlog = stats["workqueue_depth"] + stats["events_pending"]  # Events on their way too
+            history.append((*(stats.get(c, 0.0) for c in QUIET_COUNTERS[:-1]), backlog))
             recent = history[-QUIET_POLLS:]
             return len(recent) == QUIET_POLLS and len(set(recent)) == 1 and recent[-1][-1] == 0
 
