@@ -99,6 +99,22 @@ def delete_and_wait(real: Cluster, name: str, namespace: str) -> None:
     wait_until(lambda: not server_pods(real, name, namespace), timeout=TIMEOUT, what=f"the pods of {name} to go")
 
 
+def explained(real: Cluster, name: str, namespace: str, reason: str, what: str) -> tuple[Obj, Obj]:
+    """Once the object's Ready condition gives ``reason``: the object and that condition,
+    printed (the closing notes quote them)."""
+    obj = real.kubectl.wait_for(
+        "infsvc",
+        name,
+        namespace,
+        lambda o: condition(o, "Ready").get("reason") == reason,
+        what=f"{name}'s status to explain {what}",
+        timeout=TIMEOUT,
+    )
+    said = condition(obj, "Ready")
+    print(f"\nstatus: phase={obj['status']['phase']} reason={said['reason']} {said['message']!r}")
+    return obj, said
+
+
 def namespace_enforcing(name: str, level: str) -> Obj:
     labels = {"pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/enforce-version": "latest"}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}

@@ -61,6 +61,7 @@ from .incluster import (
     TIMEOUT,
     Obj,
     delete_and_wait,
+    explained,
     http_get,
     leader,
     metric,
@@ -296,24 +297,15 @@ def test_a_crashing_server_loops_on_the_kubelet_and_status_names_container_exit_
 
     crashed = wait_until(backing_off, timeout=TIMEOUT, what=f"{name}'s pod in CrashLoopBackOff", interval=1)
     assert crashed["lastState"]["terminated"]["exitCode"] == 3, crashed
-    explained = real.kubectl.wait_for(
-        "infsvc",
-        name,
-        APPS_NS,
-        lambda o: condition(o, "Ready").get("reason") == Reason.CRASH_LOOPING,
-        what=f"{name}'s status to explain the crash loop",
-        timeout=TIMEOUT,
-    )
-    said = condition(explained, "Ready")
-    print(f"\napply to the crash loop explained: {time.monotonic() - started:.1f}s")
-    print(f"status: phase={explained['status']['phase']} reason={said['reason']} {said['message']!r}")
+    obj, said = explained(real, name, APPS_NS, Reason.CRASH_LOOPING, "the crash loop")
+    print(f"apply to the crash loop explained: {time.monotonic() - started:.1f}s")
     assert said["status"] == "False"
     assert re.fullmatch(
         r"0 of 1 replicas ready; 1 pod\(s\) keep crashing: container server exited with code 3 \(Error\), "
         r"restarted [1-9][0-9]* times?",
         said["message"],
     ), said
-    assert explained["status"]["phase"] == Phase.PENDING  # no replica ever ready; time may still fix it
+    assert obj["status"]["phase"] == Phase.PENDING  # no replica ever ready; time may still fix it
     delete_and_wait(real, name, APPS_NS)
 
 
@@ -329,16 +321,7 @@ def test_pod_security_restricted_runs_the_stand_in_where_restricted_is_enforced(
 def test_pod_security_restricted_with_an_image_running_as_root_is_explained_in_status(real: Cluster) -> None:
     name = "root-image"
     real.kubectl.apply(standin(name, base=STANDIN_RESTRICTED, image=BASE), RESTRICTED_NS)
-    explained = real.kubectl.wait_for(
-        "infsvc",
-        name,
-        RESTRICTED_NS,
-        lambda o: condition(o, "Ready").get("reason") == Reason.CONTAINER_CONFIG_ERROR,
-        what=f"{name}'s status to explain why its container cannot start",
-        timeout=TIMEOUT,
-    )
-    said = condition(explained, "Ready")
-    print(f"\nstatus: phase={explained['status']['phase']} reason={said['reason']} {said['message']!r}")
+    _, said = explained(real, name, RESTRICTED_NS, Reason.CONTAINER_CONFIG_ERROR, "why its container cannot start")
     assert said["status"] == "False"
     assert said["message"].startswith("0 of 1 replicas ready; 1 pod(s) cannot start: container server: ")
     assert "container has runAsNonRoot and image will run as root" in said["message"]
