@@ -59,20 +59,33 @@ def _crash(cs: Obj) -> str:
 
 
 def _crashed(cs: Obj) -> bool:
-    """Crash looping, whatever the moment: waiting in back-off, or running again after a
-    failed exit without having become ready since. The kubelet shows the second between
-    back-offs; a look at that moment must not read as "no problem" (or as "starting"), for
-    the diagnosis is kept until the Deployment moves, which a crash loop never makes it do."""
+    """Crash looping, whatever the moment: waiting in back-off, or running again after failed
+    exits without having become ready since. The kubelet shows the second between back-offs;
+    a look at that moment must not read as "no problem", for that answer is kept until the
+    next resync. After a single failed exit, a server loading again behind its startup probe
+    is only starting (it may well come up this time): it is looked at again within
+    ``STARTING_RECHECK`` (podcheck.py), and a second failure is a loop."""
     waiting = (cs.get("state") or {}).get("waiting") or {}
     if waiting.get("reason") == "CrashLoopBackOff":
         return True
     last = (cs.get("lastState") or {}).get("terminated") or {}
-    return not cs.get("ready") and int(cs.get("restartCount") or 0) > 0 and int(last.get("exitCode") or 0) != 0
+    restarts = int(cs.get("restartCount") or 0)
+    failed_before = not cs.get("ready") and restarts > 0 and int(last.get("exitCode") or 0) != 0
+    return failed_before and not (restarts == 1 and _starting(cs))
 
 
 def _starting(cs: Obj) -> bool:
     """Running, but its startup probe has not passed yet: the server is loading its model."""
     return "running" in (cs.get("state") or {}) and cs.get("started") is False
+
+
+def _start(cs: Obj) -> str:
+    """One starting container in a person's words, with the failed exit it restarted after."""
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    again = ""
+    if int(cs.get("restartCount") or 0) and int(last.get("exitCode") or 0):
+        again = f" again after exiting with code {last['exitCode']} ({last.get('reason') or 'Error'})"
+    return f"container {cs.get('name') or '?'} is running{again}"
 
 
 def pod_problem(pods: list[Obj]) -> PodProblem | None:
@@ -101,7 +114,7 @@ def pod_problem(pods: list[Obj]) -> PodProblem | None:
             elif _crashed(cs):
                 crashes.append(_crash(cs))
             elif _starting(cs):
-                starting.append(f"container {cs.get('name') or '?'}")
+                starting.append(_start(cs))
     if unschedulable:
         return PodProblem(
             Reason.PODS_UNSCHEDULABLE, f"{len(unschedulable)} pod(s) cannot be scheduled: {unschedulable[0]}"
@@ -115,7 +128,7 @@ def pod_problem(pods: list[Obj]) -> PodProblem | None:
     if starting:
         return PodProblem(
             Reason.SERVER_STARTING,
-            f"{len(starting)} pod(s) still starting: {starting[0]} is running, "
+            f"{len(starting)} pod(s) still starting: {starting[0]}, "
             "its startup probe has not passed yet (the server is loading the model)",
         )
     return None

@@ -320,6 +320,10 @@ def test_a_server_still_starting_is_looked_at_again_and_a_crash_loop_then_shows_
     # It crashes instead of finishing its load: the Deployment's status does not move.
     container.update(restartCount=1, lastState={"terminated": {"exitCode": 3, "reason": "Error"}})
     sim.run_until_quiescent(until=100.0)
+    assert cond(sim, "Ready")["reason"] == Reason.SERVER_STARTING  # once: it may come up this time
+    assert "running again after exiting with code 3 (Error)" in cond(sim, "Ready")["message"]
+    container.update(restartCount=2)
+    sim.run_until_quiescent(until=140.0)
     assert cond(sim, "Ready")["reason"] == Reason.CRASH_LOOPING
-    assert "container server exited with code 3 (Error), restarted 1 time" in cond(sim, "Ready")["message"]
+    assert "container server exited with code 3 (Error), restarted 2 times" in cond(sim, "Ready")["message"]
     assert isvc(sim)["status"]["phase"] == Phase.PENDING

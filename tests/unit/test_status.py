@@ -292,8 +292,19 @@ def test_a_crash_loop_looked_at_between_back_offs_is_still_a_crash_loop() -> Non
         ]
     )
     problem = pod_problem([between])
+    # After one failed exit, loading again behind its startup probe, it may yet come up.
+    assert problem is not None and problem.reason == Reason.SERVER_STARTING
+    assert problem.message == (
+        "1 pod(s) still starting: container server is running again after exiting with code 3 (Error), "
+        "its startup probe has not passed yet (the server is loading the model)"
+    )
+    between["status"]["containerStatuses"][0]["restartCount"] = 2  # a second failure: a loop
+    problem = pod_problem([between])
     assert problem is not None and problem.reason == Reason.CRASH_LOOPING
-    assert problem.message == "1 pod(s) keep crashing: container server exited with code 3 (Error), restarted 1 time"
+    assert problem.message == "1 pod(s) keep crashing: container server exited with code 3 (Error), restarted 2 times"
+    between["status"]["containerStatuses"][0].update(restartCount=1, started=True)  # no startup probe left
+    problem = pod_problem([between])
+    assert problem is not None and problem.reason == Reason.CRASH_LOOPING
     recovered = pod(
         containerStatuses=[
             {
