@@ -17,8 +17,10 @@ import http.server
 import json
 import os
 import re
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -123,8 +125,27 @@ def serve_page(html: str, *, port: int = 0, ready: Callable[[str], None] = print
         def log_message(self, format: str, *args: Any) -> None:
             return  # quiet: the URL was printed, requests are the user's own
 
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler) as server:
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler) as server, _stop_on_signals():
         ready(f"http://127.0.0.1:{server.server_address[1]}/")
         sys.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the normal way to stop
             server.serve_forever()
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop serving, also when SIGINT came in ignored (a shell starts
+    background commands so, and Python then installs no Ctrl-C handler of its own)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

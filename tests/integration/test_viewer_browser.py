@@ -22,6 +22,7 @@ docs/viewer.png is create's status write).
 
 from __future__ import annotations
 
+import functools
 import json
 import selectors
 import signal
@@ -203,7 +204,12 @@ def test_serve_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(browser
     _, html = build(tmp_path, "create")
     trace = tmp_path / "create.jsonl"
     command = [sys.executable, "-m", "inference_operator", "trace", "view", str(trace), "--serve", "--port", "0"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Started as a shell starts a background command (`… --serve &`, or a CI runner without job
+    # control): SIGINT ignored, so Python installs no Ctrl-C handler of its own.
+    ignore_sigint = functools.partial(signal.signal, signal.SIGINT, signal.SIG_IGN)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint
+    )
     try:
         with selectors.DefaultSelector() as selector:
             assert proc.stdout is not None
