@@ -96,7 +96,12 @@ def _cmd_trace_view(args: argparse.Namespace) -> int:
             html = render_page(load_records(args.file), title=Path(args.file).name)
             if args.output is not None:
                 Path(args.output).write_text(html, encoding="utf-8")
-            serve_page(html, port=args.port, ready=lambda url: print(f"serving {args.file} at {url} (Ctrl-C stops)"))
+            try:
+                serve_page(
+                    html, port=args.port, ready=lambda url: print(f"serving {args.file} at {url} (Ctrl-C stops)")
+                )
+            except OSError as err:  # the port is taken, or not ours to bind
+                raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1: {err.strerror or err}") from None
             return 0
         out = write_page(args.file, args.output)
     except ViewError as err:

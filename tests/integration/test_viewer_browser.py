@@ -14,7 +14,8 @@ with a visible focus ring, and Enter presses a focused button; Enter on an event
 the write that caused it and back; space plays and pauses; the object filter limits the steps to
 one object's records (a two-object trace).
 ``trace view --serve --port 0`` prints a 127.0.0.1 URL, serves the page there (Chromium loads it and
-nothing else), answers 404 elsewhere, and stops on Ctrl-C (SIGINT) with exit code 0 and no traceback.
+nothing else), answers 404 elsewhere, and stops on Ctrl-C (SIGINT) with exit code 0 and no traceback,
+also when started with SIGINT ignored (a background command); a taken port is one error line naming it.
 Screenshots: ``artifacts/viewer/<scenario>-<step>.png`` under the repository root
 (first step, the first patch's diff or else the first diff, the first status write, last step;
 docs/viewer.png is create's status write).
@@ -26,6 +27,7 @@ import functools
 import json
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -234,3 +236,15 @@ def test_serve_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(browser
         deadline = time.monotonic() + 15
         _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_serve_on_a_taken_port_is_one_line_naming_the_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    build(tmp_path, "create")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        capsys.readouterr()
+        assert main(["trace", "view", str(tmp_path / "create.jsonl"), "--serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --port {port}: cannot listen on 127.0.0.1: Address already in use\n", err
