@@ -22,7 +22,6 @@ simulator drives it step by step with :meth:`~RateLimitingQueue.try_get` and
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import threading
@@ -32,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 
 from inference_operator.clock import Clock, ManualClock
+from inference_operator.dueheap import DueHeap
 from inference_operator.queuehooks import QueueHooks
 from inference_operator.ratelimit import TokenBucket
 
@@ -89,11 +89,7 @@ class RateLimitingQueue:
         self._ready: deque[str] = deque()  # keys to hand out, FIFO; each at most once
         self._dirty: set[str] = set()  # keys that need processing (queued, or re-queue on done)
         self._processing: set[str] = set()  # keys handed out and not yet done
-        # Waiting keys: a heap of (due, seq, key) plus ``_waiting[key] = (due, seq)`` of the
-        # live entry; entries superseded by an earlier due time are skipped lazily.
-        self._heap: list[tuple[float, int, str]] = []
-        self._waiting: dict[str, tuple[float, int]] = {}
-        self._seq = 0
+        self._waiting = DueHeap()  # keys parked until a due time (add_after, retries)
         self._failures: dict[str, int] = {}
 
         self._shutting_down = False
@@ -316,7 +312,7 @@ class RateLimitingQueue:
         due time (seconds from now) with their retries, keys being processed; at most ``limit`` of each, with counts."""
         with self._lock:
             now = self._clock.now()
-            waiting = heapq.nsmallest(limit, ((due, key) for key, (due, _) in self._waiting.items()))
+            waiting = self._waiting.earliest(limit)
             return {
                 "ready": list(itertools.islice(self._ready, limit)),
                 "readyCount": len(self._ready),
@@ -363,45 +359,20 @@ class RateLimitingQueue:
         return key
 
     def _schedule_locked(self, key: str, due: float) -> None:
-        live = self._waiting.get(key)
-        if live is not None and live[0] <= due:
-            return  # already waiting with an earlier (or equal) due time
-        self._seq += 1
-        self._waiting[key] = (due, self._seq)
-        heapq.heappush(self._heap, (due, self._seq, key))
-        if len(self._heap) > 2 * len(self._waiting) + 64:
-            self._compact_locked()
-        if not self._clock_is_manual and self._heap[0][0] >= due:
+        earliest = self._waiting.schedule(key, due)
+        if earliest and not self._clock_is_manual:
             # The new key is due first: getters sleeping until a later due time recompute.
             self._item_ready.notify_all()
 
-    def _is_live(self, entry: tuple[float, int, str]) -> bool:
-        live = self._waiting.get(entry[2])
-        return live is not None and live[1] == entry[1]
-
     def _move_due_locked(self) -> None:
-        now = self._clock.now()
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            entry = heapq.heappop(heap)
-            if not self._is_live(entry):
-                continue  # superseded by an earlier due time
-            del self._waiting[entry[2]]
-            self._add_locked(entry[2])
+        for key in self._waiting.pop_due(self._clock.now()):
+            self._add_locked(key)
 
     def _next_due_locked(self) -> float | None:
-        heap = self._heap
-        while heap and not self._is_live(heap[0]):
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        return self._waiting.next_due()
 
     def _drop_waiting_locked(self) -> None:
-        self._heap.clear()
         self._waiting.clear()
-
-    def _compact_locked(self) -> None:
-        self._heap = [entry for entry in self._heap if self._is_live(entry)]
-        heapq.heapify(self._heap)
 
     def _may_requeue_locked(self) -> bool:
         """While draining: could a key still come back (in flight and added meanwhile)?"""
