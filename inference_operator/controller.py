@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from .backend import Result
@@ -36,6 +37,15 @@ class ReconcileFunc(Protocol):
 
 class HotLoop(RuntimeError):
     """run_until_quiescent hit its step budget: something requeues forever."""
+
+
+@dataclass(frozen=True)
+class PassEnd:
+    """How one pass ended: controller-runtime's outcome, the delay it asked for, its error."""
+
+    outcome: str
+    requeue_after: float | None = None
+    error: str = ""
 
 
 class Controller:
@@ -69,7 +79,6 @@ class Controller:
         """Keys whose last pass failed: consecutive failures and the last error, for people."""
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
-        self._pass_ends: dict[str, tuple[float | None, str]] = {}  # tracing: requeue_after, error
 
     def forget_waits(self) -> None:
         """Latencies count from now for every key already queued: a standby that starts to lead
@@ -99,15 +108,13 @@ class Controller:
     def _traced(self, key: str) -> None:
         """``process``, told to the tracer: the dequeue with what the queue held, then the end."""
         self.tracer.dequeued(self.name, key, retries=self.queue.num_requeues(key), queue=self.queue.contents())
-        outcome = "error"
+        end = PassEnd("error")
         try:
-            outcome = self._measured(key, self.metrics) if self.metrics is not None else self._process(key)
+            end = self._measured(key, self.metrics) if self.metrics is not None else self._process(key)
         finally:
-            with self._lock:
-                requeue_after, error = self._pass_ends.pop(key, (None, ""))
-            self.tracer.finished(self.name, key, outcome=outcome, requeue_after=requeue_after, error=error)
+            self.tracer.finished(self.name, key, outcome=end.outcome, requeue_after=end.requeue_after, error=end.error)
 
-    def _measured(self, key: str, metrics: Metrics) -> str:
+    def _measured(self, key: str, metrics: Metrics) -> PassEnd:
         with self._lock:
             event_at = self._event_at.pop(key, None)
         if event_at is not None:
@@ -115,14 +122,14 @@ class Controller:
         metrics.active_workers.labels(controller=metrics.controller).inc()
         started = time.perf_counter()
         try:
-            outcome = self._process(key)
+            end = self._process(key)
         finally:
             metrics.active_workers.labels(controller=metrics.controller).dec()
-        metrics.reconciled(outcome, time.perf_counter() - started)
-        return outcome
+        metrics.reconciled(end.outcome, time.perf_counter() - started)
+        return end
 
-    def _process(self, key: str) -> str:
-        """One pass; returns controller-runtime's name for how it ended (``success``, ``error`` …)."""
+    def _process(self, key: str) -> PassEnd:
+        """One pass, and how it ended (controller-runtime's ``success``, ``error`` …)."""
         namespace, name = split_key(key)
         try:
             result = self.reconcile(namespace, name)
@@ -142,28 +149,22 @@ class Controller:
                 err,
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
-            if self.tracer.enabled:
-                with self._lock:
-                    self._pass_ends[key] = (None, f"{type(err).__name__}: {err}")
             self.queue.done(key)
             self.queue.add_rate_limited(key)
-            return "error"
+            return PassEnd("error", error=f"{type(err).__name__}: {err}")
         with self._lock:
             self.reconcile_total += 1
             self.failing.pop(key, None)
         self.queue.done(key)
         if result.requeue_after is not None and result.requeue_after > 0:
-            if self.tracer.enabled:
-                with self._lock:
-                    self._pass_ends[key] = (result.requeue_after, "")
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
-            return "requeue_after"
+            return PassEnd("requeue_after", requeue_after=result.requeue_after)
         if result.requeue:
             self.queue.add(key)
-            return "requeue"
+            return PassEnd("requeue")
         self.queue.forget(key)
-        return "success"
+        return PassEnd("success")
 
     def stalled(self) -> dict[str, str]:
         """Keys that keep failing (their backoff has reached its maximum), each with how many
