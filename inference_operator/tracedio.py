@@ -14,14 +14,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .backend import Backend, LoadBalancerProvider, Registration
+from .model import key_of, obj_key
 from .tracing import Tracer
 
 Obj = dict[str, Any]
 T = TypeVar("T")
-
-
-def _key(namespace: str | None, name: str) -> str:
-    return f"{namespace or ''}/{name}"
 
 
 def _rv(obj: Any) -> str | None:
@@ -54,14 +51,10 @@ class TracingBackend:
         return self.inner.read(kind, namespace, name)
 
     def create(self, obj: Obj) -> Obj:
-        meta = obj["metadata"]
-        key = _key(meta.get("namespace"), meta["name"])
-        return self._write("create", obj["kind"], key, {}, lambda: self.inner.create(obj))
+        return self._write("create", obj["kind"], obj_key(obj), {}, lambda: self.inner.create(obj))
 
     def apply(self, obj: Obj) -> Obj:
-        meta = obj["metadata"]
-        key = _key(meta.get("namespace"), meta["name"])
-        return self._write("apply", obj["kind"], key, {}, lambda: self.inner.apply(obj))
+        return self._write("apply", obj["kind"], obj_key(obj), {}, lambda: self.inner.apply(obj))
 
     def patch(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
         sent = (patch.get("metadata") or {}).get("resourceVersion")
@@ -69,14 +62,12 @@ class TracingBackend:
         if sent:
             detail["precondition"] = str(sent)
         return self._write(
-            "patch", kind, _key(namespace, name), detail, lambda: self.inner.patch(kind, namespace, name, patch)
+            "patch", kind, key_of(namespace, name), detail, lambda: self.inner.patch(kind, namespace, name, patch)
         )
 
     def update_status(self, obj: Obj) -> Obj:
-        meta = obj["metadata"]
-        detail: Obj = {"precondition": str(meta.get("resourceVersion") or "")}  # the status: the status phase
-        key = _key(meta.get("namespace"), meta["name"])
-        return self._write("update_status", obj["kind"], key, detail, lambda: self.inner.update_status(obj))
+        detail: Obj = {"precondition": str(obj["metadata"].get("resourceVersion") or "")}  # status: the status phase
+        return self._write("update_status", obj["kind"], obj_key(obj), detail, lambda: self.inner.update_status(obj))
 
     def list_pods(self, namespace: str, selector: str) -> list[Obj]:
         return self.inner.list_pods(namespace, selector)
