@@ -200,7 +200,7 @@ class Simulation:
 
     def _collected(self, key: tuple[str, str, str], rv: str) -> None:
         kind, namespace, name = key
-        self.tracer.platform("garbage-collector", "delete", kind, f"{namespace}/{name}", rv=rv, detail={})
+        self.tracer.platform("garbage-collector", "delete", kind, key_of(namespace, name), rv=rv, detail={})
 
     # -- like kubectl ---------------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ class Simulation:
     def _user(self, action: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "") or None
-        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        key = key_of(meta.get("namespace", ""), meta.get("name", ""))
         self.tracer.platform(KUBECTL, action, str(obj.get("kind", "")), key, rv=rv, detail={"spec": obj.get("spec")})
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
