@@ -47,12 +47,12 @@ import promtext  # noqa: E402 - bench/promtext.py
 from kubernetes import config as kube_config  # noqa: E402
 from procstats import cpu_line, cpu_seconds, process_cpu, rss_mib  # noqa: E402 - bench/procstats.py
 
-from inference_operator.api import InferenceService  # noqa: E402
-from inference_operator.builders import desired_deployment, desired_service  # noqa: E402
-from inference_operator.constants import DEPLOYMENT, KIND  # noqa: E402
+from inference_operator.api.constants import DEPLOYMENT, KIND  # noqa: E402
+from inference_operator.api.models import InferenceService  # noqa: E402
+from inference_operator.api.samples import make_inference_service  # noqa: E402
 from inference_operator.kube.client import KubeClient, path_of  # noqa: E402
 from inference_operator.lb.http import HttpLoadBalancer  # noqa: E402
-from inference_operator.model import make_inference_service  # noqa: E402
+from inference_operator.reconcile.builders import desired_deployment, desired_service  # noqa: E402
 from tests.e2e.harness import (  # noqa: E402
     AuditLog,
     Kubectl,

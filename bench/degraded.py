@@ -40,14 +40,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inference_operator.backend import LoadBalancerError, LoadBalancerProvider, Registration
-from inference_operator.clock import Clock
-from inference_operator.constants import DEPLOYMENT, KIND
-from inference_operator.model import make_inference_service, make_namespace
-from inference_operator.runtime import tune_gc
+from inference_operator.api.constants import DEPLOYMENT, KIND
+from inference_operator.api.samples import make_inference_service, make_namespace
+from inference_operator.control.workqueue import RateLimitingQueue
+from inference_operator.core.clock import Clock
+from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvider, Registration
+from inference_operator.core.process import tune_gc
 from inference_operator.sim import Simulation
-from inference_operator.sim.apiserver import FakeApiServer
-from inference_operator.workqueue import RateLimitingQueue
+from inference_operator.sim.apiserver.server import FakeApiServer
 
 Obj = dict[str, Any]
 READS = frozenset({"get", "list"})

@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inference_operator.constants import KIND
-from inference_operator.model import make_inference_service, make_namespace
-from inference_operator.runtime import tune_gc
+from inference_operator.api.constants import KIND
+from inference_operator.api.samples import make_inference_service, make_namespace
+from inference_operator.core.process import tune_gc
 from inference_operator.sim import Simulation
-from inference_operator.tracesink import FileSink
-from inference_operator.tracing import Recorder
+from inference_operator.trace.recorder import Recorder
+from inference_operator.trace.sink import FileSink
 
 
 def peak_rss_mib() -> float:

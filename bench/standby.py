@@ -31,10 +31,10 @@ import cluster as local  # noqa: E402 - hack/cluster.py
 from kubernetes import config as kube_config  # noqa: E402
 from procstats import rss_mib  # noqa: E402 - bench/procstats.py
 
-from inference_operator.constants import GROUP, KIND, PLURAL  # noqa: E402
+from inference_operator.api.constants import GROUP, KIND, PLURAL  # noqa: E402
+from inference_operator.api.samples import make_inference_service  # noqa: E402
 from inference_operator.kube.client import KubeClient  # noqa: E402
 from inference_operator.lb.registry import RegistryServer  # noqa: E402
-from inference_operator.model import make_inference_service  # noqa: E402
 from tests.e2e.harness import (  # noqa: E402
     AuditLog,
     Kubectl,

@@ -36,7 +36,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import sim  # noqa: E402 - bench/sim.py
 
 from inference_operator.cli import main as cli  # noqa: E402
-from inference_operator.traceview import write_page  # noqa: E402
+from inference_operator.trace.view import write_page  # noqa: E402
 from tests.browser import Page, chromium  # noqa: E402
 
 SCENARIOS = ("create", "scale-upgrade", "delete", "drift")

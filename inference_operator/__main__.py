@@ -1,5 +1,5 @@
 """``python -m inference_operator`` is the ``inference-operator`` command."""
 
-from .cli import entrypoint
+from inference_operator.cli import entrypoint
 
 entrypoint()

@@ -13,10 +13,10 @@ from typing import Any, NoReturn
 
 import yaml
 
-from .api import SpecError, check_name, parse_spec
-from .config import LB_PROVIDERS, LOG_FORMATS
-from .constants import API_VERSION, KIND
-from .runtime import limit_malloc_arenas, tune_gc
+from inference_operator.api.constants import API_VERSION, KIND
+from inference_operator.api.models import SpecError, check_name, parse_spec
+from inference_operator.core.process import limit_malloc_arenas, tune_gc
+from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS
 
 
 class UsageError(Exception):
@@ -59,7 +59,7 @@ def load_manifest(path: str) -> dict[str, Any]:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_manifest, run_scenarios
+    from inference_operator.demo import run_manifest, run_scenarios
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
     if args.trace is not None:
@@ -89,7 +89,7 @@ def _check_writable(path: str, flag: str) -> None:
 
 def _cmd_trace_view(args: argparse.Namespace) -> int:
     """Write (or with --serve, serve on 127.0.0.1) the trace viewer's page; see traceview.py."""
-    from .traceview import ViewError, load_records, render_page, serve_page, write_page
+    from inference_operator.trace.view import ViewError, load_records, render_page, serve_page, write_page
 
     try:
         if args.serve:
@@ -113,7 +113,7 @@ def _cmd_trace_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_crd(args: argparse.Namespace) -> int:
-    from .crd import crd_yaml
+    from inference_operator.api.crd import crd_yaml
 
     text = crd_yaml()
     if args.output:
@@ -154,7 +154,7 @@ def flag_error(message: str, given: dict[str, str]) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     import os
 
-    from .config import ENV_PREFIX, ConfigError, OperatorConfig
+    from inference_operator.kube.config import ENV_PREFIX, ConfigError, OperatorConfig
 
     given: dict[str, str] = {}
     for dest, env in RUN_FLAGS.items():
@@ -171,7 +171,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     import kopf
 
-    from . import operator  # noqa: F401 - registers the handlers
+    from inference_operator import operator  # noqa: F401 - registers the handlers
 
     limit_malloc_arenas()
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[config.log_format.upper()], log_prefix=True)
@@ -185,7 +185,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .demo import SCENARIO_NAMES
+    from inference_operator.demo import SCENARIO_NAMES
 
     parser = _Parser(prog="inference-operator", description="Run GPU inference servers from InferenceService objects.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     crd.add_argument("-o", "--output", help="write to this file instead of stdout")
     crd.set_defaults(func=_cmd_crd)
 
-    from .lb.registry import configure_parser as configure_registry_parser
+    from inference_operator.lb.registry import configure_parser as configure_registry_parser
 
     registry = sub.add_parser("lb-registry", help="run or inspect the reference load balancer registry")
     configure_registry_parser(registry, parser_class=_Parser)

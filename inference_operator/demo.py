@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .clock import FakeClock
-from .constants import DEPLOYMENT, KIND, SERVICE
-from .model import make_inference_service
-from .sim import Simulation
-from .tracesink import FileSink
-from .tracing import Recorder, Tracer
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.api.samples import make_inference_service
+from inference_operator.sim import Simulation
+from inference_operator.sim.clock import FakeClock
+from inference_operator.trace.recorder import Recorder, Tracer
+from inference_operator.trace.sink import FileSink
 
 Obj = dict[str, Any]
 NS, NAME = "default", "llama"

@@ -4,7 +4,7 @@ Writes return the API server's answer, which the reconciler uses for the rest of
 (the cache may lag behind by a watch event). Events are posted as core/v1 Events by a
 background thread, like client-go's event broadcaster: an Event is information for people,
 so a reconcile never waits for one, and failing to post one is logged, never fatal. Before
-that, ``EventCorrelator`` (``inference_operator.events``) deduplicates, aggregates and
+that, ``EventCorrelator`` (``inference_operator.control.events``) deduplicates, aggregates and
 rate-limits them per object, as client-go's recorder does.
 """
 
@@ -17,18 +17,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..clock import Clock, format_timestamp
-from ..constants import MANAGED_BY
-from ..errors import ApiError, Forbidden, NotFound
-from ..events import Correlated, EventCorrelator, build_event
-from .cache import ObjectCache
-from .client import KubeClient
-from .crashpoint import CrashPoint
-from .election import NotLeader
-from .health import logged
+from inference_operator.api.constants import MANAGED_BY
+from inference_operator.control.events import Correlated, EventCorrelator, build_event
+from inference_operator.core.clock import Clock, format_timestamp
+from inference_operator.core.errors import ApiError, Forbidden, NotFound
+from inference_operator.kube.cache import ObjectCache
+from inference_operator.kube.client import KubeClient
+from inference_operator.kube.crashpoint import CrashPoint
+from inference_operator.kube.election import NotLeader
+from inference_operator.kube.health import logged
 
 Obj = dict[str, Any]
-log = logging.getLogger("inference_operator.kube")
+log = logging.getLogger(__name__)
 EVENT_POSTER = "event-poster"
 
 

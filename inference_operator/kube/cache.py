@@ -23,8 +23,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from ..clock import Clock, RealClock
-from ..constants import FIELD_MANAGER
+from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.core.clock import Clock, RealClock
 
 Obj = dict[str, Any]
 

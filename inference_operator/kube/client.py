@@ -4,7 +4,7 @@ The generated API classes deserialize every response into model objects, which i
 loses fields the client does not know. The operator only needs a handful of calls on three
 kinds, as plain dicts, so it uses the official client's configuration, authentication and
 connection pool, and sends and receives JSON itself. HTTP failures are mapped once onto the
-exceptions of ``inference_operator.errors``, the same ones the FakeApiServer raises.
+exceptions of ``inference_operator.core.errors``, the same ones the FakeApiServer raises.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from .. import __version__
-from ..constants import DEPLOYMENT, FIELD_MANAGER, GROUP, KIND, PLURAL, SERVICE, VERSION
-from ..errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
+from inference_operator import __version__
+from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, GROUP, KIND, PLURAL, SERVICE, VERSION
+from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 
 Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"

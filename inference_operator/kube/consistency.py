@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .cache import ObjectCache
+from inference_operator.kube.cache import ObjectCache
 
-log = logging.getLogger("inference_operator.consistency")
+log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 PERIOD_SECONDS = 600.0

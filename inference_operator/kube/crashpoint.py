@@ -35,9 +35,9 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..backend import LoadBalancerProvider, Registration
+from inference_operator.core.ports import LoadBalancerProvider, Registration
 
-log = logging.getLogger("inference_operator.crashpoint")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 EXIT_CODE = 137  # what a shell reports for a process killed by SIGKILL (128 + 9)
 

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..backend import LoadBalancerProvider, Registration
-from ..clock import Clock
-from ..errors import Conflict, Forbidden
+from inference_operator.core.clock import Clock
+from inference_operator.core.errors import Conflict, Forbidden
+from inference_operator.core.ports import LoadBalancerProvider, Registration
 
-log = logging.getLogger("inference_operator.election")
+log = logging.getLogger(__name__)
 EXPIRY_MARGIN = 0.05  # seconds past another holder's expiry before a follower tries to take over
 
 Obj = dict[str, Any]
@@ -48,7 +48,7 @@ class LeaseStore(Protocol):
 class NotLeader(RuntimeError):
     """A write was attempted by a replica that does not hold the Lease; it was not sent.
 
-    Not an :class:`~inference_operator.errors.ApiError`: the API server never saw it, so the
+    Not an :class:`~inference_operator.core.errors.ApiError`: the API server never saw it, so the
     reconciler must not report it in status as the API's answer; the pass just fails and the
     key waits for whoever leads."""
 

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-log = logging.getLogger("inference_operator.health")
+log = logging.getLogger(__name__)
 
 
 def logged(name: str, target: Callable[[], None]) -> Callable[[], None]:

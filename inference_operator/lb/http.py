@@ -16,8 +16,8 @@ import ssl
 import urllib.parse
 from typing import Any
 
-from .. import __version__
-from ..backend import LoadBalancerError, Registration
+from inference_operator import __version__
+from inference_operator.core.ports import LoadBalancerError, Registration
 
 REGISTRATIONS_PATH = "/v1/registrations"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024

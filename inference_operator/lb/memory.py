@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from ..backend import LoadBalancerError, Registration
+from inference_operator.core.ports import LoadBalancerError, Registration
 
 
 class InMemoryLoadBalancer:

@@ -4,6 +4,6 @@ Deterministic and fast; the unit tests, the ``demo`` command and learners use it
 same reconcile logic that runs on a real cluster.
 """
 
-from .simulation import Simulation
+from inference_operator.sim.simulation import Simulation
 
 __all__ = ["Simulation"]

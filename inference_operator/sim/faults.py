@@ -7,7 +7,7 @@ perturbing exactly these. This module makes each of them a switch a test can fli
 
 - :class:`FaultyApi` stands between the operator's backend and the FakeApiServer. Armed
   :class:`WriteFault` s make chosen writes (create, update, patch, apply, update_status, delete;
-  any kind) fail with the exception classes of :mod:`inference_operator.errors`; a timeout may or
+  any kind) fail with the exception classes of :mod:`inference_operator.core.errors`; a timeout may or
   may not have been applied. Everything else is delegated, including methods the server gains
   later (``apply``), through ``__getattr__``.
 - :class:`FaultyLoadBalancer` wraps the in-memory balancer: the next N calls fail or hang (the fake
@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..clock import FakeClock
-from ..errors import ApiError, Conflict, Forbidden, Invalid, NotFound
-from .apiserver import FakeApiServer
-from .crash import CrashSwitch, OperatorCrash
-from .lbfaults import LB_CALLS, LB_WRITES, FaultyLoadBalancer, LbCall
+from inference_operator.core.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.crash import CrashSwitch, OperatorCrash
+from inference_operator.sim.lbfaults import LB_CALLS, LB_WRITES, FaultyLoadBalancer, LbCall
 
 __all__ = [
     "API_ERRORS",

@@ -14,7 +14,7 @@ The informer is generic: mapping a Deployment event to its owning InferenceServi
 controller's business (it registers a handler that does it).
 
 Objects in the cache, and the objects passed to handlers, are the cache's own and READ-ONLY:
-callers must never mutate them (copy first, e.g. with :func:`inference_operator.jsoncopy.deep_copy`).
+callers must never mutate them (copy first, e.g. with :func:`inference_operator.core.jsoncopy.deep_copy`).
 Handing out references rather than copies is what makes a cache read cost nothing, exactly as
 in client-go, where mutating a cached object is the classic informer bug.
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .apiserver import FakeApiServer, Watch, WatchEvent
+from inference_operator.sim.apiserver.server import FakeApiServer, Watch, WatchEvent
 
 __all__ = ["AddHandler", "DeleteHandler", "SharedInformer", "UpdateHandler"]
 

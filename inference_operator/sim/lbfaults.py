@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..backend import LoadBalancerError, Registration
-from ..clock import FakeClock
-from ..lb.memory import InMemoryLoadBalancer
-from .crash import CrashSwitch
+from inference_operator.core.ports import LoadBalancerError, Registration
+from inference_operator.lb.memory import InMemoryLoadBalancer
+from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.crash import CrashSwitch
 
 __all__ = ["LB_CALLS", "LB_WRITES", "FaultyLoadBalancer", "LbCall"]
 

@@ -17,23 +17,24 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..backend import LoadBalancerProvider, Result
-from ..clock import FakeClock
-from ..constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
-from ..controller import Controller, ReconcileFunc, run_until_quiescent
-from ..crd import crd
-from ..errors import NotFound
-from ..jsoncopy import deep_copy
-from ..lb.memory import InMemoryLoadBalancer
-from ..model import changed_beyond_status, key_of, obj_key, owner_key
-from ..reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
-from ..tracedio import TracingBackend, TracingLoadBalancer
-from ..tracing import NULL_TRACER, Tracer
-from ..workqueue import RateLimitingQueue
-from .apiserver import FakeApiServer
-from .backend import Event, FakeBackend, RecordingLoadBalancer, Timeline, TimelineEntry
-from .informer import SharedInformer
-from .platform import SimulatedDeploymentController
+from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
+from inference_operator.api.crd import crd
+from inference_operator.control.controller import Controller, ReconcileFunc
+from inference_operator.control.workqueue import RateLimitingQueue
+from inference_operator.core.errors import NotFound
+from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.objects import changed_beyond_status, key_of, obj_key, owner_key
+from inference_operator.core.ports import LoadBalancerProvider, Result
+from inference_operator.lb.memory import InMemoryLoadBalancer
+from inference_operator.reconcile.reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.backend import Event, FakeBackend, RecordingLoadBalancer, Timeline, TimelineEntry
+from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.informer import SharedInformer
+from inference_operator.sim.platform import SimulatedDeploymentController
+from inference_operator.sim.quiescence import run_until_quiescent
+from inference_operator.trace.recorder import NULL_TRACER, Tracer
+from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
 
 Obj = dict[str, Any]
 KINDS = (KIND, DEPLOYMENT, SERVICE)
@@ -211,7 +212,7 @@ class Simulation:
         earlier apply set and this one leaves out is removed (unless another manager owns it
         too); fields others own (the operator's finalizer, status) are left alone. No
         resourceVersion is needed. A field another manager owns that the manifest would change
-        raises :class:`~inference_operator.errors.Conflict`, as kubectl does without
+        raises :class:`~inference_operator.core.errors.Conflict`, as kubectl does without
         ``--force-conflicts``.
         """
         applied = self.api.apply(deep_copy(manifest), field_manager=KUBECTL)

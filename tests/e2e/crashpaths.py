@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from inference_operator.backend import Registration
+from inference_operator.core.ports import Registration
 from inference_operator.kube.crashpoint import EXIT_CODE
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer

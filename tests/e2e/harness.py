@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from inference_operator.model import make_inference_service
+from inference_operator.api.samples import make_inference_service
 
 T = TypeVar("T")
 Obj = dict[str, Any]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from inference_operator.crd import crd
+from inference_operator.api.crd import crd
 
 from .conftest import Cluster
 from .harness import condition, wait_until

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from inference_operator.api import InferenceService
-from inference_operator.builders import desired_deployment, desired_service
-from inference_operator.constants import FIELD_MANAGER
+from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.api.models import InferenceService
+from inference_operator.reconcile.builders import desired_deployment, desired_service
 
 from .conftest import Cluster
 from .harness import OperatorProcess, is_ready, wait_until

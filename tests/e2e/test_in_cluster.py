@@ -45,7 +45,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inference_operator.constants import Phase, Reason
+from inference_operator.api.constants import Phase, Reason
 from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster

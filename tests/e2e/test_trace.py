@@ -22,8 +22,8 @@ from pathlib import Path
 
 from inference_operator.cli import main
 from inference_operator.lb.registry import RegistryServer
-from inference_operator.tracesink import read_trace, ring_files
-from inference_operator.tracing import PHASES
+from inference_operator.trace.recorder import PHASES
+from inference_operator.trace.sink import read_trace, ring_files
 
 from ..browser import chromium
 from ..viewerpage import ARTIFACTS, check_clean, open_viewer, step_through

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from inference_operator.backend import LoadBalancerError, LoadBalancerProvider, Registration
+from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvider, Registration
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
 

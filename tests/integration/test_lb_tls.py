@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from inference_operator.backend import LoadBalancerError
+from inference_operator.core.ports import LoadBalancerError
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
-from inference_operator.lb.registry_cli import main as registry_main
+from inference_operator.lb.registry.cli import main as registry_main
 
 TOKEN = "s3cr3t-token-for-tests"
 

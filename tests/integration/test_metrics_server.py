@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.kube.metrics import MetricsServer, live
-from inference_operator.metrics import Metrics
+from inference_operator.control.metrics import Metrics
+from inference_operator.kube.metricsserver import MetricsServer, live
+from inference_operator.sim.clock import FakeClock
 
 
 def get(server: MetricsServer, path: str) -> tuple[int, str]:

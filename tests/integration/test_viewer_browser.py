@@ -38,12 +38,12 @@ from typing import Any
 
 import pytest
 
+from inference_operator.api.samples import make_inference_service
 from inference_operator.cli import main
-from inference_operator.clock import FakeClock
-from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
-from inference_operator.tracesink import FileSink, read_trace
-from inference_operator.tracing import Recorder
+from inference_operator.sim.clock import FakeClock
+from inference_operator.trace.recorder import Recorder
+from inference_operator.trace.sink import FileSink, read_trace
 
 from ..browser import Browser, chromium
 from ..viewerpage import ARTIFACTS, check_clean, go_to_seq, open_viewer, snapshot, step_through

@@ -13,8 +13,8 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from inference_operator.constants import GROUP, PLURAL
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.api.constants import GROUP, PLURAL
+from inference_operator.sim.apiserver.server import FakeApiServer
 
 CRD_KIND = "CustomResourceDefinition"
 CRD_NAME = f"{PLURAL}.{GROUP}"

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from inference_operator.constants import FINALIZER, GROUP, PLURAL
+from inference_operator.api.constants import FINALIZER, GROUP, PLURAL
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_FILE = ROOT / "deploy" / "admission" / "finalizer-policy.yaml"

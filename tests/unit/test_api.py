@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from inference_operator.api import InferenceServiceSpec, SpecError, parse_spec
-from inference_operator.crd import crd, crd_yaml
+from inference_operator.api.crd import crd, crd_yaml
+from inference_operator.api.models import InferenceServiceSpec, SpecError, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "deploy" / "crds" / "serving.inference-operator.dev_inferenceservices.yaml"

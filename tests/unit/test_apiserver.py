@@ -40,10 +40,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.errors import ServerError
-from inference_operator.jsoncopy import copy_without_nulls, deep_copy, freeze, merge_patch, thaw
-from inference_operator.sim.apiserver import (
+from inference_operator.core.errors import ServerError
+from inference_operator.core.jsoncopy import copy_without_nulls, deep_copy, freeze, merge_patch, thaw
+from inference_operator.sim.apiserver.server import (
     AlreadyExists,
     ApiError,
     ApiRequest,
@@ -52,6 +51,7 @@ from inference_operator.sim.apiserver import (
     Invalid,
     NotFound,
 )
+from inference_operator.sim.clock import FakeClock
 
 Obj = dict[str, Any]
 KIND = "InferenceService"

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from inference_operator.sim.apiserver import BadRequest, FakeApiServer, Invalid
-from inference_operator.sim.decoding import decode_error
-from inference_operator.sim.target import Target
+from inference_operator.sim.apiserver.decoding import decode_error
+from inference_operator.sim.apiserver.server import BadRequest, FakeApiServer, Invalid
+from inference_operator.sim.apiserver.target import Target
 
 Obj = dict[str, Any]
 URL = Target("v1", "ConfigMap", "default", "cm")

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.api import InferenceService
-from inference_operator.builders import (
+from inference_operator.api.constants import FINALIZER, GPU_RESOURCE, OWNER_LABEL
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
+from inference_operator.reconcile.builders import (
     STARTUP_FAILURE_THRESHOLD,
     STARTUP_PERIOD_SECONDS,
     desired_deployment,
     desired_service,
     service_url,
 )
-from inference_operator.constants import FINALIZER, GPU_RESOURCE, OWNER_LABEL
-from inference_operator.model import make_inference_service
 
 
 def isvc(**spec: Any) -> InferenceService:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.errors import ApiError, Invalid
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.core.errors import ApiError, Invalid
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
 
 Obj = dict[str, Any]
 

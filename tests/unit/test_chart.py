@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inference_operator.config import OperatorConfig
+from inference_operator.kube.config import OperatorConfig
 
 from .chartkit import CHART, DEPLOY, FULLNAME, KUBE_VERSION, RELEASE, RELEASE_NAMESPACE, Obj, Render, only
 

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable
 from subprocess import CompletedProcess
 
-from inference_operator.clock import FakeClock
-from inference_operator.config import OperatorConfig
-from inference_operator.kube.runtime import OperatorRuntime
+from inference_operator.kube.config import OperatorConfig
+from inference_operator.kube.manager import OperatorRuntime
+from inference_operator.sim.clock import FakeClock
 
 from .chartkit import CHART, FULLNAME, RELEASE_NAMESPACE, Render, only
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.api import InferenceService
-from inference_operator.builders import desired_deployment
-from inference_operator.constants import DEPLOYMENT, FIELD_MANAGER, KIND, SERVICE, Phase
-from inference_operator.model import make_inference_service
+from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, KIND, SERVICE, Phase
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
+from inference_operator.reconcile.builders import desired_deployment
 from inference_operator.sim import Simulation
 
 NS, NAME = "default", "llama"

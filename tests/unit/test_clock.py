@@ -19,14 +19,8 @@ import threading
 
 import pytest
 
-from inference_operator.clock import (
-    DEFAULT_FAKE_EPOCH,
-    Clock,
-    FakeClock,
-    ManualClock,
-    RealClock,
-    format_timestamp,
-)
+from inference_operator.core.clock import Clock, ManualClock, RealClock, format_timestamp
+from inference_operator.sim.clock import DEFAULT_FAKE_EPOCH, FakeClock
 
 UTC = datetime.UTC
 

@@ -13,10 +13,12 @@ import threading
 
 import pytest
 
-from inference_operator.backend import Result
-from inference_operator.clock import FakeClock, RealClock
-from inference_operator.controller import Controller, HotLoop, run_until_quiescent
-from inference_operator.workqueue import RateLimitingQueue
+from inference_operator.control.controller import Controller
+from inference_operator.control.workqueue import RateLimitingQueue
+from inference_operator.core.clock import RealClock
+from inference_operator.core.ports import Result
+from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.quiescence import HotLoop, run_until_quiescent
 
 
 class Scripted:

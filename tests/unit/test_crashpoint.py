@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference_operator.backend import Registration
-from inference_operator.config import ConfigError, OperatorConfig
+from inference_operator.core.ports import Registration
+from inference_operator.kube.config import ConfigError, OperatorConfig
 from inference_operator.kube.crashpoint import CrashingLoadBalancer, CrashPoint, with_crash_point
 from inference_operator.lb.memory import InMemoryLoadBalancer
 

@@ -22,14 +22,14 @@ from typing import Any
 
 import pytest
 
-from inference_operator.crd import crd as project_crd
-from inference_operator.errors import Invalid
+from inference_operator.api.crd import crd as project_crd
+from inference_operator.core.errors import Invalid
 from inference_operator.sim import Simulation
-from inference_operator.sim.apiserver import BadRequest, FakeApiServer
-from inference_operator.sim.cel import check_rules, evaluate
-from inference_operator.sim.crdschema import apply_defaults, prune
-from inference_operator.sim.crdvalidation import validate, validate_list_types
-from inference_operator.sim.customresources import CustomResources, TypedPatchFailed
+from inference_operator.sim.apiserver.cel import check_rules, evaluate
+from inference_operator.sim.apiserver.crdschema import apply_defaults, prune
+from inference_operator.sim.apiserver.crdvalidation import validate, validate_list_types
+from inference_operator.sim.apiserver.customresources import CustomResources, TypedPatchFailed
+from inference_operator.sim.apiserver.server import BadRequest, FakeApiServer
 
 Obj = dict[str, Any]
 KIND = "InferenceService"

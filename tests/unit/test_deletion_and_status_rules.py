@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.errors import Conflict, Invalid
-from inference_operator.model import make_inference_service
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import Conflict, Invalid
 from inference_operator.sim import Simulation
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
 
 Obj = dict[str, Any]
 KIND = "InferenceService"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from inference_operator.sim.apiserver import FakeApiServer, Invalid, NotFound
+from inference_operator.sim.apiserver.server import FakeApiServer, Invalid, NotFound
 
 Obj = dict[str, Any]
 HOLD = "example.com/hold"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from inference_operator.api.crd import crd
 from inference_operator.cli import main
-from inference_operator.crd import crd
 from inference_operator.demo import SCENARIOS, Report, Scenario, run_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ clear() empties it.
 
 from __future__ import annotations
 
-from inference_operator.dueheap import DueHeap
+from inference_operator.control.dueheap import DueHeap
 
 
 def test_a_key_waits_once_at_its_earliest_due_time() -> None:

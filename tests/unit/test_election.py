@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.errors import Conflict, Forbidden
-from inference_operator.jsoncopy import deep_copy
+from inference_operator.core.errors import Conflict, Forbidden
+from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.kube.election import ElectionSettings, LeaderElector
+from inference_operator.sim.clock import FakeClock
 
 Obj = dict[str, Any]
 
@@ -171,7 +171,7 @@ def test_a_refused_lease_is_logged_once_with_the_missing_permission_and_its_end_
     leases, clock, events = world
     a = elector(leases, clock, "a", events)
     leases.fail["a"] = Forbidden('leases.coordination.k8s.io "inference-operator" is forbidden')
-    with caplog.at_level(logging.INFO, logger="inference_operator.election"):
+    with caplog.at_level(logging.INFO, logger="inference_operator.kube.election"):
         for _ in range(5):
             a.step()
             clock.advance(2)

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.config import OperatorConfig
-from inference_operator.errors import ApiError
+from inference_operator.core.errors import ApiError
+from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.election import NotLeader
-from inference_operator.kube.runtime import OperatorRuntime
+from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.lb.memory import InMemoryLoadBalancer
+from inference_operator.sim.clock import FakeClock
 
 from .test_election import Leases
 from .test_kube_runtime import FakeClient, isvc

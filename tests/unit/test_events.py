@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.clock import FakeClock
-from inference_operator.events import COMBINED_PREFIX, EventCorrelator
+from inference_operator.control.events import COMBINED_PREFIX, EventCorrelator
+from inference_operator.sim.clock import FakeClock
 
 Obj = dict[str, Any]
 _names = iter(range(1_000_000))

@@ -32,14 +32,14 @@ from typing import Any
 
 import pytest
 
-from inference_operator.backend import LoadBalancerError, Registration
-from inference_operator.clock import FakeClock
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE
-from inference_operator.errors import ApiError, Conflict, Forbidden, Invalid
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import ApiError, Conflict, Forbidden, Invalid
+from inference_operator.core.ports import LoadBalancerError, Registration
 from inference_operator.lb.memory import InMemoryLoadBalancer
-from inference_operator.model import make_inference_service
 from inference_operator.sim import Simulation
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.explore import (
     ENFORCED_INVARIANTS,
     INVARIANTS,
@@ -376,8 +376,8 @@ def test_owned_differences_ignore_defaults_and_other_actors_fields_but_not_lefto
     live = world.sim.get(DEPLOYMENT, NS, "llama")
     desired = live["spec"]["template"]["spec"]["containers"][0]
     assert desired["terminationMessagePath"]  # a server default, not in the builder's output
-    from inference_operator.api import InferenceService
-    from inference_operator.builders import desired_deployment
+    from inference_operator.api.models import InferenceService
+    from inference_operator.reconcile.builders import desired_deployment
 
     isvc = InferenceService.from_object(world.isvc("llama"))
     assert owned_differences(live, desired_deployment(isvc)) == []

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.informer import SharedInformer
 
 Obj = dict[str, Any]

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.errors import AlreadyExists
+from inference_operator.core.errors import AlreadyExists
 from inference_operator.kube.backend import KubeBackend
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
+from inference_operator.sim.clock import FakeClock
 
 
 @dataclass

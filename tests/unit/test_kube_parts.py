@@ -21,15 +21,15 @@ from typing import Any
 
 import pytest
 
-from inference_operator.clock import FakeClock
-from inference_operator.config import ConfigError, OperatorConfig
-from inference_operator.constants import FIELD_MANAGER
-from inference_operator.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
+from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import error_for, path_of
-from inference_operator.kube.metrics import live
-from inference_operator.kube.runtime import OperatorRuntime
+from inference_operator.kube.config import ConfigError, OperatorConfig
+from inference_operator.kube.manager import OperatorRuntime
+from inference_operator.kube.metricsserver import live
 from inference_operator.operator import namespaces_from_argv
+from inference_operator.sim.clock import FakeClock
 
 
 def obj(name: str = "a", rv: str = "1", uid: str = "u1", **extra: Any) -> dict[str, Any]:

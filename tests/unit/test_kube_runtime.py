@@ -37,16 +37,16 @@ import pytest
 from kubernetes.client import ApiException
 from urllib3.exceptions import MaxRetryError
 
-from inference_operator.clock import FakeClock
-from inference_operator.config import OperatorConfig
-from inference_operator.constants import FINALIZER, OWNER_LABEL
-from inference_operator.errors import ApiError, Forbidden, Invalid, NotFound
-from inference_operator.events import Correlated
+from inference_operator.api.constants import FINALIZER, OWNER_LABEL
+from inference_operator.control.events import Correlated
+from inference_operator.core.errors import ApiError, Forbidden, Invalid, NotFound
 from inference_operator.kube.backend import EVENT_POSTER, EventPoster
+from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.health import ThreadGroup
-from inference_operator.kube.metrics import healthz
-from inference_operator.kube.runtime import OperatorRuntime
+from inference_operator.kube.manager import OperatorRuntime
+from inference_operator.kube.metricsserver import healthz
 from inference_operator.operator import liveness
+from inference_operator.sim.clock import FakeClock
 
 Obj = dict[str, Any]
 KIND = "InferenceService"

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.backend import Registration
-from inference_operator.constants import KIND, EventReason, Phase
-from inference_operator.errors import Conflict
-from inference_operator.model import make_inference_service
+from inference_operator.api.constants import KIND, EventReason, Phase
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import Conflict
+from inference_operator.core.ports import Registration
 from inference_operator.sim import Simulation
 
 NS, NAME, KEY = "default", "llama", "default/llama"

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import pytest
 
-from inference_operator.backend import LoadBalancerError, Result
-from inference_operator.clock import FakeClock
-from inference_operator.config import OperatorConfig
-from inference_operator.controller import Controller
-from inference_operator.kube.runtime import OperatorRuntime
+from inference_operator.control.controller import Controller
+from inference_operator.control.metrics import MeasuredLoadBalancer, Metrics
+from inference_operator.control.workqueue import RateLimitingQueue
+from inference_operator.core.ports import LoadBalancerError, Result
+from inference_operator.kube.config import OperatorConfig
+from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.lb.memory import InMemoryLoadBalancer
-from inference_operator.metrics import MeasuredLoadBalancer, Metrics
-from inference_operator.workqueue import RateLimitingQueue
+from inference_operator.sim.clock import FakeClock
 
 C = {"controller": "inferenceservice"}
 Q = {"name": "inferenceservice", "controller": "inferenceservice"}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from inference_operator.sim.apiserver import BadRequest, FakeApiServer, Invalid, NotFound
+from inference_operator.sim.apiserver.server import BadRequest, FakeApiServer, Invalid, NotFound
 
 Obj = dict[str, Any]
 

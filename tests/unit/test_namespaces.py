@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from inference_operator.errors import Forbidden
-from inference_operator.sim.apiserver import BadRequest, FakeApiServer, NotFound
+from inference_operator.core.errors import Forbidden
+from inference_operator.sim.apiserver.server import BadRequest, FakeApiServer, NotFound
 
 Obj = dict[str, Any]
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from inference_operator.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
-from inference_operator.errors import Conflict
-from inference_operator.jsoncopy import deep_copy
-from inference_operator.model import make_inference_service
+from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import Conflict
+from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.sim import Simulation
 
 from .pastadmission import past_admission

@@ -1,4 +1,4 @@
-"""The registry's state file (inference_operator.lb.registry_state), without a server.
+"""The registry's state file (inference_operator.lb.registry.state), without a server.
 
 Covers: a change is one appended line, earlier bytes untouched; replaying the journal gives the
 records back, and the id counter never goes back to an id that was released; dead lines are
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_operator.backend import Registration
-from inference_operator.lb.registry_state import COMPACT_MIN_LINES, RegistryStateError, StateFile
+from inference_operator.core.ports import Registration
+from inference_operator.lb.registry.state import COMPACT_MIN_LINES, RegistryStateError, StateFile
 
 
 def record(n: int) -> Registration:

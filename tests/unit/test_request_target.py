@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from inference_operator.sim.apiserver import BadRequest, Conflict, FakeApiServer, Invalid
-from inference_operator.sim.target import Target
+from inference_operator.sim.apiserver.server import BadRequest, Conflict, FakeApiServer, Invalid
+from inference_operator.sim.apiserver.target import Target
 
 Obj = dict[str, Any]
 URL = Target("v1", "ConfigMap", "default", "cm")

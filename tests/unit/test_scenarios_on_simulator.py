@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from inference_operator.constants import SERVICE
+from inference_operator.api.constants import SERVICE
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import Forbidden
 from inference_operator.demo import SCENARIO_NAMES
-from inference_operator.errors import Forbidden
-from inference_operator.model import make_inference_service
 from tests.e2e.scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS, foreign_service
 from tests.e2e.scenarios.observe import DELETED, PROGRESSING, step_transitions, transition_token
 from tests.e2e.scenarios.simworld import QuotaGate, SimWorld

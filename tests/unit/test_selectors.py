@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from inference_operator.sim.apiserver import BadRequest, FakeApiServer
-from inference_operator.sim.selectors import parse_label_selector
+from inference_operator.sim.apiserver.selectors import parse_label_selector
+from inference_operator.sim.apiserver.server import BadRequest, FakeApiServer
 
 Obj = dict[str, Any]
 

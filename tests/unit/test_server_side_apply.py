@@ -41,12 +41,14 @@ from typing import Any
 import pytest
 import yaml
 
-from inference_operator.api import InferenceService
-from inference_operator.builders import CONTAINER_NAME, desired_deployment, desired_service
-from inference_operator.clock import FakeClock
-from inference_operator.constants import FIELD_MANAGER, GPU_RESOURCE, KIND, NAME_LABEL
-from inference_operator.fieldpaths import Path as FieldPath
-from inference_operator.fieldpaths import (
+from inference_operator.api.constants import FIELD_MANAGER, GPU_RESOURCE, KIND, NAME_LABEL
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
+from inference_operator.reconcile.builders import CONTAINER_NAME, desired_deployment, desired_service
+from inference_operator.sim.apiserver.server import ApiError, ApiRequest, BadRequest, Conflict, FakeApiServer, Invalid
+from inference_operator.sim.clock import FakeClock
+from inference_operator.ssa.fieldpaths import Path as FieldPath
+from inference_operator.ssa.fieldpaths import (
     field_element,
     field_set,
     is_atomic,
@@ -55,10 +57,8 @@ from inference_operator.fieldpaths import (
     path_string,
     value_element,
 )
-from inference_operator.fieldschema import ListOf, MapOf, Node, Scalar, Struct, Untyped, schema_for
-from inference_operator.fieldsv1 import from_fields_v1, managed_fields_of, to_fields_v1
-from inference_operator.model import make_inference_service
-from inference_operator.sim.apiserver import ApiError, ApiRequest, BadRequest, Conflict, FakeApiServer, Invalid
+from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Scalar, Struct, Untyped, schema_for
+from inference_operator.ssa.fieldsv1 import from_fields_v1, managed_fields_of, to_fields_v1
 
 Obj = dict[str, Any]
 REAL = json.loads((Path(__file__).parent / "data" / "server_side_apply_real.json").read_text())

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from inference_operator.api import InferenceService
+from inference_operator.api.constants import API_VERSION, DEPLOYMENT, KIND, SERVICE, Phase, Reason
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
 from inference_operator.cli import main
-from inference_operator.constants import API_VERSION, DEPLOYMENT, KIND, SERVICE, Phase, Reason
-from inference_operator.errors import ApiError, Conflict, Forbidden, Invalid
-from inference_operator.model import make_inference_service
+from inference_operator.core.errors import ApiError, Conflict, Forbidden, Invalid
+from inference_operator.reconcile.stalls import Blocked
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
-from inference_operator.stalls import Blocked
 
 from .pastadmission import create_past_admission
 

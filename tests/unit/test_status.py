@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.api import InferenceService
-from inference_operator.backend import Registration
-from inference_operator.constants import Phase, Reason
-from inference_operator.model import make_inference_service
-from inference_operator.status import (
+from inference_operator.api.constants import Phase, Reason
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.ports import Registration
+from inference_operator.reconcile.status import (
     DeploymentView,
     LoadBalancerState,
     compute_status,

@@ -1,4 +1,4 @@
-"""The trace format and where it is written (inference_operator.tracing, tracesink).
+"""The trace format and where it is written (inference_operator.trace.recorder, trace.sink).
 
 Covers: a trace written to a file reads back as the same records, header first; a reader
 refuses a file of another format or version; redaction (env values of an InferenceService
@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from inference_operator.backend import Result
-from inference_operator.clock import FakeClock
-from inference_operator.constants import KIND
-from inference_operator.controller import Controller
-from inference_operator.metrics import Metrics
-from inference_operator.model import make_inference_service
+from inference_operator.api.constants import KIND
+from inference_operator.api.samples import make_inference_service
+from inference_operator.control.controller import Controller
+from inference_operator.control.metrics import Metrics
+from inference_operator.control.workqueue import RateLimitingQueue
+from inference_operator.core.ports import Result
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
-from inference_operator.traceredact import REDACTED, redact, redact_at
-from inference_operator.tracesink import FileSink, ListSink, RingSink, TraceError, read_trace, ring_files
-from inference_operator.tracing import NULL_TRACER, Recorder
-from inference_operator.workqueue import RateLimitingQueue
+from inference_operator.sim.clock import FakeClock
+from inference_operator.trace.recorder import NULL_TRACER, Recorder
+from inference_operator.trace.redact import REDACTED, redact, redact_at
+from inference_operator.trace.sink import FileSink, ListSink, RingSink, TraceError, read_trace, ring_files
 
 Obj = dict[str, Any]
 SECRET = "s3cret"

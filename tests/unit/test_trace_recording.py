@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
+from inference_operator.api.constants import KIND
+from inference_operator.api.samples import make_inference_service
 from inference_operator.cli import main
-from inference_operator.clock import FakeClock
-from inference_operator.config import ConfigError, OperatorConfig
-from inference_operator.constants import KIND
 from inference_operator.demo import SCENARIO_NAMES
-from inference_operator.kube.runtime import OperatorRuntime
-from inference_operator.model import make_inference_service
+from inference_operator.kube.config import ConfigError, OperatorConfig
+from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.sim import Simulation
+from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.faults import FaultyApi, WriteFault
 from inference_operator.sim.lbfaults import FaultyLoadBalancer
-from inference_operator.tracesink import ListSink, read_trace
-from inference_operator.tracing import NULL_TRACER, PHASES, Recorder
+from inference_operator.trace.recorder import NULL_TRACER, PHASES, Recorder
+from inference_operator.trace.sink import ListSink, read_trace
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""``inference-operator trace view`` without a browser (inference_operator/traceview.py).
+"""``inference-operator trace view`` without a browser (inference_operator/trace/view.py).
 
 Covers: a missing file, a directory, a file that is not JSON lines, JSON without a header, another
 format, another version each end with one ``error:`` line naming the file and the problem and exit
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from inference_operator.cli import main
-from inference_operator.tracesink import FileSink, RingSink
-from inference_operator.traceview import embed_json, load_records, render_page
+from inference_operator.trace.sink import FileSink, RingSink
+from inference_operator.trace.view import embed_json, load_records, render_page
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = {
@@ -119,6 +119,6 @@ def test_a_ring_is_read_whole_oldest_first(tmp_path: Path) -> None:
 
 def test_the_template_is_package_data() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    listed = config["tool"]["setuptools"]["package-data"]["inference_operator"]
+    listed = config["tool"]["setuptools"]["package-data"]["inference_operator.trace"]
     for name in ("index.html", "viewer.css", "model.js", "viewer.js"):
-        assert f"viewer/{name}" in listed and (ROOT / "inference_operator" / "viewer" / name).is_file()
+        assert f"viewer/{name}" in listed and (ROOT / "inference_operator" / "trace" / "viewer" / name).is_file()

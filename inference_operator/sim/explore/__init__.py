@@ -16,9 +16,9 @@ the invariants of issue 8 are checked; a failure is shrunk and printed as ready-
 Needs hypothesis (a development dependency); nothing in the operator imports this package.
 """
 
-from .invariants import ENFORCED_INVARIANTS, INVARIANTS, PENDING_INVARIANTS
-from .machine import CIExplorer, Explorer, InvariantViolation
-from .world import World
+from inference_operator.sim.explore.invariants import ENFORCED_INVARIANTS, INVARIANTS, PENDING_INVARIANTS
+from inference_operator.sim.explore.machine import CIExplorer, Explorer, InvariantViolation
+from inference_operator.sim.explore.world import World
 
 __all__ = [
     "ENFORCED_INVARIANTS",

@@ -2,6 +2,6 @@
 
 import sys
 
-from .runner import main
+from inference_operator.sim.explore.runner import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...constants import DEPLOYMENT
+from inference_operator.api.constants import DEPLOYMENT
 
 __all__ = ["foreign_child_manifest"]
 

@@ -17,15 +17,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ...api import InferenceService, SpecError
-from ...builders import desired_deployment, desired_service, service_address, service_url
-from ...conditions import find
-from ...constants import DEPLOYMENT, KIND, SERVICE
-from ...model import controller_owner_uid, key_of
-from ..faults import LB_WRITES
-from ..simulation import Simulation
-from .observation import Observation
-from .owned import owned_differences, service_name_valid
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.api.models import InferenceService, SpecError
+from inference_operator.core.conditions import find
+from inference_operator.core.objects import controller_owner_uid, key_of
+from inference_operator.reconcile.builders import desired_deployment, desired_service, service_address, service_url
+from inference_operator.sim.explore.observation import Observation
+from inference_operator.sim.explore.owned import owned_differences, service_name_valid
+from inference_operator.sim.faults import LB_WRITES
+from inference_operator.sim.simulation import Simulation
 
 __all__ = [
     "CHECKS",

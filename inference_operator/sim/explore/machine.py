@@ -22,11 +22,11 @@ from typing import Any, ClassVar, Final, TypeVar, cast
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from ...constants import DEPLOYMENT, KIND, SERVICE
-from ..faults import API_ERRORS, ApiErrorKind
-from .invariants import ENFORCED_INVARIANTS, INVARIANTS, check
-from .observation import Observation
-from .world import World
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.sim.explore.invariants import ENFORCED_INVARIANTS, INVARIANTS, check
+from inference_operator.sim.explore.observation import Observation
+from inference_operator.sim.explore.world import World
+from inference_operator.sim.faults import API_ERRORS, ApiErrorKind
 
 __all__ = ["NAMES", "CIExplorer", "Explorer", "InvariantViolation", "violation_type"]
 

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..faults import LbCall, WriteCall
-from ..simulation import Simulation
+from inference_operator.sim.faults import LbCall, WriteCall
+from inference_operator.sim.simulation import Simulation
 
 __all__ = ["ForeignMark", "Observation"]
 

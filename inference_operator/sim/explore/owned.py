@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...constants import DEPLOYMENT, SERVICE
-from ...errors import ApiError
-from ...jsoncopy import deep_copy
-from ..apiserver import FakeApiServer
-from ..validation import validate_name
+from inference_operator.api.constants import DEPLOYMENT, SERVICE
+from inference_operator.core.errors import ApiError
+from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.apiserver.validation import validate_name
 
 __all__ = ["owned_differences", "owned_view", "service_name_valid", "stored_form"]
 

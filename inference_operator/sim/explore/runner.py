@@ -27,8 +27,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
-from .invariants import INVARIANTS, PENDING_INVARIANTS
-from .machine import Explorer, InvariantViolation
+from inference_operator.sim.explore.invariants import INVARIANTS, PENDING_INVARIANTS
+from inference_operator.sim.explore.machine import Explorer, InvariantViolation
 
 __all__ = ["Finding", "Report", "explore", "explorer_settings", "main", "quiet_operator_logs"]
 

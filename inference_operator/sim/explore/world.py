@@ -14,11 +14,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from ...constants import DEPLOYMENT, FINALIZER, KIND, SERVICE
-from ...errors import ApiError
-from ...jsoncopy import deep_copy
-from ...model import key_of, make_inference_service
-from ..faults import (
+from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE
+from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import ApiError
+from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.objects import key_of
+from inference_operator.sim.apiserver.watch import WatchEvent
+from inference_operator.sim.explore.foreign import foreign_child_manifest
+from inference_operator.sim.explore.observation import ForeignMark, Observation
+from inference_operator.sim.faults import (
     LB_WRITES,
     ApiErrorKind,
     CrashSwitch,
@@ -28,10 +32,7 @@ from ..faults import (
     WriteCall,
     WriteFault,
 )
-from ..simulation import Simulation
-from ..watch import WatchEvent
-from .foreign import foreign_child_manifest
-from .observation import ForeignMark, Observation
+from inference_operator.sim.simulation import Simulation
 
 __all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 NOT_MODELLED: dict[str, str] = {
     "defaults/unknown-fields-deep-in-a-pod-template": (
         "the fake drops undeclared fields of built-in kinds down to containers and Service ports only "
-        "(sim/knownfields.py); deeper structs (probes, security contexts, volumes) are kept as sent. "
+        "(sim/apiserver/knownfields.py); deeper structs (probes, security contexts, volumes) are kept as sent. "
         "The operator's own Deployment and Service are compared whole against the real server "
         "(defaults/operator-*), so a misspelt field there would still show"
     ),

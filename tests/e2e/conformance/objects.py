@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.constants import FINALIZER
+from inference_operator.api.constants import FINALIZER
 
 Obj = dict[str, Any]
 

@@ -3,7 +3,7 @@
 :class:`RealTransport` speaks HTTP to a kube-apiserver (the official client's connection pool and
 credentials, raw JSON); :class:`FakeTransport` calls the FakeApiServer's methods. The fake has no
 HTTP layer of its own, so this module is it: each request becomes the call a kube client would
-end in, each :class:`~inference_operator.errors.ApiError` becomes the HTTP status and reason the
+end in, each :class:`~inference_operator.core.errors.ApiError` becomes the HTTP status and reason the
 real server sends, and a success gets the code the real server would pick (201 on create).
 """
 
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
-from inference_operator.errors import ApiError
-from inference_operator.sim.apiserver import FakeApiServer, Watch
-from inference_operator.sim.kinds import traits_of
-from inference_operator.sim.target import Target
+from inference_operator.core.errors import ApiError
+from inference_operator.sim.apiserver.kinds import traits_of
+from inference_operator.sim.apiserver.server import FakeApiServer, Watch
+from inference_operator.sim.apiserver.target import Target
 
 from .normalise import CONTROLLER_OBJECTS
 

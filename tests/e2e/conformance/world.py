@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.apiserver.server import FakeApiServer
 
 CRD_FILE = (
     Path(__file__).resolve().parents[3] / "deploy" / "crds" / "serving.inference-operator.dev_inferenceservices.yaml"

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 
 import yaml
 
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
 

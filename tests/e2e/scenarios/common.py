@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, Reason
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE, Reason
 
 from .observe import Snapshot
 from .world import World

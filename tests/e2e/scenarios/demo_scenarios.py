@@ -4,7 +4,7 @@ by hand, the Service deleted by hand)."""
 
 from __future__ import annotations
 
-from inference_operator.constants import KIND, SERVICE, Phase
+from inference_operator.api.constants import KIND, SERVICE, Phase
 
 from .common import NAME, READY, check, created, deployment_of, llama, ready_with, scenario
 from .observe import DELETED, PROGRESSING

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from inference_operator.constants import DEPLOYMENT, SERVICE, Reason
+from inference_operator.api.constants import DEPLOYMENT, SERVICE, Reason
 
 Obj = dict[str, Any]
 

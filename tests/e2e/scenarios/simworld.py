@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE
-from inference_operator.errors import ApiError, Forbidden, NotFound
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.core.errors import ApiError, Forbidden, NotFound
 from inference_operator.sim import Simulation
-from inference_operator.sim.apiserver import FakeApiServer
+from inference_operator.sim.apiserver.server import FakeApiServer
 
 from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
 from .world import Refusal, refusal_of

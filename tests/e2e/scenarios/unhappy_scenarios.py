@@ -10,7 +10,7 @@ registrations, or the first releases of a deletion; more GPUs per replica than a
 
 from __future__ import annotations
 
-from inference_operator.constants import DEPLOYMENT, KIND, SERVICE, EventReason, Reason
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE, EventReason, Reason
 
 from .common import (
     NAME,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.api import InferenceService
-from inference_operator.builders import desired_deployment, desired_service
+from inference_operator.api.models import InferenceService
+from inference_operator.reconcile.builders import desired_deployment, desired_service
 
 from ..objects import configmap, deployment, secret, service
 from ..recorder import Api

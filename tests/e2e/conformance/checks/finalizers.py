@@ -5,7 +5,7 @@ finalizer names are valid."""
 
 from __future__ import annotations
 
-from inference_operator.constants import FINALIZER
+from inference_operator.api.constants import FINALIZER
 
 from ..objects import configmap, deployment, service
 from ..recorder import Api

@@ -1,0 +1,386 @@
+"""The operator's machinery on a real cluster, independent of Kopf itself.
+
+Kopf's watch handlers call ``on_event``: the object goes into the cache and the owning
+InferenceService key into the workqueue. Worker threads run the same Controller and
+Reconciler as the simulator. Before the workers start, the cache is primed with one LIST per
+kind, so the first passes never mistake "not yet seen" for "missing" (which would send a
+create that fails with AlreadyExists: a wasted mutating request).
+
+One housekeeping thread does the periodic work, and neither job races the watch:
+
+- resync replays the cache: every resync period each cached InferenceService is enqueued
+  again (no LIST; on converged objects that costs reads only, never writes). A re-LIST here
+  used to run beside the watch and put back objects whose DELETED event had been applied
+  while the LIST was in flight;
+- the consistency check (``consistency``) drops cached objects that vanished while a watch was
+  down (which Kopf's re-list never reports), after each Kopf re-list and every ten minutes,
+  whatever the resync period, including 0.
+
+``start`` is safe to retry (Kopf retries a failed startup handler): the first LIST comes
+before anything that binds a port or starts a thread, the metrics port is bound before any
+thread starts, and a failure after that stops everything (the caller then builds a new
+runtime). ``health`` names the threads that died, for the liveness answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Protocol
+
+from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
+from inference_operator.control.controller import Controller
+from inference_operator.control.metrics import MeasuredLoadBalancer, Metrics
+from inference_operator.control.workqueue import RateLimitingQueue
+from inference_operator.core.clock import Clock, RealClock
+from inference_operator.core.objects import changed_beyond_status, obj_key, owner_key
+from inference_operator.core.ports import LoadBalancerProvider
+from inference_operator.kube.backend import EVENT_POSTER, KubeBackend
+from inference_operator.kube.cache import ObjectCache, slim
+from inference_operator.kube.client import KubeClient
+from inference_operator.kube.config import OperatorConfig
+from inference_operator.kube.consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
+from inference_operator.kube.crashpoint import CrashPoint, with_crash_point
+from inference_operator.kube.election import ElectionSettings, LeaderElector, LeaderOnlyLoadBalancer
+from inference_operator.kube.health import ThreadGroup
+from inference_operator.kube.metricsserver import MetricsServer, live
+from inference_operator.lb.memory import InMemoryLoadBalancer
+from inference_operator.reconcile.reconciler import Reconciler
+from inference_operator.trace.recorder import NULL_TRACER, Recorder, Tracer
+from inference_operator.trace.sink import RingSink
+from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+CHILD_KINDS = (DEPLOYMENT, SERVICE)
+WATCHED_KINDS = (KIND, *CHILD_KINDS)
+LIST_PAGE_SIZE = 250
+HOUSEKEEPING = "housekeeping"
+ELECTION = "leader-election"
+
+
+class Server(Protocol):
+    """What the runtime needs of the metrics server (a seam for tests: they bind no port)."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
+    if config.lb_provider == "http":
+        from inference_operator.lb.http import HttpLoadBalancer
+
+        assert config.lb_url is not None  # checked by OperatorConfig
+        return HttpLoadBalancer(
+            config.lb_url,
+            timeout=config.lb_timeout,
+            token=config.lb_token,
+            ca_file=config.lb_ca_file,
+            identity=config.identity,
+        )
+    return InMemoryLoadBalancer()
+
+
+def make_tracer(config: OperatorConfig, clock: Clock) -> Tracer:
+    """The flight recorder ``config`` asks for: a ring of files, or none."""
+    if not config.trace_file:
+        return NULL_TRACER
+    sink = RingSink(config.trace_file, max_bytes=config.trace_max_bytes, files=config.trace_files)
+    log.info(
+        "Recording a trace file=%s max_bytes=%d files=%d", config.trace_file, config.trace_max_bytes, config.trace_files
+    )
+    return Recorder(sink, clock, backend="cluster")
+
+
+def label_selector(kind: str) -> str | None:
+    """Children are watched and listed by the owner label only."""
+    return None if kind == KIND else OWNER_LABEL
+
+
+class OperatorRuntime:
+    """Cache + queue + workers + housekeeping, wired to one KubeClient."""
+
+    def __init__(
+        self,
+        config: OperatorConfig,
+        client: KubeClient,
+        load_balancer: LoadBalancerProvider | None = None,
+        *,
+        clock: Clock | None = None,
+        metrics: Server | None = None,
+        threads: ThreadGroup | None = None,
+        consistency_period: float = PERIOD_SECONDS,
+        tracer: Tracer | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock or RealClock()
+        self.cache = ObjectCache(self.clock)
+        # The crash-point test hook (off unless INFERENCE_OPERATOR_CRASH_AFTER_WRITES is set)
+        # counts the API writes and the load balancer's register/release calls together.
+        self.crash = CrashPoint(config.crash_after_writes, on=config.crash_on)
+        self.backend = KubeBackend(client, self.cache, self.clock, crash=self.crash)
+        self.telemetry = Metrics(self.clock, controller="inferenceservice")
+        """The Prometheus metrics (served by ``metrics``, the server, when an address is set)."""
+        self.backend.on_write = self.telemetry.api_write
+        provider = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
+        self.leading = threading.Event()
+        """Set while this replica may write: it holds the leader lease (or election is off)."""
+        self.elector: LeaderElector | None = None
+        if config.leader_election:
+            self.elector = LeaderElector(
+                ElectionSettings(
+                    namespace=config.lease_namespace,
+                    identity=config.identity,
+                    name=config.lease_name,
+                    lease_duration=config.lease_duration,
+                    renew_deadline=config.renew_deadline,
+                    retry_period=config.retry_period,
+                ),
+                client,
+                self.clock,
+                on_started=self._started_leading,
+                on_stopped=self._stopped_leading,
+            )
+            self.backend.may_write = self.elector.is_leader
+            provider = LeaderOnlyLoadBalancer(provider, self.elector.is_leader)
+        self.lb = MeasuredLoadBalancer(provider, self.telemetry)
+        self.tracer = tracer if tracer is not None else make_tracer(config, self.clock)
+        """The flight recorder (``--trace``); off by default."""
+        traced = self.tracer.enabled
+        self.reconciler = Reconciler(
+            TracingBackend(self.backend, self.tracer) if traced else self.backend,
+            TracingLoadBalancer(self.lb, self.tracer) if traced else self.lb,
+            self.clock,
+            requeue_while_progressing=config.requeue_seconds,
+            tracer=self.tracer,
+        )
+        self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
+        self.controller = Controller(
+            "inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry, tracer=self.tracer
+        )
+        self.telemetry.workers(active=0, maximum=config.workers)
+        self.telemetry.leader.labels(name=config.lease_name).set(0)
+        self.telemetry.read_live(lambda: live(self.probe()))
+        self.threads = threads if threads is not None else ThreadGroup()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._started = False
+        self.closed = False
+        """True once stopped: a stopped runtime never starts again (its queue is shut down)."""
+        now = self.clock.now()
+        self._next_resync = now + config.resync_seconds
+        self.consistency = ConsistencySchedule(WATCHED_KINDS, now, period=consistency_period)
+        self.consistency_drops = 0
+        if metrics is None and config.metrics_address:
+            metrics = MetricsServer(config.metrics_address, self.telemetry.render, self.health)
+        self.metrics = metrics
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def on_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
+        """A watch event from Kopf: update the cache, enqueue the InferenceService concerned.
+
+        Called on Kopf's event loop: it must stay quick and never block."""
+        if event_type is None and kind in WATCHED_KINDS:
+            self._relisted(kind)
+        before, after = self.cache.apply_event(kind, event_type, obj)
+        key: str | None
+        if kind == KIND:
+            if after is before and event_type != "DELETED":
+                key = None  # stale, or already known
+            elif before is None or after is None or changed_beyond_status(before, after):
+                key = obj_key(obj)
+            else:
+                key = None
+        else:
+            key = owner_key(after or obj)
+        if self.tracer.enabled:
+            self.tracer.event(kind, event_type or "LISTED", obj, enqueued=key)
+        if key is not None:
+            self.controller.enqueue(key)
+
+    def _relisted(self, kind: str) -> None:
+        with self._lock:
+            new_burst = self.consistency.relisted(kind, self.clock.now())
+        if new_burst:
+            self._wake.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def prime_cache(self) -> int:
+        """LIST every kind we watch into the cache; returns how many objects were loaded."""
+        loaded = 0
+        for namespace in self.config.namespaces or ("",):
+            for kind in WATCHED_KINDS:
+                # Pages are slimmed into the cache as they come: the whole list is never held
+                # twice (raw and cached) at once.
+                listed: list[Obj] = []
+                version = "0"
+                for page, page_version in self.client.iter_pages(
+                    kind, namespace, label_selector=label_selector(kind), page_size=LIST_PAGE_SIZE
+                ):
+                    listed.extend(slim(obj) for obj in page)
+                    version = page_version
+                self.cache.replace_kind(kind, namespace, listed, version)
+                loaded += len(listed)
+        return loaded
+
+    def enqueue_all(self) -> int:
+        """Enqueue every cached InferenceService; their next passes also check their load
+        balancer records once (the resync is when the balancer's own state is verified)."""
+        self.reconciler.begin_resync()
+        keys = self.cache.keys(KIND)
+        for namespace, name in keys:
+            self.queue.add(f"{namespace}/{name}")
+        return len(keys)
+
+    def start(self) -> None:
+        """Prime the cache, then serve metrics and start the threads. Safe to call again
+        after it failed (Kopf retries startup handlers), a no-op once it succeeded."""
+        if self._started:
+            return
+        if self.closed:
+            raise RuntimeError("this operator runtime was stopped; build a new one to start again")
+        loaded = self.prime_cache()  # may fail: nothing is bound or started yet
+        if self.metrics is not None:
+            self.metrics.start()  # may fail (port taken): still nothing else started
+        try:
+            self.backend.events.start()
+            for i in range(self.config.workers):
+                self.threads.start(f"{self.controller.name}-worker-{i}", self._work)
+            self.threads.start(HOUSEKEEPING, self._housekeeping_loop)
+            if self.elector is not None:
+                self.threads.start(ELECTION, lambda: self.elector.run(self._stop) if self.elector else None)
+        except BaseException:
+            self.stop(timeout=5.0)  # undo all of it; the runtime is closed for good
+            raise
+        self._started = True
+        if self.elector is None:
+            self._started_leading()
+        log.info(
+            "Started workers workers=%d cached=%d resync=%gs lb=%s identity=%s election=%s",
+            self.config.workers,
+            loaded,
+            self.config.resync_seconds,
+            self.config.lb_provider,
+            self.config.identity,
+            f"lease {self.config.lease_namespace}/{self.config.lease_name}" if self.elector else "off",
+        )
+
+    def _started_leading(self) -> None:
+        """This replica may write now: reconcile everything once, from the warm cache."""
+        self.controller.forget_waits()
+        queued = self.enqueue_all()
+        self.telemetry.leader.labels(name=self.config.lease_name).set(1)
+        self.leading.set()
+        log.info("Reconciling as the leader queued=%d identity=%s", queued, self.config.identity)
+
+    def _stopped_leading(self) -> None:
+        """Another replica may write from now on: take no new key (writes in flight are refused)."""
+        self.leading.clear()
+        self.telemetry.leader.labels(name=self.config.lease_name).set(0)
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            if not self.leading.wait(timeout=1.0):
+                continue  # a standby: the cache stays warm, the queue fills, nothing is written
+            if not self.controller.process_next_work_item(timeout=1.0):
+                return
+
+    def _housekeeping_loop(self) -> None:
+        while not self._stop.is_set():
+            delay = max(0.0, self.housekeeping() - self.clock.now())
+            self._wake.wait(delay)
+            self._wake.clear()
+
+    def housekeeping(self) -> float:
+        """Run what is due now (resync, consistency checks); return when to look again."""
+        now = self.clock.now()
+        resync = self.config.resync_seconds
+        if resync > 0 and now >= self._next_resync:
+            count = self.enqueue_all()
+            self._next_resync = now + resync
+            log.debug("Resynced inferenceservices=%d", count)
+        with self._lock:
+            due = self.consistency.due(now)
+        for kind in due:
+            started = self.clock.now()
+            try:
+                dropped = check_kind(
+                    self.client,
+                    self.cache,
+                    kind,
+                    namespaces=self.config.namespaces or ("",),
+                    label_selector=label_selector(kind),
+                )
+            except Exception as err:  # noqa: BLE001 - a failed check is retried soon
+                with self._lock:
+                    self.consistency.failed(kind, self.clock.now())
+                log.warning(
+                    "Failed to check the cache against the API server, will retry kind=%s error=%s: %s",
+                    kind,
+                    type(err).__name__,
+                    err,
+                )
+                continue
+            with self._lock:
+                self.consistency.checked(kind, started, self.clock.now())
+            self.consistency_drops += len(dropped)
+            for obj in dropped:
+                key = obj_key(obj) if kind == KIND else owner_key(obj)
+                if key is not None:
+                    self.queue.add(key)
+        with self._lock:
+            next_check = self.consistency.next_due()
+        candidates = [t for t in (next_check, self._next_resync if resync > 0 else None) if t is not None]
+        return min(candidates, default=now + PERIOD_SECONDS)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Graceful: stop housekeeping, let workers finish the item in hand."""
+        self.closed = True
+        self.threads.stopping()
+        self._stop.set()
+        self._wake.set()
+        self.queue.shut_down()
+        alive = self.threads.join(timeout)
+        if alive:
+            log.error("Threads did not stop in time threads=%s", alive)
+        self.backend.events.stop()
+        if self.elector is not None and not alive:
+            self.elector.release()  # no worker writes any more: a standby may take over at once
+        if self.metrics is not None:
+            self.metrics.stop()
+        self.tracer.close()
+        log.info("Stopped workers graceful=%s", not alive)
+        return not alive
+
+    # -- health and counters --------------------------------------------------------------------
+
+    def health(self) -> list[str]:
+        """What is wrong with the operator's own threads, one line each; empty when healthy."""
+        problems = [f"thread {name} died" for name in self.threads.dead()]
+        if not self.backend.events.alive():
+            problems.append(f"thread {EVENT_POSTER} died")
+        return problems
+
+    def probe(self) -> dict[str, int]:
+        events = self.backend.events
+        correlator = self.backend.correlator
+        return {
+            "queue_depth": len(self.queue),
+            "waiting": self.queue.waiting_len(),
+            "cached_objects": len(self.cache),
+            "reconciles": self.controller.reconcile_total,
+            "reconcile_errors": self.controller.reconcile_errors_total,
+            "events_posted": events.posted,
+            "events_pending": events.pending(),
+            "event_post_failures": events.failures,
+            "events_dropped": events.dropped,
+            "events_deduplicated": correlator.deduplicated,
+            "events_aggregated": correlator.aggregated,
+            "events_spam_filtered": correlator.spam_dropped,
+            "cache_consistency_drops": self.consistency_drops,
+            "dead_threads": len(self.health()),
+        }

@@ -1,0 +1,162 @@
+"""The load balancer step of a pass: register, check, release — level-triggered too.
+
+Status is a record, not the truth about the balancer: it may have been restored from a backup
+or restarted empty. So beside registering once the Service exists, this step looks each record
+up once per resync (never per event) and registers again what the balancer lost, and with
+registration disabled it releases whatever the balancer still holds. Its per-uid memory holds
+registrations whose status write is still pending, and which resync last checked each object.
+No lock: the workqueue never hands one key to two workers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from inference_operator.api.constants import EventReason
+from inference_operator.api.models import InferenceService
+from inference_operator.core.objects import key_of
+from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvider, Registration
+from inference_operator.reconcile.builders import service_address
+from inference_operator.reconcile.status import LoadBalancerState
+
+__all__ = ["LB_RECHECK_SECONDS", "BalancerSync"]
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+LB_RECHECK_SECONDS = 30.0  # when a balancer record could not be checked, ask again this much later
+
+
+class BalancerSync:
+    """Keeps one object's record at the load balancer in step with its spec and Service.
+
+    ``record(obj, type=, reason=, message=)`` posts an Event (the reconciler's backend).
+    """
+
+    def __init__(self, lb: LoadBalancerProvider, record: Callable[..., None]) -> None:
+        self.lb = lb
+        self._record = record
+        # Registrations not yet recorded in status (their pass deferred its status write, or
+        # it failed); the status is the durable record, this only saves calls.
+        self._registered: dict[str, Registration] = {}
+        self._resync_epoch = 0
+        self._checked_epoch: dict[str, int] = {}
+
+    @property
+    def resync_epoch(self) -> int:
+        """Counts resyncs: what was checked under an older epoch is checked again."""
+        return self._resync_epoch
+
+    def forget(self, uid: str) -> None:
+        self._registered.pop(uid, None)
+        self._checked_epoch.pop(uid, None)
+
+    def begin_resync(self) -> None:
+        """A resync started: each object's next pass checks its load balancer record once.
+
+        Status is a record, not the truth about the balancer: it may have been restored from a
+        backup or restarted empty. One cheap lookup per object per resync (never per event)
+        finds a lost or wrong record, which the pass then registers again.
+        """
+        self._resync_epoch += 1
+
+    def _check_due(self, uid: str) -> bool:
+        return self._checked_epoch.get(uid) != self._resync_epoch
+
+    def ensure(self, isvc: InferenceService, obj: Obj, service: Obj | None) -> tuple[LoadBalancerState, str]:
+        """Register once the Service exists; returns the outcome and a note for the Event."""
+        epoch = self._resync_epoch  # read first: a resync starting meanwhile still gets its check
+        key = key_of(isvc.namespace, isvc.name)
+        previous = (obj.get("status") or {}).get("loadBalancer") or {}
+        if not isvc.spec.loadBalancer.enabled:
+            return self._released(isvc, obj, key, recorded=bool(previous))
+        target = service_address(isvc)
+        note = ""
+        recorded = None
+        if previous.get("id") and previous.get("target") == target:
+            recorded = Registration(previous["id"], previous.get("address", ""), target)
+        # A registration this process made wins over status, which may not show it yet (its
+        # write was deferred, or failed): trusting status would name a record that is gone.
+        known = self._registered.get(isvc.uid)
+        if known is None or known.target != target:
+            known = recorded
+        elif recorded is not None and recorded.id == known.id:
+            del self._registered[isvc.uid]  # status has it now
+        if service is None:
+            # Status keeps a record the balancer still holds, so that it is released later.
+            return LoadBalancerState("waiting", registration=known), ""
+        if known is not None and not self._check_due(isvc.uid):
+            return LoadBalancerState("registered", known), ""
+        if known is not None:
+            try:
+                held = self.lb.lookup(key)
+            except LoadBalancerError as err:
+                # Not knowing is no evidence the record is gone: status stays, we ask again.
+                log.warning(
+                    "Failed to check load balancer record, keeping it and checking again in %gs "
+                    "name=%s namespace=%s id=%s error=%s",
+                    LB_RECHECK_SECONDS,
+                    isvc.name,
+                    isvc.namespace,
+                    known.id,
+                    err,
+                )
+                return LoadBalancerState("registered", known, recheck=True), ""
+            if held is not None and held.target == target:
+                self._checked_epoch[isvc.uid] = epoch
+                return LoadBalancerState("registered", held), ""
+            lost = "had no record" if held is None else f"pointed at {held.target}"
+            note = f"; the load balancer {lost}"
+            log.warning(
+                "Found load balancer record %s name=%s namespace=%s id=%s",
+                "missing" if held is None else f"pointing at {held.target}",
+                isvc.name,
+                isvc.namespace,
+                known.id,
+            )
+        try:
+            registration = self.lb.register(key, target=target)
+        except LoadBalancerError as err:
+            message = f"registering {key} with the load balancer failed: {err}; retrying with backoff"
+            log.warning(
+                "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
+            )
+            self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+            return LoadBalancerState("failed", message=message), ""
+        log.info(
+            "Registered load balancer name=%s namespace=%s id=%s address=%s",
+            isvc.name,
+            isvc.namespace,
+            registration.id,
+            registration.address,
+        )
+        self._registered[isvc.uid] = registration
+        self._checked_epoch[isvc.uid] = epoch
+        verb = "Registered" if known is None else "Registered again"
+        note = f"{verb} {target} with the load balancer as {registration.id} at {registration.address}{note}"
+        return LoadBalancerState("registered", registration), note
+
+    def _released(self, isvc: InferenceService, obj: Obj, key: str, *, recorded: bool) -> tuple[LoadBalancerState, str]:
+        """Registration disabled: release whatever the balancer holds. Status may lack the
+        record (its write was deferred, or the last register failed midway), so the balancer
+        itself is asked once per resync; a release is cheap and idempotent."""
+        try:
+            remembered = self._registered.pop(isvc.uid, None) is not None
+            if recorded or remembered or (self._check_due(isvc.uid) and self.lb.lookup(key) is not None):
+                self.release(obj, key)
+        except LoadBalancerError as err:
+            message = f"releasing the load balancer record of {key} failed: {err}; retrying with backoff"
+            log.warning("Failed to release load balancer key=%s error=%s", key, err)
+            self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+            return LoadBalancerState("failed", message=message), ""
+        self._checked_epoch[isvc.uid] = self._resync_epoch
+        return LoadBalancerState("disabled"), ""
+
+    def release(self, obj: Obj, key: str) -> None:
+        self.lb.release(key)
+        log.info("Released load balancer key=%s", key)
+        self._record(
+            obj, type="Normal", reason=EventReason.LB_RELEASED, message=f"Released the load balancer record of {key}"
+        )

@@ -1,0 +1,41 @@
+"""How long the reconciler trusts what it last learned from a Deployment's pods.
+
+Asking the pods is a LIST: 1,000 objects that stay unready must not do it on every pass. Yet
+nothing announces a change in the pods that leaves the Deployment's status where it was (a
+crash loop never moves it), so each kind of answer is kept for as long as it can stay true:
+a problem that needs a person for ``POD_RECHECK``, "nothing wrong found" until the next
+resync, and "still starting" only ``STARTING_RECHECK``: a loading server may crash instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inference_operator.api.constants import Reason
+from inference_operator.reconcile.status import PodProblem
+
+POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
+STARTING_RECHECK = 30.0  # seconds "still starting" is trusted: the reconciler looks again this often
+
+
+@dataclass(frozen=True)
+class PodsRead:
+    """The last diagnosis of a Deployment's pods: for which Deployment version, when, what."""
+
+    version: str
+    at: float
+    problem: PodProblem | None
+    epoch: int
+
+    @property
+    def starting(self) -> bool:
+        return self.problem is not None and self.problem.reason == Reason.SERVER_STARTING
+
+    def still_holds(self, *, version: str, now: float, epoch: int) -> bool:
+        """Whether this diagnosis may answer for the Deployment at ``version`` (resync ``epoch``)."""
+        if version != self.version:
+            return False  # the Deployment moved: its pods did
+        if self.starting:
+            return now - self.at < STARTING_RECHECK
+        fresh = self.problem is not None and now - self.at < POD_RECHECK
+        return fresh or epoch == self.epoch

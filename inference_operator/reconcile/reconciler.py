@@ -1,0 +1,402 @@
+"""The InferenceService reconciler: one pass from observed state to desired state.
+
+It follows the four rules of reconcile (DESIGN.md):
+
+1. level-triggered: every pass reads the whole current state from the cache and never asks
+   which event woke it; a missing InferenceService means there is nothing to do;
+2. idempotent: children are written with server-side apply only when what the operator
+   applies differs from the live child or it owns a field it no longer sets (``drift``); fields
+   others own are never compared; status is written only when it changed; a converged object
+   costs zero writes;
+3. never block: waiting for pods is ``requeue_after``, never a sleep;
+4. optimistic: status and finalizer writes carry the resourceVersion they read (a Conflict
+   goes back to the queue with backoff); child applies carry none: the API server merges only
+   the operator's own fields, so a stale read cannot clobber anyone else's.
+
+It knows nothing about Kopf or the simulator: it talks to a ``Backend`` and a
+``LoadBalancerProvider``. Errors are raised; the controller turns them into backoff.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from inference_operator.api.constants import (
+    DEPLOYMENT,
+    FIELD_MANAGER,
+    FINALIZER,
+    KIND,
+    SERVICE,
+    EventReason,
+    Phase,
+    Reason,
+)
+from inference_operator.api.constants import ConditionType as CT
+from inference_operator.api.models import NAME_RULE, InferenceService, SpecError
+from inference_operator.core.clock import Clock, format_timestamp, parse_timestamp
+from inference_operator.core.conditions import Cond, find, is_true
+from inference_operator.core.errors import ApiError
+from inference_operator.core.objects import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from inference_operator.core.ports import Backend, LoadBalancerError, LoadBalancerProvider, Result
+from inference_operator.reconcile.announce import Action, Done, action_summary, transition_events
+from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync
+from inference_operator.reconcile.builders import desired_deployment, desired_service, selector_string
+from inference_operator.reconcile.ownership import upgrade_ownership
+from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
+from inference_operator.reconcile.stalls import Blocked
+from inference_operator.reconcile.status import (
+    DeploymentView,
+    LoadBalancerState,
+    PodProblem,
+    compute_status,
+    invalid_spec_status,
+    override_status,
+    pod_problem,
+)
+from inference_operator.reconcile.tracesteps import acted, diffed, observed, status_decided
+from inference_operator.ssa.compare import NOT_APPLIED, drift
+from inference_operator.trace.recorder import NULL_TRACER, Tracer
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
+STUCK_AFTER = datetime.timedelta(seconds=10)
+DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
+STUCK_MARGIN = 0.5  # look again this long after a rollout would count as stuck
+
+
+class Reconciler:
+    """Reconciles one InferenceService per call; safe to call from several worker threads for
+    different keys (the workqueue never hands one key to two workers)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        load_balancer: LoadBalancerProvider,
+        clock: Clock,
+        *,
+        requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
+        tracer: Tracer = NULL_TRACER,
+    ) -> None:
+        self.backend = backend
+        self.tracer = tracer
+        """Told each phase of each pass (observe, diff, act, status); off by default."""
+        self.clock = clock
+        self.requeue_while_progressing = requeue_while_progressing
+        # Per-uid memory between passes. No lock: the workqueue never hands one key to two
+        # workers, so an entry is only touched by one thread at a time, and single dict
+        # operations are atomic.
+        self._deferred_since: dict[str, float] = {}  # when the status write was first held
+        self._pods_read: dict[str, PodsRead] = {}
+        # Events follow ``self.backend``, even when a test puts a wrapper in its place.
+        self.balancer = BalancerSync(load_balancer, lambda *a, **k: self.backend.record_event(*a, **k))
+
+    @property
+    def lb(self) -> LoadBalancerProvider:
+        """The load balancer (settable: the simulator puts fault-injecting wrappers in between)."""
+        return self.balancer.lb
+
+    @lb.setter
+    def lb(self, provider: LoadBalancerProvider) -> None:
+        self.balancer.lb = provider
+
+    # -- entry point -------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        obj = self.backend.get(KIND, namespace, name)
+        tracing = self.tracer.enabled
+        if tracing:
+            self._trace_observed(namespace, name, obj)
+        if obj is None:
+            return Result()  # deleted: owner references let the garbage collector take the children
+        if is_being_deleted(obj):
+            return self._finalize(obj)
+        try:
+            isvc = InferenceService.from_object(obj)
+        except SpecError as err:
+            return self._report_invalid_spec(obj, err.message)
+        # The Deployment first: its pods take longest. The children need no finalizer (the
+        # garbage collector takes them); the load balancer does, so it comes before that.
+        # A child that cannot be written does not stop the pass: status must say why.
+        blocked: list[Blocked] = []
+        deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
+        service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
+        had_finalizer = has_finalizer(obj) if tracing else True
+        obj = self._ensure_finalizer(obj)
+        lb, lb_note = self.balancer.ensure(isvc, obj, service)
+        actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
+        self._announce_actions(obj, isvc.name, actions, lb_note)
+        if tracing:
+            stalls = [b.condition.message for b in blocked]
+            done = acted(actions, finalizer_added=not had_finalizer, lb_note=lb_note, blocked=stalls)
+            self.tracer.phase("act", key_of(namespace, name), done)
+        view = DeploymentView.of(deployment)
+        previous = obj.get("status") or {}
+        if not blocked and self._defer_status(isvc.uid, previous, view, lb):
+            if tracing:
+                held = status_decided(previous, previous, written=False, deferred=True)
+                self.tracer.phase("status", key_of(namespace, name), held)
+            return Result(requeue_after=self.requeue_while_progressing)
+        problem = self._pod_problem(isvc, view)
+        stall = blocked[0].condition if blocked else None
+        status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall)
+        self._write_status(obj, status)
+        if blocked:
+            raise blocked[0].error  # back to the queue, with backoff: status already says why
+        if lb.state == "failed":
+            raise LoadBalancerError(lb.message)
+        result = self._next(status, view)
+        if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
+            return Result(requeue_after=LB_RECHECK_SECONDS)
+        return result
+
+    def _trace_observed(self, namespace: str, name: str, obj: Obj | None) -> None:
+        children = {kind: self.backend.get(kind, namespace, name) for kind in (DEPLOYMENT, SERVICE)}
+        self.tracer.phase("observe", key_of(namespace, name), observed(obj, children))
+
+    def _trace_diff(
+        self, isvc: InferenceService, kind: str, live: Obj | None, desired: Obj, changed: list[str] | None, **how: bool
+    ) -> None:
+        if self.tracer.enabled:
+            self.tracer.phase("diff", key_of(isvc.namespace, isvc.name), diffed(kind, live, desired, changed, **how))
+
+    def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
+        """Hold the status write while the Deployment controller has not yet observed the
+        Deployment's current spec, as long as the current status claims nothing untrue.
+
+        The Deployment controller always writes status after a spec change, and that event
+        wakes us again within milliseconds; writing "not observed yet" first would cost one
+        more write per object and say nothing a person can act on. Never deferred: a status
+        that still says Ready=True (it would be stale), a load balancer failure, or a wait
+        longer than ``DEFER_LIMIT`` (the controller-manager may be down: then say so).
+        """
+        if view.observed or lb.state == "failed" or is_true(previous.get("conditions") or [], CT.READY):
+            self._deferred_since.pop(uid, None)
+            return False
+        now = self.clock.now()
+        if now - self._deferred_since.setdefault(uid, now) < DEFER_LIMIT:
+            return True
+        del self._deferred_since[uid]
+        return False
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _stuck_in(self, view: DeploymentView) -> float | None:
+        """Seconds until a moving rollout counts as stuck (None: it is not moving, or already is)."""
+        if not view.last_progress or view.deadline_exceeded:
+            return None
+        left = (STUCK_AFTER - (self.clock.wall() - parse_timestamp(view.last_progress))).total_seconds()
+        return left if left > 0 else None
+
+    def _pod_problem(self, isvc: InferenceService, view: DeploymentView) -> PodProblem | None:
+        """Ask the pods why replicas are missing, once the rollout has made no progress for
+        ``STUCK_AFTER`` (most young pods are simply starting). The answer is kept until the
+        Deployment's status moves, or as long as ``PodsRead.still_holds`` says (podcheck.py):
+        1,000 Degraded objects must not LIST their pods on every pass."""
+        if not view.observed or view.ready >= isvc.spec.replicas or self._stuck_in(view) is not None:
+            self._pods_read.pop(isvc.uid, None)
+            return None
+        now = self.clock.now()
+        seen = self._pods_read.get(isvc.uid)
+        if seen is not None and seen.still_holds(version=view.version, now=now, epoch=self.balancer.resync_epoch):
+            return seen.problem
+        problem = pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch)
+        return problem
+
+    def _ensure_finalizer(self, obj: Obj) -> Obj:
+        if has_finalizer(obj):
+            return obj
+        patched = self._patch_finalizers(obj, [*(obj["metadata"].get("finalizers") or []), FINALIZER])
+        log.info("Added finalizer name=%s namespace=%s", obj["metadata"]["name"], obj["metadata"]["namespace"])
+        return patched
+
+    def _patch_finalizers(self, obj: Obj, finalizers: list[str]) -> Obj:
+        """Replace the finalizer list, on the condition that nobody changed the object since."""
+        meta = obj["metadata"]
+        return self.backend.patch(
+            KIND,
+            meta["namespace"],
+            meta["name"],
+            {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}},
+        )
+
+    def _ensure_child(
+        self, isvc: InferenceService, kind: str, desired: Obj, blocked: list[Blocked]
+    ) -> tuple[Obj | None, Action]:
+        """Create or update one child with server-side apply; returns it (None if it could not
+        be had) and what was done. A write the API server refuses is appended to ``blocked``,
+        not raised: the pass goes on so that status can say why."""
+        live = self.backend.get(kind, isvc.namespace, isvc.name)
+        try:
+            if live is None:
+                # The cache holds only children with our label; an apply would merge into
+                # whatever has the name. Ask the API server whether something is in the way.
+                live = self.backend.read(kind, isvc.namespace, isvc.name)
+                if live is None:
+                    self._trace_diff(isvc, kind, None, desired, None)
+                    return self._apply_child(isvc, kind, desired, created=True)
+            if controller_owner_uid(live) != isvc.uid:
+                blocked.append(Blocked.conflict(isvc, kind, live))
+                self._trace_diff(isvc, kind, live, desired, None, conflict=True)
+                return None, None
+            changed = drift(live, desired, kind=kind, manager=FIELD_MANAGER)
+            self._trace_diff(isvc, kind, live, desired, changed)
+            if not changed:
+                return live, None
+            if NOT_APPLIED in changed:
+                upgrade_ownership(self.backend, kind, isvc.namespace, isvc.name)
+            return self._apply_child(isvc, kind, desired, fields=changed)
+        except ApiError as err:
+            blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
+            log.warning(
+                "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
+                kind,
+                isvc.name,
+                isvc.namespace,
+                err.code,
+                err.api_message,
+            )
+            return live, None
+
+    def _apply_child(
+        self, isvc: InferenceService, kind: str, desired: Obj, *, created: bool = False, fields: list[str] | None = None
+    ) -> tuple[Obj, Action]:
+        applied = self.backend.apply(desired)
+        if created:
+            recreated = _condition_true(isvc.raw, _child_condition(kind))
+            verb = EventReason.RECREATED if recreated else EventReason.CREATED
+            log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
+            return applied, Done(verb)
+        shown = ", ".join(fields or [])
+        log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, shown)
+        return applied, Done(EventReason.PATCHED, shown)
+
+    def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
+        if (summary := action_summary(name, children, lb_note)) is not None:
+            reason, message = summary
+            self.backend.record_event(owner, type="Normal", reason=reason, message=message)
+
+    def begin_resync(self) -> None:
+        """A resync started: each object's next pass checks its load balancer record once."""
+        self.balancer.begin_resync()
+
+    def _finalize(self, obj: Obj) -> Result:
+        """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
+        meta = obj["metadata"]
+        key = key_of(meta["namespace"], meta["name"])
+        if self.tracer.enabled:
+            ours = has_finalizer(obj)
+            why = "release the load balancer, then remove our finalizer" if ours else "no finalizer of ours"
+            decision = {"subject": "deletion", "decision": "finalize" if ours else "none", "reason": why}
+            self.tracer.phase("diff", key, decision)
+        if not has_finalizer(obj):
+            return Result()
+        self.balancer.forget(meta.get("uid", ""))
+        self._deferred_since.pop(meta.get("uid", ""), None)
+        self._pods_read.pop(meta.get("uid", ""), None)
+        try:
+            if NAME_RULE.check(meta["name"]):
+                self.balancer.release(obj, key)
+            else:  # no Service can have this name, so no version of the operator registered it
+                log.info(
+                    "Skipped release, name cannot have a record name=%s namespace=%s", meta["name"], meta["namespace"]
+                )
+        except LoadBalancerError as err:
+            message = (
+                f"releasing the load balancer record of {key} failed: {err}; the finalizer stays "
+                "until the release succeeds, retrying with backoff"
+            )
+            log.warning("Failed to release load balancer key=%s error=%s", key, err)
+            self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+            self._write_terminating_status(obj, message)
+            raise
+        self._patch_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != FINALIZER])
+        log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
+        if self.tracer.enabled:
+            released = [{"action": "release-load-balancer"}] if NAME_RULE.check(meta["name"]) else []
+            self.tracer.phase("act", key, {"actions": [*released, {"action": "remove-finalizer"}]})
+        return Result()
+
+    # -- status -----------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return format_timestamp(self.clock.wall())
+
+    def _write_status(self, obj: Obj, status: Obj) -> Obj:
+        previous = obj.get("status") or {}
+        meta = obj["metadata"]
+        if self.tracer.enabled:
+            decided = status_decided(previous, status, written=status != previous)
+            self.tracer.phase("status", key_of(meta["namespace"], meta["name"]), decided)
+        if status == previous:
+            return obj
+        written = self.backend.update_status(
+            {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "resourceVersion": meta["resourceVersion"],
+                },
+                "status": status,
+            }
+        )
+        self._announce_transitions(obj, previous, status)
+        return written
+
+    def _announce_transitions(self, obj: Obj, previous: Obj, status: Obj) -> None:
+        for type_, reason, message in transition_events(obj["metadata"]["name"], previous, status):
+            self._event(obj, type_, reason, message)
+
+    def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        meta = obj["metadata"]
+        level = logging.WARNING if type_ == "Warning" else logging.INFO
+        log.log(level, "%s name=%s namespace=%s message=%r", reason, meta["name"], meta["namespace"], message)
+        self.backend.record_event(obj, type=type_, reason=reason, message=message)
+
+    def _report_invalid_spec(self, obj: Obj, message: str) -> Result:
+        generation = int(obj["metadata"].get("generation") or 1)
+        previous = obj.get("status") or {}
+        status = invalid_spec_status(previous, generation=generation, message=message, now=self._now())
+        if self.tracer.enabled:
+            key = key_of(obj["metadata"]["namespace"], obj["metadata"]["name"])
+            self.tracer.phase("diff", key, {"subject": "spec", "decision": "invalid", "reason": message})
+        self._write_status(obj, status)
+        # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
+        return Result()
+
+    def _write_terminating_status(self, obj: Obj, message: str) -> None:
+        conds = [
+            Cond(CT.READY, "False", Reason.TERMINATING, message),
+            Cond(CT.LOAD_BALANCER_READY, "False", Reason.LOAD_BALANCER_FAILED, message),
+        ]
+        generation = int(obj["metadata"].get("generation") or 1)
+        previous = obj.get("status") or {}
+        status = override_status(previous, conds, generation=generation, phase=Phase.TERMINATING, now=self._now())
+        self._write_status(obj, status)
+
+    def _next(self, status: Obj, view: DeploymentView) -> Result:
+        """Poll only for what no event will announce: a moving rollout becoming stuck, and a
+        server still loading turning into a crash loop. Pods becoming ready, a rollout
+        finishing or passing its deadline all change the Deployment's status, whose watch
+        event wakes us; resyncs do the rest."""
+        if status.get("phase") in (Phase.READY, Phase.FAILED):
+            return Result()
+        ready = find(status.get("conditions") or [], CT.READY) or {}
+        if ready.get("reason") == Reason.SERVER_STARTING:
+            return Result(requeue_after=STARTING_RECHECK + STUCK_MARGIN)
+        stuck_in = self._stuck_in(view)
+        return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
+
+
+def _child_condition(kind: str) -> str:
+    return CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY
+
+
+def _condition_true(obj: Obj, type_: str) -> bool:
+    return is_true((obj.get("status") or {}).get("conditions") or [], type_)

@@ -1,0 +1,377 @@
+"""Compute an InferenceService's status from what was observed: honest, and stable.
+
+Pure functions: given the parsed object, its previous status, the live Deployment and Service
+and the load balancer outcome, return the full new status. ``Ready=True`` only when the
+Deployment has rolled out the current template, every desired replica is ready, the Service
+exists and the load balancer is registered (or registration is disabled). Messages carry no
+timestamps or durations, so the same observation always yields the same status and a
+converged object needs no write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from inference_operator.api.constants import ConditionType as CT
+from inference_operator.api.constants import Phase, Reason
+from inference_operator.api.models import InferenceService
+from inference_operator.core.conditions import Cond, find, merge, update
+from inference_operator.core.ports import Registration
+from inference_operator.reconcile.builders import selector_string, service_url
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LoadBalancerState:
+    """The outcome of the load balancer step of one pass."""
+
+    state: Literal["registered", "disabled", "waiting", "failed"]
+    registration: Registration | None = None
+    message: str = ""
+    recheck: bool = False
+    """The record could not be checked this time (the balancer did not answer): look again soon."""
+
+
+@dataclass(frozen=True)
+class PodProblem:
+    """Why pods are not becoming ready, in words a person understands."""
+
+    reason: str
+    message: str
+
+
+_IMAGE_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+# The kubelet cannot build the container from the pod spec: a missing Secret or ConfigMap key,
+# or runAsNonRoot with an image whose user is root. Only a change of spec, image or namespace ends it.
+_CONFIG_ERROR = "CreateContainerConfigError"
+
+
+def _crash(cs: Obj) -> str:
+    """One crash-looping container in a person's words: which, how it ended, how often."""
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    restarts = int(cs.get("restartCount") or 0)
+    return (
+        f"container {cs.get('name') or '?'} exited with code {last.get('exitCode', '?')} "
+        f"({last.get('reason') or 'Error'}), restarted {restarts} time{'' if restarts == 1 else 's'}"
+    )
+
+
+def _crashed(cs: Obj) -> bool:
+    """Crash looping, whatever the moment: waiting in back-off, or running again after failed
+    exits without having become ready since. The kubelet shows the second between back-offs;
+    a look at that moment must not read as "no problem", for that answer is kept until the
+    next resync. After a single failed exit, a server loading again behind its startup probe
+    is only starting (it may well come up this time): it is looked at again within
+    ``STARTING_RECHECK`` (podcheck.py), and a second failure is a loop."""
+    waiting = (cs.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") == "CrashLoopBackOff":
+        return True
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    restarts = int(cs.get("restartCount") or 0)
+    failed_before = not cs.get("ready") and restarts > 0 and int(last.get("exitCode") or 0) != 0
+    return failed_before and not (restarts == 1 and _starting(cs))
+
+
+def _starting(cs: Obj) -> bool:
+    """Running, but its startup probe has not passed yet: the server is loading its model."""
+    return "running" in (cs.get("state") or {}) and cs.get("started") is False
+
+
+def _start(cs: Obj) -> str:
+    """One starting container in a person's words, with the failed exit it restarted after."""
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    again = ""
+    if int(cs.get("restartCount") or 0) and int(last.get("exitCode") or 0):
+        again = f" again after exiting with code {last['exitCode']} ({last.get('reason') or 'Error'})"
+    return f"container {cs.get('name') or '?'} is running{again}"
+
+
+def pod_problem(pods: list[Obj]) -> PodProblem | None:
+    """The most telling reason among the pods of a Deployment why replicas are not ready.
+
+    Unschedulable pods (e.g. asking for more GPUs than any node has) come first, then image
+    pull failures, then containers the kubelet cannot create, then crash loops, and last no
+    problem at all: servers still loading behind their startup probe. Messages carry no
+    timestamps; a crash loop's restart count is as of the last look at the pods (the
+    reconciler looks again only when the Deployment moves or after ``POD_RECHECK``).
+    """
+    unschedulable, pulls, configs, crashes, starting = [], [], [], [], []
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        status = pod.get("status") or {}
+        for c in status.get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+                unschedulable.append(str(c.get("message") or "no node fits"))
+        for cs in status.get("containerStatuses") or []:
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in _IMAGE_PULL:
+                pulls.append(f"{waiting['reason']}: {waiting.get('message') or cs.get('image', '')}")
+            elif waiting.get("reason") == _CONFIG_ERROR:
+                configs.append(f"container {cs.get('name') or '?'}: {waiting.get('message') or _CONFIG_ERROR}")
+            elif _crashed(cs):
+                crashes.append(_crash(cs))
+            elif _starting(cs):
+                starting.append(_start(cs))
+    if unschedulable:
+        return PodProblem(
+            Reason.PODS_UNSCHEDULABLE, f"{len(unschedulable)} pod(s) cannot be scheduled: {unschedulable[0]}"
+        )
+    if pulls:
+        return PodProblem(Reason.IMAGE_PULL_FAILED, f"{len(pulls)} pod(s) cannot pull the image: {pulls[0]}")
+    if configs:
+        return PodProblem(Reason.CONTAINER_CONFIG_ERROR, f"{len(configs)} pod(s) cannot start: {configs[0]}")
+    if crashes:
+        return PodProblem(Reason.CRASH_LOOPING, f"{len(crashes)} pod(s) keep crashing: {crashes[0]}")
+    if starting:
+        return PodProblem(
+            Reason.SERVER_STARTING,
+            f"{len(starting)} pod(s) still starting: {starting[0]}, "
+            "its startup probe has not passed yet (the server is loading the model)",
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class DeploymentView:
+    """The numbers of a live Deployment that status is computed from."""
+
+    exists: bool
+    observed: bool
+    total: int
+    updated: int
+    ready: int
+    deadline_exceeded: bool
+    deadline_message: str
+    last_progress: str = ""  # Progressing.lastUpdateTime: when the rollout last moved
+    version: str = ""  # the Deployment's resourceVersion: any status change moves it
+    pods_refused: str = ""  # ReplicaFailure (True): why the API server refuses the ReplicaSet's pods
+
+    @classmethod
+    def of(cls, dep: Obj | None) -> DeploymentView:
+        if dep is None:
+            return cls(False, False, 0, 0, 0, False, "")
+        st = dep.get("status") or {}
+        gen = (dep.get("metadata") or {}).get("generation") or 1
+        progressing = find(st.get("conditions") or [], "Progressing") or {}
+        exceeded = progressing.get("reason") == "ProgressDeadlineExceeded" and progressing.get("status") == "False"
+        failure = find(st.get("conditions") or [], "ReplicaFailure") or {}
+        refused = str(failure.get("message") or "pod creation failed") if failure.get("status") == "True" else ""
+        return cls(
+            exists=True,
+            observed=int(st.get("observedGeneration") or 0) >= int(gen),
+            total=int(st.get("replicas") or 0),
+            updated=int(st.get("updatedReplicas") or 0),
+            ready=int(st.get("readyReplicas") or 0),
+            deadline_exceeded=exceeded,
+            deadline_message=str(progressing.get("message") or ""),
+            last_progress=str(progressing.get("lastUpdateTime") or ""),
+            version=str((dep.get("metadata") or {}).get("resourceVersion") or ""),
+            pods_refused=refused,
+        )
+
+
+def deployment_condition(isvc: InferenceService, dep: DeploymentView, problem: PodProblem | None = None) -> Cond:
+    desired = isvc.spec.replicas
+    t = CT.DEPLOYMENT_READY
+    if not dep.exists:
+        return Cond(t, "False", Reason.WAITING_FOR_CHILDREN, f"Deployment {isvc.name} does not exist yet")
+    if not dep.observed:
+        return Cond(
+            t,
+            "False",
+            Reason.DEPLOYMENT_NOT_OBSERVED,
+            f"waiting for the Deployment controller to pick up the new spec of {isvc.name}",
+        )
+    if dep.deadline_exceeded:
+        detail = f": {problem.message}" if problem else (f": {dep.deadline_message}" if dep.deadline_message else "")
+        return Cond(
+            t,
+            "False",
+            Reason.PROGRESS_DEADLINE_EXCEEDED,
+            f"rollout made no progress for {isvc.spec.progressDeadlineSeconds}s, "
+            f"{dep.ready} of {desired} replicas ready{detail}",
+        )
+    if desired == 0 and dep.total == 0:
+        return Cond(t, "True", Reason.SCALED_TO_ZERO, "scaled to zero replicas")
+    if dep.pods_refused and dep.ready < desired:
+        # No pod exists to ask: the API server refused them (Pod Security admission, a quota,
+        # a LimitRange…), and the ReplicaSet keeps trying. It needs a person, not time.
+        return Cond(
+            t,
+            "False",
+            Reason.PODS_REFUSED,
+            f"{dep.ready} of {desired} replicas ready; the API server refuses the pods: {dep.pods_refused}",
+        )
+    if problem is not None and dep.ready < desired:
+        return Cond(t, "False", problem.reason, f"{dep.ready} of {desired} replicas ready; {problem.message}")
+    if dep.updated < desired or dep.total > dep.updated:
+        old = dep.total - dep.updated
+        tail = f", {old} old replicas still running" if old > 0 else ""
+        return Cond(
+            t,
+            "False",
+            Reason.ROLLOUT_IN_PROGRESS,
+            f"{dep.updated} of {desired} replicas updated, {dep.ready} ready{tail}",
+        )
+    if dep.ready < desired:
+        return Cond(t, "False", Reason.REPLICAS_UNAVAILABLE, f"{dep.ready} of {desired} replicas ready")
+    return Cond(t, "True", Reason.DEPLOYMENT_AVAILABLE, f"{dep.ready} of {desired} replicas ready")
+
+
+def service_condition(isvc: InferenceService, svc: Obj | None) -> Cond:
+    if svc is None:
+        return Cond(CT.SERVICE_READY, "False", Reason.SERVICE_MISSING, f"Service {isvc.name} does not exist yet")
+    return Cond(
+        CT.SERVICE_READY,
+        "True",
+        Reason.SERVICE_CREATED,
+        f"Service {isvc.name} routes port {isvc.spec.port} to the server pods",
+    )
+
+
+def load_balancer_condition(lb: LoadBalancerState) -> Cond:
+    t = CT.LOAD_BALANCER_READY
+    if lb.state == "disabled":
+        return Cond(t, "True", Reason.LOAD_BALANCER_DISABLED, "registration disabled by spec.loadBalancer.enabled")
+    if lb.state == "registered" and lb.registration is not None:
+        return Cond(
+            t,
+            "True",
+            Reason.LOAD_BALANCER_REGISTERED,
+            f"registered as {lb.registration.id} at {lb.registration.address}",
+        )
+    if lb.state == "failed":
+        return Cond(t, "False", Reason.LOAD_BALANCER_FAILED, lb.message)
+    return Cond(t, "False", Reason.LOAD_BALANCER_PENDING, "waiting for the Service before registering")
+
+
+def _was(previous: Obj, type_: str, generation: int) -> bool:
+    c = find(previous.get("conditions") or [], type_)
+    return c is not None and c.get("status") == "True" and c.get("observedGeneration") == generation
+
+
+def degraded_condition(isvc: InferenceService, previous: Obj, dep: DeploymentView) -> Cond:
+    """Degraded: it was Ready at this generation, and fewer replicas are ready now."""
+    desired = isvc.spec.replicas
+    was_serving = _was(previous, CT.READY, isvc.generation) or _was(previous, CT.DEGRADED, isvc.generation)
+    settled = dep.observed and dep.updated >= desired and not dep.deadline_exceeded
+    if was_serving and settled and dep.ready < desired:
+        return Cond(
+            CT.DEGRADED,
+            "True",
+            Reason.FEWER_READY_REPLICAS,
+            f"{dep.ready} of {desired} replicas ready after the rollout had completed",
+        )
+    return Cond(CT.DEGRADED, "False", Reason.AS_EXPECTED, "")
+
+
+def progressing_condition(deployment: Cond, degraded: Cond) -> Cond:
+    t = CT.PROGRESSING
+    if deployment.reason == Reason.PROGRESS_DEADLINE_EXCEEDED:
+        return Cond(t, "False", Reason.PROGRESS_DEADLINE_EXCEEDED, deployment.message)
+    if deployment.is_true:
+        return Cond(t, "False", Reason.ROLLOUT_COMPLETE, "rollout complete")
+    if degraded.is_true:
+        return Cond(t, "False", Reason.ROLLOUT_COMPLETE, "rollout complete, but replicas became unready")
+    return Cond(t, "True", deployment.reason, deployment.message)
+
+
+def ready_condition(parts: list[Cond], ready_message: str, *, blocked: Cond | None = None) -> Cond:
+    """The aggregate: a child write that failed explains it first, then the first part not true."""
+    if blocked is not None:
+        return Cond(CT.READY, "False", blocked.reason, blocked.message)
+    for part in parts:
+        if not part.is_true:
+            return Cond(CT.READY, "False", part.reason, part.message)
+    return Cond(CT.READY, "True", Reason.READY, ready_message)
+
+
+def phase_of(conds: dict[str, Cond], *, ready_replicas: int) -> str:
+    """The human summary, derived from the conditions and nothing else."""
+    ready, progressing, degraded = conds[CT.READY], conds[CT.PROGRESSING], conds[CT.DEGRADED]
+    if ready.reason in Reason.NEEDS_ACTION or progressing.reason == Reason.PROGRESS_DEADLINE_EXCEEDED:
+        return Phase.FAILED
+    if ready.is_true:
+        return Phase.READY
+    if degraded.is_true:
+        return Phase.DEGRADED
+    if ready_replicas > 0 or ready.reason == Reason.SERVER_STARTING:  # servers up, loading their model
+        return Phase.PROGRESSING
+    return Phase.PENDING
+
+
+def compute_status(
+    isvc: InferenceService,
+    previous: Obj,
+    dep: DeploymentView,
+    service: Obj | None,
+    lb: LoadBalancerState,
+    *,
+    now: str,
+    problem: PodProblem | None = None,
+    blocked: Cond | None = None,
+) -> Obj:
+    """The full status for this observation (``dep``: ``DeploymentView.of(deployment)``).
+
+    ``blocked``: a child write that failed, as the False condition of that child
+    (``DeploymentReady`` or ``ServiceReady``); it replaces the observed one and explains Ready.
+    """
+    dep_cond = deployment_condition(isvc, dep, problem)
+    svc_cond = service_condition(isvc, service)
+    if blocked is not None and blocked.type == CT.DEPLOYMENT_READY:
+        dep_cond = blocked
+    elif blocked is not None and blocked.type == CT.SERVICE_READY:
+        svc_cond = blocked
+    lb_cond = load_balancer_condition(lb)
+    degraded = degraded_condition(isvc, previous, dep)
+    progressing = progressing_condition(dep_cond, degraded)
+    url = lb.registration.address if lb.registration else (service_url(isvc) if service else None)
+    ready = ready_condition(
+        [dep_cond, svc_cond, lb_cond],
+        f"{dep.ready} of {isvc.spec.replicas} replicas ready, serving at {url}",
+        blocked=blocked,
+    )
+    conds = {c.type: c for c in (ready, dep_cond, svc_cond, lb_cond, progressing, degraded)}
+    status: Obj = {
+        "observedGeneration": isvc.generation,
+        "replicas": dep.total,
+        "readyReplicas": dep.ready,
+        "updatedReplicas": dep.updated,
+        "selector": selector_string(isvc.name),
+        "phase": phase_of(conds, ready_replicas=dep.ready),
+    }
+    if url:
+        status["url"] = url
+    if lb.registration is not None:
+        status["loadBalancer"] = {
+            "id": lb.registration.id,
+            "address": lb.registration.address,
+            "target": lb.registration.target,
+        }
+    status["conditions"] = merge(
+        previous.get("conditions") or [], [conds[t] for t in CT.ALL], generation=isvc.generation, now=now
+    )
+    return status
+
+
+def invalid_spec_status(previous: Obj, *, generation: int, message: str, now: str) -> Obj:
+    """Status for a spec that failed validation: Ready=False/InvalidSpec, everything else kept."""
+    return override_status(
+        previous,
+        [Cond(CT.READY, "False", Reason.INVALID_SPEC, message)],
+        generation=generation,
+        phase=Phase.FAILED,
+        now=now,
+    )
+
+
+def override_status(previous: Obj, conds: list[Cond], *, generation: int, phase: str, now: str) -> Obj:
+    """Previous status with ``conds`` set, the phase replaced and the generation observed."""
+    status = dict(previous)
+    status["observedGeneration"] = generation
+    status["phase"] = phase
+    status["conditions"] = update(previous.get("conditions") or [], conds, generation=generation, now=now)
+    return status

@@ -1,0 +1,136 @@
+"""What the reconciler tells the tracer in each phase, as plain values (pure functions).
+
+The reconciler calls these only while tracing is on. They turn what a pass read and decided
+into the ``phase`` records of the trace (``docs/trace-format.md``): the object and children it
+observed, the desired-vs-live difference of the fields it owns, the actions it took, the
+status it computed. Values are redacted by the recorder, not here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from inference_operator.reconcile.announce import Action
+
+Obj = dict[str, Any]
+ABSENT = "<absent>"
+"""Shown for a field the live object lacks (or a desired value the operator no longer sets)."""
+_SEGMENT = re.compile(r"\.([^.\[]+)|\[([^\]]*)\]")
+_SELECTOR = re.compile(r'([A-Za-z0-9_-]+)=("(?:[^"\\]|\\.)*"|[^,]*)')
+
+
+def _summary(obj: Obj | None) -> Obj | None:
+    if obj is None:
+        return None
+    meta = obj.get("metadata") or {}
+    out: Obj = {"rv": str(meta.get("resourceVersion") or ""), "generation": meta.get("generation")}
+    if meta.get("deletionTimestamp"):
+        out["deleting"] = True
+    return out
+
+
+def observed(obj: Obj | None, children: dict[str, Obj | None]) -> Obj:
+    """The observe phase: the InferenceService (spec and status) and its children, from the cache."""
+    if obj is None:
+        return {"found": False, "decision": "gone: nothing to do (owner references take the children)"}
+    meta = obj.get("metadata") or {}
+    out: Obj = {
+        "found": True,
+        "object": {
+            **(_summary(obj) or {}),
+            "finalizers": list(meta.get("finalizers") or []),
+            "spec": obj.get("spec") or {},
+            "status": obj.get("status") or {},
+        },
+        "children": {},
+    }
+    for kind, child in children.items():
+        summary = _summary(child)
+        if child is not None and summary is not None and kind == "Deployment":
+            st = child.get("status") or {}
+            summary["replicas"] = (child.get("spec") or {}).get("replicas")
+            summary["readyReplicas"] = st.get("readyReplicas", 0)
+            summary["observedGeneration"] = st.get("observedGeneration")
+        out["children"][kind] = summary
+    return out
+
+
+def value_at(obj: Any, path: str) -> Any:
+    """The value at a field path as ``drift`` prints it (``.spec.template.spec.containers[name="server"].env``),
+    or :data:`ABSENT`."""
+    current = obj
+    for match in _SEGMENT.finditer(path):
+        field, selector = match.group(1), match.group(2)
+        if field is not None:
+            if not isinstance(current, dict) or field not in current:
+                return ABSENT
+            current = current[field]
+            continue
+        if not isinstance(current, list):
+            return ABSENT
+        if selector.isdigit():
+            index = int(selector)
+            current = current[index] if index < len(current) else ABSENT
+            continue
+        wanted = {k: _literal(v) for k, v in _SELECTOR.findall(selector)}
+        found = [item for item in current if isinstance(item, dict) and _matches(item, wanted)]
+        if len(found) != 1:
+            return ABSENT
+        current = found[0]
+    return current
+
+
+def _literal(text: str) -> Any:
+    if text.startswith('"') and text.endswith('"'):
+        return text[1:-1].replace('\\"', '"')
+    if text.isdigit():
+        return int(text)
+    return text
+
+
+def _matches(item: Obj, wanted: Obj) -> bool:
+    return all(str(item.get(k)) == str(v) for k, v in wanted.items())
+
+
+def diffed(kind: str, live: Obj | None, desired: Obj, changed: list[str] | None, *, conflict: bool = False) -> Obj:
+    """The diff phase for one child: ``create`` (with the whole desired object), ``patch`` (each
+    owned field that differs, desired and live), ``none`` or ``conflict`` (not ours)."""
+    if conflict:
+        return {"subject": kind, "decision": "conflict", "reason": "a same-named object is not controlled by us"}
+    if live is None:
+        return {"subject": kind, "decision": "create", "desired": desired}
+    if not changed:
+        return {"subject": kind, "decision": "none", "fields": []}
+    return {
+        "subject": kind,
+        "decision": "patch",
+        "fields": [
+            {"path": path, "desired": value_at(desired, path), "live": value_at(live, path)} for path in changed
+        ],
+    }
+
+
+def acted(children: dict[str, Action], *, finalizer_added: bool, lb_note: str, blocked: list[str]) -> Obj:
+    """The act phase: what the pass did, as values (the writes themselves are ``write`` records)."""
+    actions: list[Obj] = []
+    for kind, action in children.items():
+        if action is not None:
+            entry: Obj = {"action": action.verb.lower(), "kind": kind}
+            if action.fields:
+                entry["fields"] = action.fields.split(", ")
+            actions.append(entry)
+    if finalizer_added:
+        actions.append({"action": "add-finalizer"})
+    if lb_note:
+        actions.append({"action": "load-balancer", "note": lb_note})
+    return {"actions": actions, "blocked": blocked}
+
+
+def status_decided(previous: Obj, status: Obj, *, written: bool, deferred: bool = False) -> Obj:
+    """The update-status phase: the status computed, whether it was written, and what moved."""
+    changed = sorted(k for k in set(previous) | set(status) if previous.get(k) != status.get(k))
+    out: Obj = {"written": written, "changedFields": changed, "status": status}
+    if deferred:
+        out["deferred"] = "the Deployment controller has not observed the new spec yet"
+    return out

@@ -1,0 +1,398 @@
+"""An in-process stand-in for kube-apiserver, faithful in the semantics operators rely on.
+
+The simulator, the unit tests and the ``demo`` command need an API server that runs offline,
+deterministically and in microseconds, yet punishes the same mistakes a real cluster does:
+
+1. optimistic concurrency: a write with a stale ``resourceVersion`` raises :class:`Conflict`
+   (and a custom resource's PUT without one is :class:`Invalid`);
+2. ``metadata.generation`` counts spec changes only (and, for Deployments, annotation changes);
+3. the status subresource: ``update_status`` writes ``status`` (and, for Go-typed kinds,
+   metadata) but never spec, and the main endpoint ignores status; neither a status write
+   nor a no-op write bumps ``generation``;
+4. finalizers and garbage collection: deleting an object with finalizers only marks it
+   (``deletionTimestamp``, and ``generation`` + 1); removing the last finalizer removes it, and
+   removal cascades through ``ownerReferences`` (background, foreground or orphan).
+
+Plus server-side apply (:meth:`FakeApiServer.apply`, what a PATCH with ``application/apply-patch+yaml``
+does): the applied configuration is merged into the live object (list-map items by key, atomic
+lists and maps replaced, granular maps merged); what the field manager applied before and no
+longer applies is removed unless another manager still owns it; a field another manager owns that
+the apply would change raises :class:`Conflict` with the real message, unless ``force`` takes it
+over; an apply that changes nothing is a no-op; an apply to a missing object creates it. Every
+write keeps ``metadata.managedFields`` as the real server does (:mod:`.managedfields`): an
+``Apply`` entry per applier, an ``Update`` entry per (field manager, apiVersion, subresource) for
+every other write, owning what the request set or changed (on create, scheme defaults too, but
+not what the registry allocates). Plus defaulting (:mod:`.defaults`), server-set
+``uid``/``creationTimestamp``, watch events, and copies everywhere: nothing a caller holds is ever
+part of the store. Wherever this fake and a real API server could disagree, the real one is right;
+the e2e suite is the referee.
+
+This module is what requests do; where objects live, reads and the request log are
+:mod:`.store`. What a request turns into before it is stored is :mod:`.strategy` (with
+:mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
+garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, selectors :mod:`.selectors`; a
+request's URL against its body (``target``) is :mod:`.target`, with :mod:`.decoding`; namespaces
+(admission, deletion) are :mod:`.namespaces`; what a stored CRD's schema does to writes of its
+kind (pruning, defaults, validation, CEL) is :mod:`.customresources`.
+
+Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
+a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
+is logged in ``requests`` with ``changed=False``, but it is not a write: like the real API server
+it keeps the ``resourceVersion`` and emits no watch event. Garbage-collector work is counted in
+``gc_writes``, never in ``writes``: it is not the caller's doing.
+
+Stored objects are never mutated in place: every write stores a new dict (sharing untouched
+subtrees with the previous version) plus a frozen copy (:func:`~inference_operator.core.jsoncopy.freeze`).
+Every read, write response and watch event thaws that copy, which is the cheapest way to hand out
+an independent object; watch buffers hold the frozen bytes and thaw them when drained.
+All public methods take one re-entrant lock; the server is safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from inference_operator.core.clock import Clock
+from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
+from inference_operator.core.jsoncopy import freeze, merge_patch
+from inference_operator.sim.apiserver import defaults, managedfields, namespaces, strategy
+from inference_operator.sim.apiserver.customresources import CustomResources
+from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation
+from inference_operator.sim.apiserver.kinds import traits_of
+from inference_operator.sim.apiserver.managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
+from inference_operator.sim.apiserver.namespaces import NamespaceLifecycle
+from inference_operator.sim.apiserver.store import ApiRequest, thaw_object
+from inference_operator.sim.apiserver.storedwrites import StoredWrites
+from inference_operator.sim.apiserver.strategy import Key
+from inference_operator.sim.apiserver.target import (
+    Target,
+    body_for_create,
+    check_apply_body,
+    check_patch,
+    check_update_body,
+    patch_body,
+    patch_preconditions,
+)
+from inference_operator.sim.apiserver.watch import Watch, WatchEvent
+from inference_operator.sim.clock import FakeClock
+
+__all__ = [
+    "DEFAULT_FIELD_MANAGER",
+    "AlreadyExists",
+    "ApiError",
+    "ApiRequest",
+    "BadRequest",
+    "Conflict",
+    "FakeApiServer",
+    "Invalid",
+    "NotFound",
+    "Propagation",
+    "Watch",
+    "WatchEvent",
+]
+
+Obj = dict[str, Any]
+
+
+class FakeApiServer(StoredWrites):
+    """A generic, in-memory API server keyed by (kind, namespace, name).
+
+    ``clock`` stamps ``creationTimestamp``/``deletionTimestamp`` (a :class:`FakeClock` standing
+    at 2026-01-01T00:00:00Z when omitted, for deterministic objects). ``defaulters`` adds
+    defaulting for more kinds, such as a CRD's schema defaults, applied on every write.
+    """
+
+    def __init__(
+        self, clock: Clock | None = None, *, defaulters: Mapping[str, defaults.Defaulter] | None = None
+    ) -> None:
+        super().__init__(clock if clock is not None else FakeClock())
+        self._defaulters = dict(defaulters or {})
+        self._gc = GarbageCollector(
+            lookup=self._lookup,
+            stored=self._stored,
+            delete=self._collect,
+            commit=self._commit_for_gc,
+        )
+        self.on_collected: Callable[[Key, str], None] | None = None
+        """Told each object the garbage collector deleted, with the delete's resourceVersion (the trace)."""
+        self._allocator = defaults.Allocator()
+        self._uid_counter = 0
+        self.custom_resources = CustomResources()
+        """The schemas of the CustomResourceDefinitions stored here, applied to writes of their kinds."""
+        self._names = random.Random(0)  # generateName: random-looking, yet the same in every run
+        self._namespaces = NamespaceLifecycle(
+            store=self, put=self._put, remove=self._remove, delete=lambda key: self._delete(key, "Background")[0]
+        )
+        for namespace in self._namespaces.built_in():
+            self._create(strategy.key_of(namespace), namespace, manager="kube-apiserver")
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def create(
+        self,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        target: Target | None = None,
+    ) -> Obj:
+        """Store a new object; the server sets uid, resourceVersion, generation and timestamps.
+
+        ``field_manager`` (every write takes one) names the ``Update`` entry in ``managedFields``;
+        like the real server, a request that names none is recorded as ``unknown``. ``namespace``
+        is the request path's, if any (the object's own must then be empty or the same);
+        ``target`` is what the request's URL names, when there is one (:mod:`.target`: the body
+        must agree).
+        """
+        with self._lock:
+            if target is not None:
+                obj = body_for_create(target, obj)
+            obj = self._namespaces.admit_create(obj, path_namespace=namespace)
+            named = strategy.with_generated_name(
+                obj, taken=lambda k: self._lookup(k) is not None, draw=self._names.choice
+            )
+            key = strategy.key_of(named)
+            try:
+                managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
+                strategy.check_create(key, obj)
+                created = self._create(key, obj, manager=field_manager)
+            except ApiError as err:
+                self._log("create", key, error=err)
+                raise
+            self._log("create", key, changed=True)
+            self.gc_writes += self._gc.run()
+            return thaw_object(created)
+
+    def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None) -> Obj:
+        """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition (custom resources need one)."""
+        with self._lock:
+            if target is not None:
+                obj = check_update_body(target, obj)
+            key = strategy.key_of(obj)
+            return self._write(
+                "update",
+                key,
+                lambda stored: (self._prepare_update(key, stored, defaults.ingest(key[0], obj)), obj),
+                precondition=obj,
+                manager=field_manager,
+            )
+
+    def update_status(
+        self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None
+    ) -> Obj:
+        """Replace ``status`` (PUT /status); spec is never changed (see :func:`.strategy.prepare_status_update`)."""
+        with self._lock:
+            if target is not None:
+                obj = check_update_body(target, obj)
+            key = strategy.key_of(obj)
+            return self._write(
+                "update_status",
+                key,
+                lambda stored: (self._prepare_status_update(key, stored, obj), obj),
+                precondition=obj,
+                manager=field_manager,
+                subresource="status",
+            )
+
+    def patch(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
+    ) -> Obj:
+        """Apply a JSON merge patch; ``metadata.resourceVersion`` in it is a precondition."""
+        with self._lock:
+            key = strategy.key_for(kind, namespace, name)
+            url = Target("", *key)
+            patch = patch_body(url, patch)
+
+            def build(stored: Obj) -> tuple[Obj, Obj]:
+                patched = merge_patch(stored, patch, copy=False)
+                check_patch(url, stored=stored, patched=patched)
+                return self._prepare_update(key, stored, defaults.ingest(kind, patched)), patched
+
+            return self._write("patch", key, build, precondition=patch_preconditions(patch), manager=field_manager)
+
+    def patch_status(
+        self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
+    ) -> Obj:
+        """Apply a JSON merge patch to ``status`` only (PATCH /status)."""
+        with self._lock:
+            key = strategy.key_for(kind, namespace, name)
+            url = Target("", *key)
+            patch = patch_body(url, patch)
+
+            def build(stored: Obj) -> tuple[Obj, Obj]:
+                patched = merge_patch(stored, patch, copy=False)
+                check_patch(url, stored=stored, patched=patched)
+                return self._prepare_status_update(key, stored, patched), patched
+
+            checked = patch_preconditions(patch)
+            return self._write(
+                "patch_status", key, build, precondition=checked, manager=field_manager, subresource="status"
+            )
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, target: Target | None = None) -> Obj:
+        """Server-side apply (PATCH ``application/apply-patch+yaml``): create or merge ``obj``.
+
+        ``obj`` is the applied configuration: everything ``field_manager`` wants set, nothing
+        else. A missing object is created (a ``resourceVersion`` is then ignored, as by the real
+        server); otherwise a ``resourceVersion`` in ``obj`` is a precondition. :class:`Conflict`
+        when it would change a field another manager owns, unless ``force``.
+        """
+        with self._lock:
+            if target is not None:
+                obj = check_apply_body(target, obj)
+            key = strategy.key_of(obj)
+            try:
+                managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
+                self.custom_resources.check_applied(key[0], obj)
+                stored = self._lookup(key)
+                if stored is None:  # created, as the real server does (a resourceVersion is ignored)
+                    self._namespaces.admit_create(obj, path_namespace=None)
+                    applied = managedfields.apply(key[0], None, obj, manager=field_manager, force=force, now=self._now)
+                    result, changed = self._create(key, applied.merged, applied=applied), True
+                else:
+                    strategy.check_preconditions(key, stored, obj, write="apply")
+                    applied = managedfields.apply(
+                        key[0], stored, obj, manager=field_manager, force=force, now=self._now
+                    )
+                    candidate = self._prepare_update(key, stored, defaults.ingest(key[0], applied.merged))
+                    _set_managed_fields(candidate, applied.managed_fields)
+                    managedfields.settle_timestamps(stored, candidate)
+                    result, changed = self._commit(key, stored, candidate)
+            except ApiError as err:
+                self._log("apply", key, error=err)
+                raise
+            self._log("apply", key, changed=changed)
+            self.gc_writes += self._gc.run()
+            return thaw_object(result)
+
+    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj:
+        """Delete an object, or only mark it while finalizers remain. Dependents are collected.
+
+        ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
+        (finalizer ``foregroundDeletion``) until its dependents are gone; ``Orphan`` marks it
+        (finalizer ``orphan``) until the owner reference is stripped from the dependents. A
+        Namespace goes with its content (:mod:`.namespaces`). The answer is the real server's:
+        the object while it is only marked (also when it already was; a Namespace marked
+        ``Terminating``), the deleted object for kinds that return it (Services), else a success
+        ``Status``.
+        """
+        with self._lock:
+            key = strategy.key_for(kind, namespace, name)
+            try:
+                if kind == "Namespace":
+                    marked, changed = self._namespaces.delete(self._stored(key))
+                    answer = thaw_object(freeze(marked))
+                else:
+                    changed, answer = self._delete(key, propagation)
+            except ApiError as err:
+                self._log("delete", key, error=err)
+                raise
+            self._log("delete", key, changed=changed)
+            self.gc_writes += self._gc.run()
+            return answer
+
+    # --- write paths --------------------------------------------------------------------------
+
+    def _write(
+        self,
+        verb: str,
+        key: Key,
+        build: Callable[[Obj], tuple[Obj, Obj]],
+        *,
+        precondition: Mapping[str, Any],
+        manager: str,
+        subresource: str = "",
+    ) -> Obj:
+        """One Update-type write: ``build`` turns the stored object into (candidate, request)."""
+        try:
+            managedfields.validate_field_manager(manager, kind=key[0], apply=False)
+            stored = self._stored(key)
+            write = "patch" if verb.startswith("patch") else "update"
+            strategy.check_preconditions(key, stored, precondition, write=write)
+            candidate, request = build(stored)
+            self._track(key, stored, candidate, request=request, manager=manager, subresource=subresource)
+            result, changed = self._commit(key, stored, candidate)
+        except ApiError as err:
+            self._log(verb, key, error=err)
+            raise
+        self._log(verb, key, changed=changed)
+        self.gc_writes += self._gc.run()
+        return thaw_object(result)
+
+    def _track(
+        self,
+        key: Key,
+        stored: Obj | None,
+        candidate: Obj,
+        *,
+        request: Mapping[str, Any],
+        manager: str,
+        subresource: str,
+    ) -> None:
+        """Record ``manager``'s Update in ``candidate``'s managedFields (``stored`` None: a create)."""
+        fields = managedfields.track_update(
+            key[0], stored, candidate, request=request, manager=manager, subresource=subresource, now=self._now
+        )
+        _set_managed_fields(candidate, fields)
+        if stored is not None:
+            managedfields.settle_timestamps(stored, candidate)
+
+    def _collect(self, key: Key, propagation: Propagation) -> bool:
+        changed = self._delete(key, propagation)[0]
+        if changed and self.on_collected is not None:
+            self.on_collected(key, str(self._resource_version))
+        return changed
+
+    def _commit_for_gc(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
+        """The garbage collector's writes, recorded as the kube-controller-manager's (it only removes)."""
+        self._track(key, stored, candidate, request=candidate, manager=GC_FIELD_MANAGER, subresource="")
+        return self._commit(key, stored, candidate)
+
+    def _create(self, key: Key, obj: Obj, *, manager: str = "", applied: managedfields.Applied | None = None) -> bytes:
+        kind, namespace, name = key
+        if self._lookup(key) is not None:
+            raise AlreadyExists(
+                f'{kind} "{name}" already exists in namespace "{namespace}"', kind=kind, namespace=namespace, name=name
+            )
+        decoded = self.custom_resources.decode(kind, obj)
+        with self.custom_resources.reporting_with(kind, decoded):
+            new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
+        self.custom_resources.validate(kind, new, None)
+        if applied is not None:
+            _set_managed_fields(new, applied.managed_fields)
+        else:
+            self._track(key, None, new, request=obj, manager=manager, subresource="")
+        namespaces.complete_create(kind, new)
+        meta: Obj = new["metadata"]
+        self._uid_counter += 1
+        meta["uid"] = f"00000000-0000-4000-8000-{self._uid_counter:012x}"
+        meta["creationTimestamp"] = self._now()
+        if traits_of(kind).tracks_generation:
+            meta["generation"] = 1
+        meta["resourceVersion"] = self._next_resource_version()
+        blob = self._put(key, new, None, "ADDED")
+        if meta.get("ownerReferences"):
+            self._gc.check(key)  # an owner may already be gone: the GC collects orphans
+        return blob
+
+    def _prepare_update(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
+        defaulter = self._defaulters.get(key[0])
+        decoded = self.custom_resources.decode(key[0], candidate, copy=False)  # ingested: the server's own
+        new = strategy.prepare_update(key, stored, decoded, allocator=self._allocator, defaulter=defaulter)
+        self.custom_resources.validate(key[0], new, stored)
+        return new
+
+    def _prepare_status_update(self, key: Key, stored: Obj, source: Obj) -> Obj:
+        new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
+        self.custom_resources.validate(key[0], new, stored, status=True)
+        return new
+
+
+def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:
+    """Put ``entries`` in ``obj``'s metadata (a fresh dict: the old one may be the stored object's)."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    if entries:
+        meta["managedFields"] = entries
+    obj["metadata"] = meta

@@ -1,0 +1,109 @@
+"""How a change lands in the fake API server's store: commit, mark for deletion, remove, put.
+
+:mod:`.apiserver` is what requests do (verbs, preconditions, field management, admission); this
+is the layer under it that every write path ends in, shared by requests, the garbage collector
+and the namespace controller: a new resourceVersion, the stored and frozen copies, the watch
+event, the garbage collector's graph and a CRD's schema kept in step. Nothing here validates: by
+the time a change gets here, the request has been admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from inference_operator.core.jsoncopy import freeze
+from inference_operator.sim.apiserver import strategy
+from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
+from inference_operator.sim.apiserver.kinds import traits_of
+from inference_operator.sim.apiserver.store import ObjectStore, thaw_object
+from inference_operator.sim.apiserver.strategy import Key
+from inference_operator.sim.apiserver.watch import EventType
+
+if TYPE_CHECKING:
+    from inference_operator.sim.apiserver.customresources import CustomResources
+    from inference_operator.sim.apiserver.namespaces import NamespaceLifecycle
+
+Obj = dict[str, Any]
+
+
+class StoredWrites(ObjectStore):
+    """The store's write primitives; :class:`~.apiserver.FakeApiServer` sets up their collaborators."""
+
+    _gc: GarbageCollector
+    _namespaces: NamespaceLifecycle
+    custom_resources: CustomResources
+
+    def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
+        """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went."""
+        if candidate == stored:
+            return self._frozen[key], False
+        meta = candidate["metadata"]
+        rv = self._next_resource_version()
+        if "deletionTimestamp" in meta and not meta.get("finalizers"):
+            # Like the real API server: the update turns into the delete. The watch reports the
+            # last stored state; the writer gets what it wrote (its resourceVersion unchanged).
+            self._remove(key, stored, rv)
+            return freeze(candidate), True
+        candidate["metadata"] = {**meta, "resourceVersion": rv}
+        blob = self._put(key, candidate, stored, "MODIFIED")
+        if candidate["metadata"].get("ownerReferences") != stored["metadata"].get("ownerReferences"):
+            self._gc.check(key)
+        return blob, True
+
+    def _delete(self, key: Key, propagation: Propagation) -> tuple[bool, Obj]:
+        """(changed, the answer): see :meth:`delete`."""
+        stored = self._stored(key)
+        uid = stored["metadata"]["uid"]
+        finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
+        if not finalizers:
+            last = self._remove(key, stored, self._next_resource_version())
+            if traits_of(key[0]).returns_deleted_object:
+                return True, thaw_object(last)
+            return True, strategy.success_status(key, uid)
+        changed = self._mark_deleting(key, stored, finalizers)
+        answer = thaw_object(self._frozen[key])  # the marked object, whatever the collector does next
+        self._gc.marked(uid, finalizers)
+        return changed, answer
+
+    def _mark_deleting(self, key: Key, stored: Obj, finalizers: Sequence[str]) -> bool:
+        old_meta: Obj = stored["metadata"]
+        if "deletionTimestamp" in old_meta and list(finalizers) == old_meta.get("finalizers"):
+            return False  # already terminating: deleting again changes nothing
+        meta = {**old_meta, "finalizers": list(finalizers), "deletionGracePeriodSeconds": 0}
+        if "deletionTimestamp" not in old_meta:
+            meta["deletionTimestamp"] = self._now()
+            if old_meta.get("generation", 0) > 0:
+                meta["generation"] = old_meta["generation"] + 1  # as the real API server does
+        meta["resourceVersion"] = self._next_resource_version()
+        marked = {**stored, "metadata": meta}
+        self._put(key, marked, stored, "MODIFIED")
+        return True
+
+    def _remove(self, key: Key, stored: Obj, rv: str) -> bytes:
+        kind, namespace, name = key
+        del self._objects[kind][namespace][name]
+        del self._frozen[key]
+        if kind == "CustomResourceDefinition":
+            self.custom_resources.forget(stored)
+        meta: Obj = stored["metadata"]
+        self._gc.forget(key, meta)
+        final = {**stored, "metadata": {**meta, "resourceVersion": rv}}
+        last = freeze(final)
+        self._watches.emit("DELETED", kind, namespace, last, new=final, old=stored)
+        self._namespaces.content_removed(key)
+        return last
+
+    # --- store ----------------------------------------------------------------------------------
+
+    def _put(self, key: Key, new: Obj, old: Obj | None, event: EventType) -> bytes:
+        """Store ``new`` (and its frozen copy), tell the watches and the garbage collector."""
+        kind, namespace, name = key
+        self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
+        blob = self._frozen[key] = freeze(new)
+        if kind == "CustomResourceDefinition":
+            served = self.custom_resources.register(new)  # stored objects are read with its defaults
+            self._reread(served, lambda obj: self.custom_resources.defaulted(served, obj))
+        self._watches.emit(event, kind, namespace, blob, new=new, old=old)
+        self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
+        return blob

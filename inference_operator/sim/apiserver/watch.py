@@ -1,0 +1,132 @@
+"""Watches on the fake API server: buffered event streams, and the fan-out that fills them.
+
+A watch is the one thing the fake API server hands out that outlives the call: informers hold it
+and drain it whenever the simulation says so. It therefore has its own small API (``drain``,
+``pending``, ``stop``), kept apart from :mod:`.apiserver`, which only needs to offer each change
+to whoever is watching (:meth:`Broadcaster.emit`).
+
+A watch may carry a label selector (:mod:`.selectors`); it then sees an object the way the real
+API server's watch cache shows it: ``ADDED`` when a change makes the object match, ``DELETED``
+(with the new state) when a change makes it stop matching, nothing while it matches neither
+before nor after.
+
+Events are buffered as frozen snapshots (:func:`~inference_operator.core.jsoncopy.freeze`) and thawed
+when drained, so every receiver gets its own copy and none can touch the store. A watch shares
+the server's lock: the server is safe to share between threads, and so are its watches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
+
+from inference_operator.core.jsoncopy import freeze, thaw
+from inference_operator.sim.apiserver.selectors import Selector
+
+__all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
+
+Obj = dict[str, Any]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+class WatchEvent(NamedTuple):
+    """One change seen by a watch. ``object`` is the caller's own copy (DELETED: last state)."""
+
+    type: EventType
+    object: Obj
+
+
+class Watch:
+    """A buffered stream of events for one kind (or all kinds), from creation until :meth:`stop`."""
+
+    def __init__(
+        self, broadcaster: Broadcaster, kind: str | None, namespace: str | None, selector: Selector | None = None
+    ) -> None:
+        self.kind = kind
+        self.namespace = namespace
+        self.selector = selector or Selector()
+        self._broadcaster = broadcaster
+        self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
+        self._stopped = False
+
+    def matches(self, kind: str, namespace: str) -> bool:
+        return (self.kind is None or self.kind == kind) and (self.namespace is None or self.namespace == namespace)
+
+    def pending(self) -> int:
+        """How many events are waiting to be drained."""
+        with self._broadcaster.lock:
+            return len(self._events)
+
+    def drain(self) -> list[WatchEvent]:
+        """Return the pending events, oldest first, and forget them."""
+        with self._broadcaster.lock:
+            events = list(self._events)
+            self._events.clear()
+        return [WatchEvent(kind, thaw(blob)) for kind, blob in events]
+
+    def stop(self) -> None:
+        """Stop receiving events; pending ones can still be drained."""
+        with self._broadcaster.lock:
+            if not self._stopped:
+                self._stopped = True
+                self._broadcaster._close(self)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _offer(self, event: EventType, blob: bytes, new: Obj, old: Obj | None) -> None:
+        """One change: ``new`` is the object now (DELETED: its last state), ``old`` the version
+        before a MODIFIED. A selector's leave is DELETED with the old state at the new version."""
+        if self.selector:
+            matches_now = self.selector.matches(_labels(new))
+            if event == "DELETED":
+                if not matches_now:
+                    return
+            else:
+                matched_before = event == "MODIFIED" and old is not None and self.selector.matches(_labels(old))
+                if not matches_now and not matched_before:
+                    return  # outside the selector before and after
+                if matches_now and not matched_before:
+                    event = "ADDED"  # it entered the selector
+                elif not matches_now and old is not None:  # it left: its old state, at the new version
+                    rv = new["metadata"]["resourceVersion"]
+                    event, blob = "DELETED", freeze({**old, "metadata": {**old["metadata"], "resourceVersion": rv}})
+        self._events.append((event, blob))
+
+
+class Broadcaster:
+    """The open watches of one API server; offers each change to the watches it matches.
+
+    ``lock`` is the server's own: the server holds it while it emits, watches take it to drain.
+    """
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.lock = lock
+        self._watches: list[Watch] = []
+
+    def open(self, kind: str | None, namespace: str | None, selector: Selector | None = None) -> Watch:
+        """A new watch that receives every event emitted from now on for ``kind`` in ``namespace``
+        (for objects ``selector`` matches)."""
+        with self.lock:
+            watch = Watch(self, kind, namespace, selector)
+            self._watches.append(watch)
+            return watch
+
+    def _close(self, watch: Watch) -> None:
+        with self.lock:
+            self._watches.remove(watch)
+
+    def emit(self, event: EventType, kind: str, namespace: str, blob: bytes, *, new: Obj, old: Obj | None) -> None:
+        """Offer one change to every matching watch: ``blob`` is ``new`` frozen (the object now, or
+        its last state), ``old`` the stored version before it. Call with ``lock`` held."""
+        for watch in self._watches:
+            if watch.matches(kind, namespace):
+                watch._offer(event, blob, new, old)
+
+
+def _labels(obj: Obj) -> Mapping[str, str]:
+    labels = obj["metadata"].get("labels")
+    return labels if isinstance(labels, dict) else {}

@@ -1,0 +1,189 @@
+"""Decide whether a live object already has what the operator wants.
+
+The operator writes its children with server-side apply, so "has what it wants" means two
+things (:func:`drift`): every field it applies is present with the value it applies (list-map
+items matched by key, so a container or an owner reference someone else added is not a
+difference), and it owns no field it no longer applies (``managedFields`` says what it owns:
+a field it stopped setting — a GPU limit, a nodeSelector key — is a difference until an apply
+removes it). Fields only others own are never compared, so there is never a write loop.
+
+Values compare as the API server stores them: it adds defaults (``dnsPolicy``, probe timeouts
+…) beside the applied fields, drops empty lists and maps, and rewrites quantities into
+canonical form (``0.5`` becomes ``500m``); ``contains(live, desired)`` is true when every
+field of ``desired`` is present in ``live`` with an equal value, recursively. An atomic value
+(a nodeSelector, a toleration list) is the applier's as a whole and compares both ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from inference_operator.ssa.fieldpaths import FieldSet, Path, field_set, item_element, path_string, resolve
+from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, schema_for
+from inference_operator.ssa.fieldsv1 import managed_fields_of
+
+_SUFFIX = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+
+
+def parse_quantity(value: Any) -> Decimal | None:
+    """The numeric value of a Kubernetes quantity (``"500m"`` → 0.5), or None if it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"):
+        if text.endswith(suffix) and not text.endswith("e" + suffix):
+            number = text[: -len(suffix)]
+            try:
+                return Decimal(number) * _SUFFIX[suffix]
+            except InvalidOperation:
+                return None
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return None
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value == {} or value == [] or value == ""
+
+
+def contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
+    """True when ``live`` has every field of ``desired`` with an equal value.
+
+    Empty desired values match absent live ones (the API server omits them). Under a
+    ``resources`` map values compare as quantities.
+    """
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return all(_is_empty(v) for v in desired.values()) and _is_empty(live)
+        for k, want in desired.items():
+            have = live.get(k)
+            if have is None:
+                if _is_empty(want):
+                    continue
+                return False
+            if not contains(have, want, quantities=quantities or k in ("requests", "limits")):
+                return False
+        return True
+    if isinstance(desired, list):
+        if not isinstance(live, list):
+            return _is_empty(desired) and _is_empty(live)
+        return len(live) == len(desired) and all(
+            contains(h, w, quantities=quantities) for h, w in zip(live, desired, strict=True)
+        )
+    if quantities:
+        a, b = parse_quantity(live), parse_quantity(desired)
+        if a is not None and b is not None:
+            return a == b
+    if type(live) is not type(desired) and not (isinstance(live, int | float) and isinstance(desired, int | float)):
+        return False
+    return bool(live == desired)
+
+
+NOT_APPLIED = "(fields owned through an update, not an apply)"
+
+
+def drift(live: dict[str, Any], desired: dict[str, Any], *, kind: str, manager: str) -> list[str]:
+    """Why ``desired`` must be applied again to ``live`` (empty: it need not be).
+
+    The paths, as the API server prints them, whose value differs from what ``manager``
+    applies, then those ``manager`` owns and no longer applies. A live object ``manager`` has
+    never applied to (made by an older version of the operator) drifts as a whole.
+    """
+    out: list[str] = []
+    _diff(live, desired, schema_for(kind), (), out, quantities=False)
+    owned = managed_fields_of(live, manager, "Apply")
+    if owned is None:
+        return [*out, NOT_APPLIED]
+    want = field_set(desired, kind)
+    dropped = owned - want
+    if dropped:
+        leaves = sorted(_leaves(want))
+        out.extend(path_string(path) for path in sorted(dropped) if not _covered(path, want, leaves))
+    return out
+
+
+def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, quantities: bool) -> None:
+    """Append the paths under ``path`` where ``live`` lacks a value of ``desired``: one walk of
+    the applied configuration, list-map items matched by key, atomic values compared whole."""
+    node = resolve(node, desired)
+    if isinstance(node, ListOf) and node.kind == "map" and isinstance(desired, list):
+        by_element: dict[Any, list[Any]] = {}
+        for item in live if isinstance(live, list) else []:
+            if (element := _element_of(node, item)) is not None:
+                by_element.setdefault(element, []).append(item)
+        for item in desired:
+            element = _element_of(node, item)
+            found = by_element.get(element, [])
+            sub = (*path, element)
+            if len(found) != 1:
+                out.append(path_string(sub))
+            else:
+                _diff(found[0], item, node.element, sub, out, quantities=quantities)
+        return
+    if isinstance(node, Struct | MapOf) and not node.atomic and isinstance(desired, dict):
+        have_all = live if isinstance(live, dict) else {}
+        for name, want in desired.items():
+            sub = (*path, (0, name))
+            if name not in have_all or have_all[name] is None:
+                if not _is_empty(want):
+                    out.append(path_string(sub))
+                continue
+            _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITY_MAPS)
+        return
+    if isinstance(desired, dict | list):
+        # An atomic value is the applier's as a whole: a key or item it no longer has must go
+        # too, so compare both ways (the builders set no field the server defaults in one).
+        same = contains(live, desired, quantities=quantities) and contains(desired, live, quantities=quantities)
+    else:
+        same = contains(live, desired, quantities=quantities)
+    if not same:
+        out.append(path_string(path))
+
+
+_QUANTITY_MAPS = ("requests", "limits")
+
+
+def _leaves(fields: FieldSet) -> Iterable[Path]:
+    """The paths of ``fields`` that no other path extends: where values live."""
+    parents = {path[:n] for path in fields for n in range(1, len(path))}
+    return (path for path in fields if path not in parents)
+
+
+def _covered(path: Path, want: FieldSet, leaves: list[Path]) -> bool:
+    """Whether ``path`` is below a value still applied, or above one: a map or list the server
+    tracks key by key while we apply it whole (or the reverse) is not a field we dropped."""
+    return any(path[: len(leaf)] == leaf for leaf in leaves) or any(w[: len(path)] == path for w in want)
+
+
+def _element_of(node: ListOf, item: Any) -> Any:
+    try:
+        return item_element(node, item)
+    except ValueError:
+        return None
+
+
+__all__ = ["NOT_APPLIED", "contains", "drift", "parse_quantity"]

@@ -1,0 +1,156 @@
+"""The ``fieldsV1`` JSON of ``managedFields``, to and from field sets, as the API server writes it.
+
+Field sets are computed by :mod:`.fieldpaths`; this module spells them the way kube-apiserver
+stores them in ``metadata.managedFields`` (key for key, in the server's order) and reads them
+back, and prints paths the way the server's conflict messages do.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from inference_operator.ssa.fieldpaths import (
+    _FIELD,
+    _KEY,
+    _VALUE,
+    FieldSet,
+    Path,
+    PathElement,
+    field_element,
+    index_element,
+    key_element,
+    value_element,
+)
+
+__all__ = ["element_string", "from_fields_v1", "managed_fields_of", "parse_element", "to_fields_v1"]
+
+
+# --- fieldsV1 ------------------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    """Compact JSON as Go's encoder writes it (HTML characters escaped)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+@functools.lru_cache(maxsize=65536)
+def element_string(element: PathElement) -> str:
+    """The ``fieldsV1`` key of a path element: ``f:name``, ``k:{…}``, ``v:…`` or ``i:N``."""
+    tag = element[0]
+    if tag == _FIELD:
+        return f"f:{element[1]}"
+    if tag == _KEY:
+        return "k:{" + ",".join(f"{_json(name)}:{_json(value)}" for name, _, value in element[1]) + "}"
+    if tag == _VALUE:
+        return f"v:{_json(element[2])}"
+    return f"i:{element[1]}"
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_element(text: str) -> PathElement:
+    tag, _, rest = text.partition(":")
+    if tag == "f":
+        return field_element(rest)
+    if tag == "k":
+        keys = json.loads(rest)
+        if not isinstance(keys, dict):
+            raise ValueError(f"not a key path element: {text!r}")
+        return key_element(keys)
+    if tag == "v":
+        return value_element(json.loads(rest))
+    if tag == "i":
+        return index_element(int(rest))
+    raise ValueError(f"unknown path element type: {text!r}")
+
+
+def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    """The ``fieldsV1`` object of a field set, keys in the order the API server writes them
+    (path elements sorted, ``.`` first where a member also has children)."""
+    root: _Tree = {}
+    for path in fields:
+        node = root
+        for element in path[:-1]:
+            child = node.get(element)
+            if child is None:
+                child = node[element] = [False, {}]
+            node = child[1]
+        last = node.get(path[-1])
+        if last is None:
+            node[path[-1]] = [True, {}]
+        else:
+            last[0] = True
+    return _emit(root)
+
+
+_Tree = dict[PathElement, list[Any]]
+"""Path element → [is a member, the tree below it]."""
+
+
+def _emit(tree: _Tree) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for element in sorted(tree):
+        member, below = tree[element]
+        body: dict[str, Any] = {}
+        if below:
+            if member:
+                body["."] = {}
+            body.update(_emit(below))
+        out[element_string(element)] = body
+    return out
+
+
+def from_fields_v1(fields_v1: Mapping[str, Any]) -> FieldSet:
+    """The field set a ``fieldsV1`` object records; unknown path element types are dropped."""
+    out: set[Path] = set()
+    _read(fields_v1, (), out)
+    return frozenset(out)
+
+
+def _read(node: Mapping[str, Any], prefix: Path, out: set[Path]) -> bool:
+    """Add what ``node`` holds below ``prefix``; True if ``prefix`` itself is a member (it says
+    ``.``, or it holds nothing SMD understands: a leaf)."""
+    member = has_children = False
+    for text, child in node.items():
+        if text == ".":
+            member = True
+            continue
+        try:
+            element = parse_element(text)
+        except ValueError:
+            continue
+        path = (*prefix, element)
+        before = len(out)
+        if _read(child if isinstance(child, dict) else {}, path, out):
+            out.add(path)
+        has_children = has_children or len(out) > before
+    return member or not has_children
+
+
+# --- managedFields -------------------------------------------------------------------------------------
+
+
+def managed_fields_of(
+    obj: Mapping[str, Any], manager: str, operation: str = "Apply", *, subresource: str = ""
+) -> FieldSet | None:
+    """The fields ``manager`` owns through ``operation`` (``Apply`` or ``Update``) on ``obj``,
+    from its ``metadata.managedFields``; None when there is no such entry."""
+    meta = obj.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, Mapping) else None
+    for entry in entries or ():
+        if (
+            entry.get("manager") == manager
+            and entry.get("operation") == operation
+            and entry.get("subresource", "") == subresource
+        ):
+            return from_fields_v1(entry.get("fieldsV1") or {})
+    return None
