@@ -95,7 +95,10 @@ kube_ldflags() {
 check_version() {
   local expected=$1 binary=$2 output
   shift 2
-  output=$("$binary" "$@" 2>&1 | head -n 3) || die "$binary $* failed: $output"
+  # The whole output first, then its head: piping into `head` would let a binary that prints more
+  # lines than head reads die of SIGPIPE, and pipefail would call that a failed build.
+  output=$("$binary" "$@" 2>&1) || die "$binary $* failed: $(head -n 3 <<<"$output")"
+  output=$(head -n 3 <<<"$output")
   [[ $output == *"$expected"* ]] ||
     die "$binary $* reports '$output', expected '$expected' (were the version ldflags applied?)"
 }
