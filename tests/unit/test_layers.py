@@ -3,8 +3,10 @@
 Covers: `lint-imports` keeps every contract on the package as it is; on a copy of the package
 with one wrong import added (a layer importing upwards, two independent siblings meeting, the
 control loop naming the InferenceService API, Kopf outside the kube backend) it fails, names the
-broken contract and the import; a new top-level module that no layer lists breaks the layers
-contract, so the contract cannot silently fall behind the package.
+broken contract and the import; an import that closes a loop (the registry's HTTP side and its
+server, the fake API server's keys and its write strategy) breaks the no-cycles contract; a new
+top-level module that no layer lists breaks the layers contract, so the contracts cannot
+silently fall behind the package.
 """
 
 from __future__ import annotations
@@ -85,6 +87,25 @@ def test_kopf_outside_the_kube_backend_breaks_its_contract(package_copy: Path) -
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Only the kube backend and the commands talk to Kopf and the Kubernetes client BROKEN" in done.stdout
     assert f"{PACKAGE}.reconcile.status -> kopf (l." in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "package"),
+    [
+        ("lb.registry.http", "lb.registry.server", "lb.registry"),
+        ("sim.apiserver.keys", "sim.apiserver.strategy", "sim.apiserver"),
+    ],
+)
+def test_an_import_that_closes_a_loop_breaks_the_no_cycles_contract(
+    package_copy: Path, importer: str, imported: str, package: str
+) -> None:
+    module = package_copy / PACKAGE / (importer.replace(".", "/") + ".py")
+    with module.open("a") as source:
+        source.write(f"\nimport {PACKAGE}.{imported}  # noqa: E402\n")
+    done = lint_imports(package_copy)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "No sibling modules or packages import each other, directly or round a loop BROKEN" in done.stdout
+    assert f"No cycles are allowed in {PACKAGE}.{package}." in done.stdout, done.stdout
 
 
 def test_a_top_level_module_no_layer_lists_breaks_the_layers_contract(package_copy: Path) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from inference_operator.core.errors import Invalid
-from inference_operator.sim.apiserver.strategy import Key, key_for
+from inference_operator.sim.apiserver.keys import Key, key_for
 
 __all__ = [
     "FOREGROUND_FINALIZER",

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from inference_operator.core.jsoncopy import freeze
 from inference_operator.sim.apiserver import strategy
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
+from inference_operator.sim.apiserver.keys import Key
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.store import ObjectStore, thaw_object
-from inference_operator.sim.apiserver.strategy import Key
 from inference_operator.sim.apiserver.watch import EventType
 
 if TYPE_CHECKING:
