@@ -19,12 +19,12 @@ from typing import Any, cast
 import kopf
 
 from inference_operator.api.constants import DEPLOYMENT, GROUP, KIND, OWNER_LABEL, PLURAL, SERVICE, VERSION
+from inference_operator.core.objects import Obj
 from inference_operator.core.process import limit_malloc_arenas
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
 

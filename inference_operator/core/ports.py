@@ -8,9 +8,9 @@ and an HTTP load balancer registry. Tests swap implementations here and nowhere 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-Obj = dict[str, Any]
+from inference_operator.core.objects import Obj
 
 
 @dataclass(frozen=True)

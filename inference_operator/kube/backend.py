@@ -15,19 +15,18 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from inference_operator.api.constants import MANAGED_BY
 from inference_operator.control.events import Correlated, EventCorrelator, build_event
 from inference_operator.core.clock import Clock, format_timestamp
 from inference_operator.core.errors import ApiError, Forbidden, NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.crashpoint import CrashPoint
 from inference_operator.kube.election import NotLeader
 from inference_operator.kube.health import logged
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 EVENT_POSTER = "event-poster"
 

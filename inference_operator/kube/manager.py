@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Protocol
+from typing import Protocol
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
 from inference_operator.control.controller import Controller
 from inference_operator.control.metrics import MeasuredLoadBalancer, Metrics
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import Clock, RealClock
-from inference_operator.core.objects import changed_beyond_status, obj_key, owner_key
+from inference_operator.core.objects import Obj, changed_beyond_status, obj_key, owner_key
 from inference_operator.core.ports import LoadBalancerProvider
 from inference_operator.kube.backend import EVENT_POSTER, KubeBackend
 from inference_operator.kube.cache import ObjectCache, slim
@@ -50,7 +50,6 @@ from inference_operator.trace.recorder import NULL_TRACER, Recorder, Tracer
 from inference_operator.trace.sink import RingSink
 from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 CHILD_KINDS = (DEPLOYMENT, SERVICE)
 WATCHED_KINDS = (KIND, *CHILD_KINDS)

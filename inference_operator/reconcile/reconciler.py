@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
 
 from inference_operator.api.constants import (
     DEPLOYMENT,
@@ -38,7 +37,7 @@ from inference_operator.api.models import NAME_RULE, InferenceService, SpecError
 from inference_operator.core.clock import Clock, format_timestamp, parse_timestamp
 from inference_operator.core.conditions import Cond, find, is_true
 from inference_operator.core.errors import ApiError
-from inference_operator.core.objects import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from inference_operator.core.objects import Obj, controller_owner_uid, has_finalizer, is_being_deleted, key_of
 from inference_operator.core.ports import Backend, LoadBalancerError, LoadBalancerProvider, Result
 from inference_operator.reconcile.announce import Action, Done, action_summary, transition_events
 from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync
@@ -59,7 +58,6 @@ from inference_operator.reconcile.tracesteps import acted, diffed, observed, sta
 from inference_operator.ssa.compare import NOT_APPLIED, drift
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from inference_operator.core.objects import Obj
 from inference_operator.reconcile.announce import Action
 
-Obj = dict[str, Any]
 ABSENT = "<absent>"
 """Shown for a field the live object lacks (or a desired value the operator no longer sets)."""
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[([^\]]*)\]")

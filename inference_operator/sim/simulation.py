@@ -23,7 +23,7 @@ from inference_operator.control.controller import Controller, ReconcileFunc
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.errors import NotFound
 from inference_operator.core.jsoncopy import deep_copy
-from inference_operator.core.objects import changed_beyond_status, key_of, obj_key, owner_key
+from inference_operator.core.objects import Obj, changed_beyond_status, key_of, obj_key, owner_key
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.reconcile.reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
@@ -36,7 +36,6 @@ from inference_operator.sim.quiescence import run_until_quiescent
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
 
-Obj = dict[str, Any]
 KINDS = (KIND, DEPLOYMENT, SERVICE)
 KUBECTL = "kubectl"
 """The field manager of ``kubectl apply --server-side`` (what :meth:`Simulation.apply` applies as)."""

@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from inference_operator.core.objects import key_of, obj_key
+from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import Backend, LoadBalancerProvider, Registration
 from inference_operator.trace.recorder import Tracer
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 

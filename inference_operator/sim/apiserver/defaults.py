@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from inference_operator.core.errors import Invalid
 from inference_operator.core.jsoncopy import copy_without_nulls
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import configdata
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.knownfields import prune_unknown
@@ -33,7 +34,6 @@ __all__ = [
     "prepare",
 ]
 
-Obj = dict[str, Any]
 Defaulter = Callable[[Obj], None]
 """Fills defaults into an object in place (the hook for a CRD's schema defaults)."""
 

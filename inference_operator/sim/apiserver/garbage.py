@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from inference_operator.core.errors import Invalid
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.keys import Key, key_for
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "deletion_finalizers",
 ]
 
-Obj = dict[str, Any]
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
 FOREGROUND_FINALIZER: Final = "foregroundDeletion"

@@ -57,6 +57,7 @@ from typing import Any
 from inference_operator.core.clock import Clock
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from inference_operator.core.jsoncopy import freeze, merge_patch
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import defaults, keys, managedfields, namespaces, strategy
 from inference_operator.sim.apiserver.customresources import CustomResources
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation
@@ -92,8 +93,6 @@ __all__ = [
     "Watch",
     "WatchEvent",
 ]
-
-Obj = dict[str, Any]
 
 
 class FakeApiServer(StoredWrites):

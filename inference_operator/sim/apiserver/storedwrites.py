@@ -10,9 +10,10 @@ the time a change gets here, the request has been admitted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from inference_operator.core.jsoncopy import freeze
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import strategy
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
 from inference_operator.sim.apiserver.keys import Key
@@ -23,8 +24,6 @@ from inference_operator.sim.apiserver.watch import EventType
 if TYPE_CHECKING:
     from inference_operator.sim.apiserver.customresources import CustomResources
     from inference_operator.sim.apiserver.namespaces import NamespaceLifecycle
-
-Obj = dict[str, Any]
 
 
 class StoredWrites(ObjectStore):

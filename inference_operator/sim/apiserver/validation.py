@@ -15,6 +15,7 @@ import re
 from typing import Any, Final
 
 from inference_operator.core.errors import Invalid
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.kinds import traits_of
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "validate_status",
 ]
 
-Obj = dict[str, Any]
 
 _DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL_1123: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

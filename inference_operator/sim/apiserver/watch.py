@@ -20,14 +20,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from inference_operator.core.jsoncopy import freeze, thaw
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.selectors import Selector
 
 __all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
 
-Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.api.models import InferenceService, SpecError
 from inference_operator.core.conditions import find
-from inference_operator.core.objects import controller_owner_uid, key_of
+from inference_operator.core.objects import Obj, controller_owner_uid, key_of
 from inference_operator.reconcile.builders import desired_deployment, desired_service, service_address, service_url
 from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.explore.owned import owned_differences, service_name_valid
@@ -37,7 +37,6 @@ __all__ = [
     "check",
 ]
 
-Obj = dict[str, Any]
 
 RECONCILES_PER_SETTLE_BOUND: Final = 40
 """Reconcile passes one object may take while the cluster settles (from one action to quiet).

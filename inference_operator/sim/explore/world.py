@@ -18,7 +18,7 @@ from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVIC
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import ApiError
 from inference_operator.core.jsoncopy import deep_copy
-from inference_operator.core.objects import key_of
+from inference_operator.core.objects import Obj, key_of
 from inference_operator.sim.apiserver.watch import WatchEvent
 from inference_operator.sim.explore.foreign import foreign_child_manifest
 from inference_operator.sim.explore.observation import ForeignMark, Observation
@@ -36,7 +36,6 @@ from inference_operator.sim.simulation import Simulation
 
 __all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
 
-Obj = dict[str, Any]
 
 NAMESPACE: Final = "default"
 HORIZON: Final = 1200.0
