@@ -1,4 +1,4 @@
-"""The demo: the seed's four scenarios, run on the simulator, printed as a timeline.
+"""The demo: four scenarios (create, scale and upgrade, delete, drift), run on the simulator, printed as a timeline.
 
 Each scenario builds a fresh Simulation, acts like a user (``kubectl apply``, ``delete``,
 ``scale``), runs the control loop until it is quiet, prints what the operator did and when, and

@@ -72,14 +72,6 @@ class KubeBackend:
     def read(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.client.get(kind, namespace, name)
 
-    def create(self, obj: Obj) -> Obj:
-        self._count("create", obj["kind"])
-        meta = obj["metadata"]
-        created = self.crash.call(
-            f"create {obj['kind']} {meta.get('namespace')}/{meta['name']}", lambda: self.client.create(obj)
-        )
-        return self._remember(obj["kind"], created)
-
     def apply(self, obj: Obj) -> Obj:
         self._count("apply", obj["kind"])
         meta = obj["metadata"]

@@ -1,6 +1,6 @@
 """The InferenceService reconciler: one pass from observed state to desired state.
 
-It follows the four rules of reconcile (DESIGN.md):
+It follows the four rules of reconcile:
 
 1. level-triggered: every pass reads the whole current state from the cache and never asks
    which event woke it; a missing InferenceService means there is nothing to do;

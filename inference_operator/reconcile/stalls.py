@@ -1,6 +1,6 @@
 """What status says when a child cannot be written: the condition, and the error to retry.
 
-Nothing stalls silently (DESIGN.md): a Deployment or Service the API server refuses, or one
+Nothing stalls silently: a Deployment or Service the API server refuses, or one
 someone else owns under our name, becomes a False condition of that child, with a reason a
 person can act on and the API server's own words, while the error goes back to the queue.
 """

@@ -105,12 +105,6 @@ class FakeBackend:
         except NotFound:
             return None
 
-    def create(self, obj: Obj) -> Obj:
-        created = self.api.create(obj)
-        self.writes += 1
-        self.timeline.add(f"created {_describe(created)}")
-        return created
-
     def apply(self, obj: Obj) -> Obj:
         meta = obj["metadata"]
         existed = self.read(obj["kind"], meta["namespace"], meta["name"]) is not None

@@ -132,10 +132,6 @@ class SharedInformer:
 
     # -- perturbations (fault injection) ------------------------------------------------------
 
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
     def pause(self) -> None:
         """Stop delivering events (informer lag): they wait in the watch until :meth:`resume`."""
         self._paused = True

@@ -36,7 +36,6 @@ from inference_operator.sim.quiescence import run_until_quiescent
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
 
-KINDS = (KIND, DEPLOYMENT, SERVICE)
 KUBECTL = "kubectl"
 """The field manager of ``kubectl apply --server-side`` (what :meth:`Simulation.apply` applies as)."""
 
@@ -297,13 +296,6 @@ class Simulation:
         controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
         dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
         return min(dues) if dues else None
-
-    def idle(self) -> bool:
-        """No key is queued, delayed or being processed, and no watch event is pending."""
-        queues = [self.controller.queue, self.platform_controller.queue]
-        return all(len(q) == 0 and q.waiting_len() == 0 and q.processing_len() == 0 for q in queues) and not any(
-            informer.pending() for informer in (self.cluster_deployments, *self.informers.values())
-        )
 
     def pump(self) -> int:
         """Deliver pending watch events: the controller-manager's first, then the operator's."""

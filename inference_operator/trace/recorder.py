@@ -41,7 +41,7 @@ __all__ = [
 FORMAT = "inference-operator-trace"
 VERSION = 1
 PHASES = ("observe", "diff", "act", "status")
-"""The seed's four phases of the control loop: observe → diff → act → update status."""
+"""The four phases of the control loop: observe → diff → act → update status (docs/trace-format.md)."""
 _LINKS_KEPT = 10_000  # write resourceVersions remembered for linking, oldest forgotten first
 
 

@@ -49,9 +49,6 @@ class TracingBackend:
     def read(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.inner.read(kind, namespace, name)
 
-    def create(self, obj: Obj) -> Obj:
-        return self._write("create", obj["kind"], obj_key(obj), {}, lambda: self.inner.create(obj))
-
     def apply(self, obj: Obj) -> Obj:
         return self._write("apply", obj["kind"], obj_key(obj), {}, lambda: self.inner.apply(obj))
 
