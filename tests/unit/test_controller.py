@@ -3,8 +3,8 @@
 Covers: an error goes back with per-key exponential backoff; requeue_after forgets the
 failures and schedules the key; requeue adds it back at once; success forgets it;
 run_until_quiescent advances the fake clock to the earliest due key and stops when nothing
-is left, and detects a reconciler that requeues forever; worker threads process keys and stop
-gracefully, finishing the item in hand.
+is left, and detects a reconciler that requeues forever; a worker loop finishes the item in
+hand and stops once the queue shuts down.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def test_earlier_controllers_act_first_at_equal_times() -> None:
     assert order == ["platform", "operator"]
 
 
-def test_worker_threads_process_keys_and_stop_after_the_item_in_hand() -> None:
+def test_a_worker_loop_finishes_the_item_in_hand_and_stops_once_the_queue_shuts_down() -> None:
     started, release = threading.Event(), threading.Event()
     done: list[str] = []
 
@@ -126,13 +126,20 @@ def test_worker_threads_process_keys_and_stop_after_the_item_in_hand() -> None:
         return Result()
 
     ctl = Controller("threads", slow, RateLimitingQueue(RealClock()))
-    ctl.start(workers=2)
+    passes: list[bool] = []
+
+    def work() -> None:  # what the operator's worker threads run
+        while ctl.process_next_work_item(timeout=1.0):
+            passes.append(True)
+
+    worker = threading.Thread(target=work)
+    worker.start()
     ctl.enqueue("ns/slow")
     assert started.wait(10)
-    stopper = threading.Thread(target=ctl.stop, kwargs={"timeout": 10})
-    stopper.start()
+    ctl.queue.shut_down()
+    ctl.enqueue("ns/late")  # refused: the queue is shutting down
     release.set()
-    stopper.join(10)
-    assert not stopper.is_alive()
-    assert done == ["slow"], "the item in hand was finished before the worker stopped"
-    assert ctl.reconcile_total == 1
+    worker.join(10)
+    assert not worker.is_alive(), "the loop did not end after shut_down"
+    assert done == ["slow"], "the item in hand was finished, nothing taken after shut_down"
+    assert ctl.reconcile_total == 1 and passes == [True]

@@ -63,6 +63,7 @@ from inference_operator.sim.faults import (
     WriteFault,
 )
 from inference_operator.sim.informer import SharedInformer
+from inference_operator.sim.wiring import Interposer
 
 Obj = dict[str, Any]
 NS = "default"
@@ -303,10 +304,15 @@ def test_a_restarted_operator_forgets_everything_and_converges_without_writes() 
 
 
 def test_interposed_wrappers_see_only_the_operators_writes_and_survive_restarts() -> None:
-    sim = Simulation()
-    faulty_api = FaultyApi(sim.api, clock=sim.clock)
-    faulty_lb = FaultyLoadBalancer(sim.lb, clock=sim.clock)
-    sim.interpose(api=faulty_api, load_balancer=faulty_lb)
+    made: dict[str, Any] = {}
+    sim = Simulation(
+        interpose=Interposer(
+            api=lambda s: made.setdefault("api", FaultyApi(s.api, clock=s.clock)),
+            load_balancer=lambda s: made.setdefault("lb", FaultyLoadBalancer(s.lb, clock=s.clock)),
+        )
+    )
+    faulty_api: FaultyApi = made["api"]
+    faulty_lb: FaultyLoadBalancer = made["lb"]
     sim.restart_operator()
     sim.apply(make_inference_service("llama", image="vllm:0.6.3", model="m", replicas=1))
     sim.run_until_quiescent()

@@ -12,13 +12,14 @@ that status write conflicted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from inference_operator.api.constants import KIND, EventReason, Phase
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import Conflict
-from inference_operator.core.ports import Registration
+from inference_operator.core.ports import Backend, Registration
 from inference_operator.sim import Simulation
+from inference_operator.sim.wiring import Interposer
 
 NS, NAME, KEY = "default", "llama", "default/llama"
 TARGET = "llama.default.svc.cluster.local:8000"
@@ -142,7 +143,7 @@ class ConflictingStatus:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.armed = True
+        self.armed = False
 
     def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         if self.armed:
@@ -155,9 +156,17 @@ class ConflictingStatus:
 
 
 def test_a_record_registered_again_is_what_status_names_even_if_that_status_write_conflicted() -> None:
-    sim = converged()
+    wrappers: list[ConflictingStatus] = []
+
+    def conflicting(backend: Backend) -> Backend:
+        wrappers.append(ConflictingStatus(backend))
+        return cast(Backend, wrappers[-1])
+
+    sim = Simulation(interpose=Interposer(backend=conflicting))
+    sim.apply(llama())
+    sim.run_until_quiescent()
     sim.lb.registrations.clear()
-    sim.reconciler.backend = ConflictingStatus(sim.backend)  # type: ignore[assignment]
+    wrappers[-1].armed = True
     sim.resync()
     sim.run_until_quiescent()
     assert status(sim)["loadBalancer"]["id"] == sim.lb.registrations[KEY].id, "not the lost record's id"

@@ -14,7 +14,7 @@ a deleted InferenceService of the same name is waited for, not called a conflict
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,9 +23,11 @@ from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.cli import main
 from inference_operator.core.errors import ApiError, Conflict, Forbidden, Invalid
+from inference_operator.core.ports import Backend
 from inference_operator.reconcile.stalls import Blocked
 from inference_operator.sim import Simulation
 from inference_operator.sim.backend import FakeBackend
+from inference_operator.sim.wiring import Interposer
 
 from .pastadmission import create_past_admission
 
@@ -53,8 +55,9 @@ class RefusingBackend:
 
 
 def refusing(kind: str, error: ApiError, **kwargs: Any) -> Simulation:
-    sim = Simulation()
-    sim.reconciler.backend = RefusingBackend(sim.backend, kind, error, **kwargs)  # type: ignore[assignment]
+    sim = Simulation(
+        interpose=Interposer(backend=lambda backend: cast(Backend, RefusingBackend(backend, kind, error, **kwargs)))
+    )
     sim.apply(make_inference_service(NAME, image="vllm:0.6.3", model="m"))
     return sim
 

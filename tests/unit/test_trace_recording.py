@@ -28,6 +28,7 @@ from inference_operator.sim import Simulation
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.faults import FaultyApi, WriteFault
 from inference_operator.sim.lbfaults import FaultyLoadBalancer
+from inference_operator.sim.wiring import Interposer
 from inference_operator.trace.recorder import NULL_TRACER, PHASES, Recorder
 from inference_operator.trace.sink import ListSink, read_trace
 
@@ -110,10 +111,14 @@ def test_demo_trace_into_a_missing_directory_is_a_usage_error(
 
 def test_a_refused_write_is_recorded_with_its_error_and_the_backoff_it_caused() -> None:
     sink = ListSink()
-    sim = Simulation(tracer=lambda clock: Recorder(sink, clock, backend="simulator"))
-    faulty = FaultyApi(sim.api, clock=sim.clock)
-    faulty.arm(WriteFault("conflict", verb="update_status", kind=KIND))
-    sim.interpose(api=faulty)
+    faults: list[FaultyApi] = []
+
+    def faulty(sim: Simulation) -> FaultyApi:
+        faults.append(FaultyApi(sim.api, clock=sim.clock))
+        faults[-1].arm(WriteFault("conflict", verb="update_status", kind=KIND))
+        return faults[-1]
+
+    sim = Simulation(tracer=lambda clock: Recorder(sink, clock, backend="simulator"), interpose=Interposer(api=faulty))
     sim.apply(make_inference_service("a", image="vllm", model="m", replicas=1))
     sim.run_until_quiescent()
     records = sink.records
@@ -220,9 +225,16 @@ def test_every_record_is_one_line_of_strict_json(tmp_path: Path, capsys: pytest.
 
 def test_a_failed_release_is_a_failed_write_and_the_terminating_status_is_recorded() -> None:
     sink = ListSink()
-    sim = Simulation(tracer=lambda clock: Recorder(sink, clock, backend="simulator"))
-    balancer = FaultyLoadBalancer(sim.lb, clock=sim.clock)
-    sim.interpose(load_balancer=balancer)
+    balancers: list[FaultyLoadBalancer] = []
+
+    def faulty(sim: Simulation) -> FaultyLoadBalancer:
+        balancers.append(FaultyLoadBalancer(sim.lb, clock=sim.clock))
+        return balancers[-1]
+
+    sim = Simulation(
+        tracer=lambda clock: Recorder(sink, clock, backend="simulator"), interpose=Interposer(load_balancer=faulty)
+    )
+    balancer = balancers[-1]
     sim.apply(make_inference_service("a", image="vllm", model="m", replicas=1))
     sim.run_until_quiescent()
     balancer.fail_next(1, calls=frozenset({"release"}))

@@ -24,6 +24,7 @@ from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.core.errors import ApiError, Forbidden, NotFound
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.wiring import Interposer
 
 from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
 from .world import Refusal, refusal_of
@@ -85,15 +86,21 @@ class SimWorld:
     backend = "simulator"
 
     def __init__(self, *, nodes: int = 2, gpus_per_node: int = 8) -> None:
-        self.sim = Simulation(ready_after=5.0, nodes=nodes, gpus_per_node=gpus_per_node)
-        self.gate = QuotaGate(self.sim.api)
-        self.sim.interpose(api=self.gate)
+        self.gate: QuotaGate
+        self.sim = Simulation(
+            ready_after=5.0, nodes=nodes, gpus_per_node=gpus_per_node, interpose=Interposer(api=self._gated)
+        )
         self.observation = Observation()
         self._watch = self.sim.api.watch(KIND, NAMESPACE)
         self._last_token: dict[str, str] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
         self._events_seen: dict[int, int] = {}
         self._last_resync = self.sim.now
+
+    def _gated(self, sim: Simulation) -> QuotaGate:
+        """The operator's writes pass the quota gate first, as they would a ResourceQuota."""
+        self.gate = QuotaGate(sim.api)
+        return self.gate
 
     # -- a user's actions ---------------------------------------------------------------------
 
