@@ -3,11 +3,11 @@
     python -m tests.shared.conformance.record --kubeconfig /path/to/kubeconfig
 
 writes tests/shared/data/conformance_real.json: per check, the namespace it ran in and its
-normalised trace. tests/unit/sim/apiserver/test_conformance_replay.py runs every check on the FakeApiServer in
-the same namespace and compares, so a change that breaks the fake's agreement shows up in the
-offline unit tests within seconds, not only in the e2e suite (which stays the referee: it runs
-both backends live). Re-record whenever a check is added or changed; a check missing from the
-recording fails the replay test with that instruction.
+normalised trace. tests/unit/sim/apiserver/test_conformance_replay.py runs every check on the
+FakeApiServer in the same namespace and compares, so a change that breaks the fake's agreement
+shows up in the offline unit tests within seconds, not only in the e2e suite (which stays the
+referee: it runs both backends live). Re-record whenever a check is added or changed; a check
+missing from the recording fails the replay test with that instruction.
 """
 
 from __future__ import annotations
