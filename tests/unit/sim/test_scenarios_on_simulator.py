@@ -1,4 +1,4 @@
-"""The scenario suite (tests/e2e/scenarios) on the simulator alone, offline and in seconds.
+"""The scenario suite (tests/shared/scenarios) on the simulator alone, offline and in seconds.
 
 Covers: every scenario of the catalogue meets its own expectations on the simulator (the e2e
 suite runs the same scenarios on the real control plane and compares); the scenarios in
@@ -17,10 +17,10 @@ from inference_operator.api.constants import SERVICE
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import Forbidden
 from inference_operator.demo import SCENARIO_NAMES
-from tests.e2e.scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS, foreign_service
-from tests.e2e.scenarios.observe import DELETED, PROGRESSING, step_transitions, transition_token
-from tests.e2e.scenarios.simworld import QuotaGate, SimWorld
-from tests.e2e.scenarios.world import refusal_of
+from tests.shared.scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS, foreign_service
+from tests.shared.scenarios.observe import DELETED, PROGRESSING, step_transitions, transition_token
+from tests.shared.scenarios.simworld import QuotaGate, SimWorld
+from tests.shared.scenarios.world import refusal_of
 
 
 def _params() -> list[object]:

@@ -28,10 +28,10 @@ from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
 
-from ..conftest import Cluster
-from ..harness import OperatorProcess, wait_until
-from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
-from .world import Refusal, refusal_of
+from ..shared.scenarios.observe import Observation, Snapshot, make_step, step_transitions, transition_token
+from ..shared.scenarios.world import Refusal, refusal_of
+from .conftest import Cluster
+from .harness import OperatorProcess, wait_until
 
 Obj = dict[str, Any]
 TIMEOUT = 90.0
@@ -137,7 +137,7 @@ class InferenceServiceWatch:
 
 
 class ClusterWorld:
-    """:class:`~.world.World` on the e2e control plane, in ``namespace`` (which must exist)."""
+    """:class:`~tests.shared.scenarios.world.World` on the e2e control plane, in ``namespace`` (which must exist)."""
 
     backend = "cluster"
 

@@ -33,7 +33,7 @@ from inference_operator.trace.recorder import NULL_TRACER, PHASES, Recorder
 from inference_operator.trace.sink import ListSink, read_trace
 
 Obj = dict[str, Any]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

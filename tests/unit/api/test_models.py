@@ -18,7 +18,7 @@ import yaml
 from inference_operator.api.crd import crd, crd_yaml
 from inference_operator.api.models import InferenceServiceSpec, SpecError, parse_spec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRD_FILE = ROOT / "deploy" / "crds" / "serving.inference-operator.dev_inferenceservices.yaml"
 BASE = {"image": "vllm:0.7.0", "model": "Llama-3"}
 

@@ -23,7 +23,7 @@ from inference_operator.cli import main
 from inference_operator.trace.sink import FileSink, RingSink
 from inference_operator.trace.view import embed_json, load_records, render_page
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HEADER = {
     "seq": 1,
     "t": 0.0,

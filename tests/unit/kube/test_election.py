@@ -18,62 +18,14 @@ from typing import Any
 
 import pytest
 
-from inference_operator.core.errors import Conflict, Forbidden
+from inference_operator.core.errors import Forbidden
 from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.kube.election import ElectionSettings, LeaderElector
 from inference_operator.sim.clock import FakeClock
 
+from .fakes import Leases
+
 Obj = dict[str, Any]
-
-
-class Leases:
-    """Leases by (namespace, name) with resourceVersion checks; ``fail`` makes calls raise."""
-
-    def __init__(self) -> None:
-        self.items: dict[tuple[str, str], Obj] = {}
-        self.version = 0
-        self.fail: dict[str, Exception] = {}  # identity of the caller (by store view) -> error
-        self.stale: dict[str, Obj] = {}  # identity -> what its next get answers (read before a race)
-
-    def view(self, identity: str) -> LeaseView:
-        return LeaseView(self, identity)
-
-
-class LeaseView:
-    def __init__(self, leases: Leases, identity: str) -> None:
-        self.leases, self.identity = leases, identity
-
-    def _check(self) -> None:
-        if self.identity in self.leases.fail:
-            raise self.leases.fail[self.identity]
-
-    def get_lease(self, namespace: str, name: str) -> Obj | None:
-        self._check()
-        if self.identity in self.leases.stale:
-            return self.leases.stale.pop(self.identity)
-        found = self.leases.items.get((namespace, name))
-        return deep_copy(found) if found else None
-
-    def create_lease(self, lease: Obj) -> Obj:
-        self._check()
-        key = (lease["metadata"]["namespace"], lease["metadata"]["name"])
-        if key in self.leases.items:
-            raise Conflict("already exists")
-        return self._store(key, lease)
-
-    def replace_lease(self, lease: Obj) -> Obj:
-        self._check()
-        key = (lease["metadata"]["namespace"], lease["metadata"]["name"])
-        if self.leases.items[key]["metadata"]["resourceVersion"] != lease["metadata"].get("resourceVersion"):
-            raise Conflict("the object has been modified")
-        return self._store(key, lease)
-
-    def _store(self, key: tuple[str, str], lease: Obj) -> Obj:
-        self.leases.version += 1
-        stored = deep_copy(lease)
-        stored["metadata"]["resourceVersion"] = str(self.leases.version)
-        self.leases.items[key] = stored
-        return deep_copy(stored)
 
 
 def elector(leases: Leases, clock: FakeClock, identity: str, events: list[str]) -> LeaderElector:

@@ -1,8 +1,8 @@
 """The FakeApiServer replays what the real kube-apiserver answered to every conformance check.
 
-Covers: each check of tests/e2e/conformance runs on a fresh FakeApiServer, in the namespace the
+Covers: each check of tests/shared/conformance runs on a fresh FakeApiServer, in the namespace the
 recording used, and its trace equals the one recorded from kube-apiserver 1.36.5
-(tests/unit/data/conformance_real.json, made by ``python -m tests.e2e.conformance.record``); a
+(tests/shared/data/conformance_real.json, made by ``python -m tests.shared.conformance.record``); a
 check listed as not modelled must still disagree; every check has a recording. The live
 comparison, both backends at once, is tests/e2e/test_conformance.py: this is its offline echo,
 so a change to the simulator that breaks agreement fails in seconds, without a cluster.
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conformance import checks  # noqa: F401 - registers the checks
-from tests.e2e.conformance.not_modelled import NOT_MODELLED
-from tests.e2e.conformance.record import RECORDING
-from tests.e2e.conformance.registry import CHECKS
-from tests.e2e.conformance.session import diff, run_check
-from tests.e2e.conformance.transports import FakeTransport
-from tests.e2e.conformance.world import fake_server
+from tests.shared.conformance import checks  # noqa: F401 - registers the checks
+from tests.shared.conformance.not_modelled import NOT_MODELLED
+from tests.shared.conformance.record import RECORDING
+from tests.shared.conformance.registry import CHECKS
+from tests.shared.conformance.session import diff, run_check
+from tests.shared.conformance.transports import FakeTransport
+from tests.shared.conformance.world import fake_server
 
 RECORDED: dict[str, Any] = json.loads(RECORDING.read_text())
 
@@ -34,7 +34,7 @@ def _params() -> list[object]:
 def test_every_check_has_a_recording_from_the_real_server() -> None:
     missing = sorted(set(CHECKS) - set(RECORDED))
     assert not missing, (
-        f"no recording for {missing}: run `python -m tests.e2e.conformance.record --kubeconfig <cluster>` "
+        f"no recording for {missing}: run `python -m tests.shared.conformance.record --kubeconfig <cluster>` "
         "(make cluster-up starts one)"
     )
 

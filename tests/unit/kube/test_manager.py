@@ -48,8 +48,7 @@ from inference_operator.kube.metricsserver import healthz
 from inference_operator.operator import liveness
 from inference_operator.sim.clock import FakeClock
 
-Obj = dict[str, Any]
-KIND = "InferenceService"
+from .fakes import KIND, FakeClient, Obj, isvc
 
 
 class Fatal(BaseException):
@@ -62,15 +61,6 @@ def wait_for(predicate: Callable[[], object], what: str, timeout: float = 5.0) -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.005)
-
-
-def isvc(name: str = "a", rv: str = "1", uid: str = "u1", **meta: Any) -> Obj:
-    return {
-        "apiVersion": "serving.inference-operator.dev/v1",
-        "kind": KIND,
-        "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "uid": uid, **meta},
-        "spec": {"image": "i", "model": "m"},
-    }
 
 
 def child(kind: str, name: str = "a", rv: str = "1", uid: str = "c1", owner_uid: str = "u1") -> Obj:
@@ -94,59 +84,6 @@ def child(kind: str, name: str = "a", rv: str = "1", uid: str = "c1", owner_uid:
             ],
         },
     }
-
-
-class FakeClient:
-    """Stands in for KubeClient: LISTs answer from ``objects``; writes are recorded or fail."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, list[Obj]] = {}
-        self.version = "100"
-        self.lists: list[tuple[str, bool]] = []  # (kind, metadata_only)
-        self.list_error: BaseException | None = None
-        self.before_list: Callable[[str], None] = lambda kind: None
-        self.created: list[Obj] = []
-        self.patched: list[tuple[str, str, Obj]] = []
-        self.failures: list[BaseException] = []  # raised by the next writes, in order
-        self.write_error: BaseException | None = None  # raised by every write
-        self.missing_events: set[str] = set()
-        self.lock = threading.Lock()
-
-    def iter_pages(self, kind: str, namespace: str, **kwargs: Any) -> Iterator[tuple[list[Obj], str]]:
-        self.lists.append((kind, bool(kwargs.get("metadata_only"))))
-        if self.list_error is not None:
-            raise self.list_error
-        self.before_list(kind)
-        items = [o for o in self.objects.get(kind, []) if not namespace or o["metadata"]["namespace"] == namespace]
-        if kwargs.get("metadata_only"):
-            items = [{"metadata": o["metadata"]} for o in items]
-        yield items, self.version
-
-    def _write(self) -> None:
-        with self.lock:
-            if self.write_error is not None:
-                raise self.write_error
-            if self.failures:
-                raise self.failures.pop(0)
-
-    def create(self, obj: Obj) -> Obj:
-        self._write()
-        self.created.append(obj)
-        return obj
-
-    def patch(self, kind: str, namespace: str, name: str, patch: Obj, **_: Any) -> Obj:
-        self._write()
-        if kind == "Event" and name in self.missing_events:
-            raise NotFound(f"patch Event {namespace}/{name}: HTTP 404: not found")
-        self.patched.append((kind, name, patch))
-        return {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
-
-    def update_status(self, obj: Obj) -> Obj:
-        self._write()
-        return obj
-
-    def list_objects(self, *args: Any, **kwargs: Any) -> list[Obj]:
-        return []
 
 
 class FakeServer:
@@ -197,7 +134,7 @@ def make_runtime(
     **config: Any,
 ) -> OperatorRuntime:
     config.setdefault("workers", 1)
-    config.setdefault("leader_election", False)  # tests/unit/test_election_runtime.py covers it
+    config.setdefault("leader_election", False)  # test_election_runtime.py covers it
     return OperatorRuntime(
         OperatorConfig(**config),
         client,  # type: ignore[arg-type]

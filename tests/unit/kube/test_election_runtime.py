@@ -23,8 +23,7 @@ from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.sim.clock import FakeClock
 
-from .test_election import Leases
-from .test_kube_runtime import FakeClient, isvc
+from .fakes import FakeClient, Leases, isvc
 
 LEASE = ("ops", "inference-operator")
 

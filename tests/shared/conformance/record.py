@@ -1,13 +1,13 @@
 """Record what the real API server answers to every conformance check, for offline replay.
 
-    python -m tests.e2e.conformance.record --kubeconfig /path/to/kubeconfig
+    python -m tests.shared.conformance.record --kubeconfig /path/to/kubeconfig
 
-writes tests/unit/data/conformance_real.json: per check, the namespace it ran in and its
-normalised trace. tests/unit/test_conformance_replay.py runs every check on the FakeApiServer in
-the same namespace and compares, so a change that breaks the fake's agreement shows up in the
-offline unit tests within seconds, not only in the e2e suite (which stays the referee: it runs
-both backends live). Re-record whenever a check is added or changed; a check missing from the
-recording fails the replay test with that instruction.
+writes tests/shared/data/conformance_real.json: per check, the namespace it ran in and its
+normalised trace. tests/unit/sim/apiserver/test_conformance_replay.py runs every check on the
+FakeApiServer in the same namespace and compares, so a change that breaks the fake's agreement
+shows up in the offline unit tests within seconds, not only in the e2e suite (which stays the
+referee: it runs both backends live). Re-record whenever a check is added or changed; a check
+missing from the recording fails the replay test with that instruction.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .registry import CHECKS
 from .session import new_namespace, run_check
 from .transports import RealTransport
 
-RECORDING = Path(__file__).resolve().parents[2] / "unit" / "data" / "conformance_real.json"
+RECORDING = Path(__file__).resolve().parents[1] / "data" / "conformance_real.json"
 
 
 def main(argv: list[str] | None = None) -> int:

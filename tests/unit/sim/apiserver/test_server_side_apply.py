@@ -22,7 +22,7 @@ Covers:
   managedFields were reset stay untracked until applied, and "before-first-apply" then owns
   what was there; more than ten Update managers fold into "ancient-changes"; entries sort by
   operation, time and manager.
-- Exactly what kube-apiserver 1.36.5 records (tests/unit/data/server_side_apply_real.json) for
+- Exactly what kube-apiserver 1.36.5 records (tests/shared/data/server_side_apply_real.json) for
   the operator's desired Deployment and Service, applied and created.
 - fieldpaths: stripped and reset fields, status-subresource sets, list-map keys with defaults,
   set items, atomic lists and maps, fieldsV1 round trip in the server's key order, path strings,
@@ -61,7 +61,7 @@ from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Scalar, Stru
 from inference_operator.ssa.fieldsv1 import from_fields_v1, managed_fields_of, to_fields_v1
 
 Obj = dict[str, Any]
-REAL = json.loads((Path(__file__).parent / "data" / "server_side_apply_real.json").read_text())
+REAL = json.loads((Path(__file__).resolve().parents[3] / "shared" / "data" / "server_side_apply_real.json").read_text())
 PRODUCT = "nvidia.com/gpu.product"
 SPEC: Obj = {
     "gpu": 1,

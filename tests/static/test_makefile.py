@@ -3,7 +3,8 @@
 Covers: `make demo` and `make test` (dry run, every rule forced) create `.venv` from the base
 Python and run pip, the tools and the tests only through `.venv/bin/python`; the demo needs only
 the package, not the development tools; the README opens with exactly the two commands and
-`.ci/run` runs the test one.
+`.ci/run` runs the test one. `make unit` never builds the control plane; `make static` does (helm),
+then runs tests/static; `make test` runs the whole of tests.
 """
 
 from __future__ import annotations
@@ -60,3 +61,13 @@ def test_the_readme_opens_with_exactly_the_two_commands_and_ci_runs_the_test_one
     assert commands == ["make demo", "make test"]
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == "exec make test"
+
+
+def test_make_unit_never_builds_the_control_plane_and_make_static_runs_the_static_checks() -> None:
+    unit = dry_run("unit")
+    assert not [line for line in unit if "build-controlplane.sh" in line], unit
+    assert unit[-1] == f"{VENV_PYTHON} -m pytest -q tests/unit"
+    static = dry_run("static")
+    assert any("build-controlplane.sh" in line for line in static), static
+    assert static[-1] == f"{VENV_PYTHON} -m pytest -q tests/static"
+    assert f"{VENV_PYTHON} -m pytest -q tests" in dry_run("test"), "`make test` runs every folder of tests"
