@@ -15,7 +15,7 @@ over a window of simulated time (default 5 minutes) in the simulator:
 For each it prints reconciles and the requests that would reach the API server, per simulated
 second: pod LISTs (``Backend.list_pods``, counted by wrapping the pod source), other reads and
 writes the operator sent (counted by a wrapper put in front of the FakeApiServer with
-``Simulation.interpose``; "changed" are those that changed something), and Event requests
+the Simulation's ``Interposer``; "changed" are those that changed something), and Event requests
 (after the Event correlator: a create, or a patch counting a repeat). The informer resyncs as
 the operator's does (every 300 s). The issue's target is at most 1 request per second on
 average for 1,000 Degraded objects.

@@ -3,7 +3,7 @@
 Covers: when a Deployment's controller reference is re-pointed from one InferenceService to
 another, the old owner is reconciled at once — with resync off, only the watch event can wake it
 — and reports the conflict in status, as it does on the simulator
-(tests/unit/test_watch_rule.py runs the same change there).
+(tests/unit/reconcile/test_watches.py runs the same change there).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from .conftest import Cluster
 from .harness import OperatorProcess, condition, wait_until
-from .test_lifecycle import llama, wait_ready
+from .workloads import llama, wait_ready
 
 CONFLICT_TIMEOUT = 30.0
 """Far shorter than any periodic pass could explain: resync is off and a Ready object is not requeued."""

@@ -6,7 +6,7 @@ the first action; load balancer calls from the in-memory balancer's call lists. 
 real cluster has and the simulator models only through its seams:
 
 - a ResourceQuota: the simulator has no quota admission, so :class:`QuotaGate` stands between
-  the operator and the FakeApiServer (``Simulation.interpose``) and refuses creating a Service in
+  the operator and the FakeApiServer (an ``Interposer`` given to the ``Simulation``) and refuses creating a Service in
   a namespace whose quota allows none, worded as kube-apiserver words it;
 - time: ``settle`` does what is ready now, looks, and until the step's condition holds lets
   simulated time pass to the next delayed key or resync; resyncs come every 4 s of simulated
