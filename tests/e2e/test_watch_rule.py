@@ -44,6 +44,13 @@ def test_the_owner_whose_deployment_was_taken_is_reconciled_at_once_and_says_so(
         cluster.kubectl.apply(llama(name, replicas=1), namespace)
     for name in ("a", "b"):
         wait_ready(cluster, name, namespace)
+    # Nothing queued, nothing delayed (a requeue asked for while the rollout went on would
+    # otherwise wake "a" by itself): from here on only a watch event can.
+    wait_until(
+        lambda: (st := without_resync.stats())["workqueue_depth"] == 0 and st["workqueue_waiting"] == 0,
+        timeout=60,
+        what="the operator to have nothing queued or delayed",
+    )
     b = cluster.kubectl.get("infsvc", "b", namespace)
     assert b is not None
     reference = {
