@@ -43,15 +43,17 @@ class KubeBackend:
         events: EventPoster | None = None,
         correlator: EventCorrelator | None = None,
         crash: CrashPoint | None = None,
+        on_write: Callable[[str, str], None] | None = None,
+        may_write: Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
         self.clock = clock
         self._lock = threading.Lock()
         self.writes = 0
-        self.on_write: Callable[[str, str], None] | None = None
+        self.on_write = on_write
         """Told the verb and kind of every write (the metrics), before it is sent."""
-        self.may_write: Callable[[], bool] | None = None
+        self.may_write = may_write
         """Asked before every write and Event (leader election); False: NotLeader, nothing sent."""
         self.events = events or EventPoster(client)
         self.correlator = correlator or EventCorrelator(clock)

@@ -83,18 +83,27 @@ class FakeBackend:
     """``Backend`` over the FakeApiServer and the simulation's shared informers."""
 
     def __init__(
-        self, api: FakeApiServer, informers: dict[str, SharedInformer], clock: Clock, timeline: Timeline
+        self,
+        api: FakeApiServer,
+        informers: dict[str, SharedInformer],
+        clock: Clock,
+        timeline: Timeline,
+        *,
+        pods: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: [],
+        events: list[Event] | None = None,
     ) -> None:
+        """``pods`` answers :meth:`list_pods` (namespace, label selector); ``events`` are the Events
+        recorded so far (API objects: they outlive an operator process)."""
         self.api = api
         self.informers = informers
         self.clock = clock
         self.timeline = timeline
-        self.events: list[Event] = []
+        self.events: list[Event] = events if events is not None else []
         self._event_index: dict[str, int] = {}  # an Event object's name → its place in ``events``
         self._event_serial = 0
         self.correlator = EventCorrelator(clock)
         self.writes = 0  # mutating requests the operator sent (Events excluded)
-        self.pods_source: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: []
+        self.pods_source = pods
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.informers[kind].get(namespace, name)
