@@ -54,7 +54,7 @@ typecheck: deps
 unit: deps ## Offline tests on the simulator (never needs the control plane)
 	$(PYTHON) -m pytest -q tests/unit
 
-static: deps controlplane ## Static checks of what ships: the chart (helm template), packaging, Makefile, admission policy, node config, the test layout
+static: deps controlplane ## Static checks of what ships: the chart (helm template), packaging, Makefile, admission policy, node config, the test layout, the import contracts
 	$(PYTHON) -m pytest -q tests/static
 
 integration: deps chromium ## Loopback-only tests (HTTP load balancer and registry, the trace viewer in Chromium)

@@ -30,10 +30,10 @@ from typing import Protocol
 
 from inference_operator.api.constants import KIND
 from inference_operator.control.controller import Controller
-from inference_operator.control.handler import WatchEvent
 from inference_operator.control.metrics import Metrics
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import Clock, RealClock
+from inference_operator.core.handler import WatchEvent
 from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider
 from inference_operator.kube.backend import EVENT_POSTER

@@ -23,9 +23,9 @@ from typing import Any, cast
 from inference_operator.api.constants import DEPLOYMENT, KIND
 from inference_operator.api.crd import crd
 from inference_operator.control.controller import Controller, ReconcileFunc
-from inference_operator.control.handler import WatchEvent
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.errors import NotFound
+from inference_operator.core.handler import WatchEvent
 from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import LoadBalancerProvider, Result

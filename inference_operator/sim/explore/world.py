@@ -33,7 +33,7 @@ from inference_operator.sim.faults import (
     WriteFault,
 )
 from inference_operator.sim.simulation import Simulation
-from inference_operator.sim.wiring import Interposer
+from inference_operator.sim.wiring import Interposer, Outside
 
 __all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
 
@@ -73,14 +73,14 @@ class World:
         self._foreign_owner_uid = str(owner["metadata"]["uid"])
         self._window_start()
 
-    def _faulty_api(self, sim: Simulation) -> FaultyApi:
+    def _faulty_api(self, sim: Outside) -> FaultyApi:
         """What the operator writes through: the API server behind every fault switch."""
         self.api = FaultyApi(
             sim.api, clock=sim.clock, crash=self.crash, observe=self._observe_write, snapshot_kinds=frozenset({KIND})
         )
         return self.api
 
-    def _faulty_lb(self, sim: Simulation) -> FaultyLoadBalancer:
+    def _faulty_lb(self, sim: Outside) -> FaultyLoadBalancer:
         self.lb = FaultyLoadBalancer(sim.lb, clock=sim.clock, crash=self.crash)
         return self.lb
 
