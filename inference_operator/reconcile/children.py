@@ -34,10 +34,10 @@ def diff_child(*, backend: Backend, isvc: InferenceService, kind: str, desired: 
         # whatever has the name. Ask the API server whether something is in the way.
         live = backend.read(kind, isvc.namespace, isvc.name)
         if live is None:
-            return Diffed(kind, None, desired, None)
+            return Diffed(kind=kind, live=None, desired=desired, changed=None)
     if controller_owner_uid(live) != isvc.uid:
-        return Diffed(kind, live, desired, None, conflict=True)
-    return Diffed(kind, live, desired, drift(live, desired, kind=kind, manager=FIELD_MANAGER))
+        return Diffed(kind=kind, live=live, desired=desired, changed=None, conflict=True)
+    return Diffed(kind=kind, live=live, desired=desired, changed=drift(live, desired, kind=kind, manager=FIELD_MANAGER))
 
 
 def act_on_child(*, backend: Backend, isvc: InferenceService, diff: Diffed) -> tuple[Obj | None, Action]:

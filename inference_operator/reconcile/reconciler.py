@@ -111,7 +111,7 @@ class Reconciler:
     def reconcile(self, namespace: str, name: str) -> Result:
         key = key_of(namespace, name)
         obj = self.backend.get(KIND, namespace, name)
-        self._tell(key, Observed(obj, lambda kind: self.backend.get(kind, namespace, name)))
+        self._tell(key, Observed(obj=obj, read_child=lambda kind: self.backend.get(kind, namespace, name)))
         if obj is None:
             return Result()  # deleted: owner references let the garbage collector take the children
         if is_being_deleted(obj):
@@ -130,8 +130,11 @@ class Reconciler:
         lb, lb_note = self.balancer.ensure(isvc, obj, service)
         actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
         self._announce_actions(obj, isvc.name, actions, lb_note)
-        self._tell(key, Acted(actions, finalizer_added=finalizer_added, lb_note=lb_note, blocked=tuple(blocked)))
-        return self._update_status(key, isvc, obj, DeploymentView.of(deployment), service, lb, blocked)
+        self._tell(
+            key, Acted(children=actions, finalizer_added=finalizer_added, lb_note=lb_note, blocked=tuple(blocked))
+        )
+        view = DeploymentView.of(deployment)
+        return self._update_status(key, isvc=isvc, obj=obj, view=view, service=service, lb=lb, blocked=blocked)
 
     def _tell(self, key: str, record: PhaseRecord) -> None:
         """The one place the tracer hears of a pass: each phase's record, as that phase ends
@@ -143,6 +146,7 @@ class Reconciler:
     def _update_status(
         self,
         key: str,
+        *,
         isvc: InferenceService,
         obj: Obj,
         view: DeploymentView,
@@ -154,7 +158,7 @@ class Reconciler:
         up), raise what blocked the pass, and say when to look again."""
         previous = obj.get("status") or {}
         if not blocked and self._defer_status(isvc.uid, previous, view, lb):
-            self._tell(key, StatusDecided(previous, previous, deferred=True))
+            self._tell(key, StatusDecided(previous=previous, status=previous, deferred=True))
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
         stall = blocked[0].condition if blocked else None
@@ -240,7 +244,7 @@ class Reconciler:
         try:
             diff = diff_child(backend=self.backend, isvc=isvc, kind=kind, desired=desired)
         except ApiError as err:
-            return self._refused(isvc, kind, None, err, blocked)
+            return self._refused(isvc=isvc, kind=kind, live=None, err=err, blocked=blocked)
         self._tell(key, diff)
         if diff.conflict and diff.live is not None:
             blocked.append(Blocked.conflict(isvc, kind, diff.live))
@@ -248,11 +252,12 @@ class Reconciler:
         try:
             return act_on_child(backend=self.backend, isvc=isvc, diff=diff)
         except ApiError as err:
-            return self._refused(isvc, kind, diff.live, err, blocked)
+            return self._refused(isvc=isvc, kind=kind, live=diff.live, err=err, blocked=blocked)
 
     def _refused(
-        self, isvc: InferenceService, kind: str, live: Obj | None, err: ApiError, blocked: list[Blocked]
+        self, *, isvc: InferenceService, kind: str, live: Obj | None, err: ApiError, blocked: list[Blocked]
     ) -> tuple[Obj | None, Action]:
+        """A refused write (or read) of a child: blocked, logged, and the pass goes on."""
         blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
         log.warning(
             "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
@@ -277,9 +282,10 @@ class Reconciler:
         """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
         meta = obj["metadata"]
         if not has_finalizer(obj):
-            self._tell(key, Decided("deletion", "none", "no finalizer of ours"))
+            self._tell(key, Decided(subject="deletion", decision="none", reason="no finalizer of ours"))
             return Result()
-        self._tell(key, Decided("deletion", "finalize", "release the load balancer, then remove our finalizer"))
+        why = "release the load balancer, then remove our finalizer"
+        self._tell(key, Decided(subject="deletion", decision="finalize", reason=why))
         self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
@@ -312,7 +318,7 @@ class Reconciler:
 
     def _write_status(self, key: str, obj: Obj, status: Obj) -> None:
         """Write ``status`` if it differs from the one ``obj`` has, and announce what flipped."""
-        decision = StatusDecided(obj.get("status") or {}, status)
+        decision = StatusDecided(previous=obj.get("status") or {}, status=status)
         self._tell(key, decision)
         if not decision.written:
             return
@@ -345,7 +351,7 @@ class Reconciler:
         generation = int(obj["metadata"].get("generation") or 1)
         previous = obj.get("status") or {}
         status = invalid_spec_status(previous, generation=generation, message=message, now=self._now())
-        self._tell(key, Decided("spec", "invalid", message))
+        self._tell(key, Decided(subject="spec", decision="invalid", reason=message))
         self._write_status(key, obj, status)
         # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
         return Result()

@@ -155,7 +155,7 @@ class PhaseRecord(Protocol):
     def fields(self) -> Obj: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Observed:
     """The observe phase: the InferenceService as read (None: gone); the children are read
     through ``read_child`` only for the trace (the pass itself reads each as it gets to it)."""
@@ -168,7 +168,7 @@ class Observed:
         return observed(self.obj, {kind: self.read_child(kind) for kind in (DEPLOYMENT, SERVICE)})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Diffed:
     """The diff phase of one child: what is live (None: nothing, create it), what the operator
     applies, the owned fields that differ, and whether the live one is someone else's."""
@@ -184,7 +184,7 @@ class Diffed:
         return diffed(self.kind, self.live, self.desired, self.changed, conflict=self.conflict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Decided:
     """A diff phase about the object as a whole: its deletion, or a spec that does not parse."""
 
@@ -197,7 +197,7 @@ class Decided:
         return {"subject": self.subject, "decision": self.decision, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Acted:
     """The act phase of a live object: what was done to each child, whether the finalizer was
     added, what the load balancer step said, and the writes refused."""
@@ -213,7 +213,7 @@ class Acted:
         return acted(self.children, finalizer_added=self.finalizer_added, lb_note=self.lb_note, blocked=stalls)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finalized:
     """The act phase of a deletion: the load balancer released (unless no record could exist)
     and the finalizer removed."""
@@ -226,7 +226,7 @@ class Finalized:
         return {"actions": [*released, {"action": "remove-finalizer"}]}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StatusDecided:
     """The status phase: the status found and the one computed (the same when the write is
     ``deferred``); it is written when they differ."""
