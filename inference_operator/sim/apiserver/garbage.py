@@ -12,7 +12,7 @@ names an absent owner.
 
 The fake runs that controller synchronously at the end of every request, so a test sees the
 cascade finished when the call returns. It is a separate controller with its own state (the
-graph and a work queue), so it lives apart from :mod:`.apiserver`: the server reports every
+graph and a work queue), so it lives apart from :mod:`.server`: the server reports every
 change to it and hands it the server's own write paths, so its writes bump resourceVersions and
 emit watch events like any other. Its writes are counted apart (``FakeApiServer.gc_writes``).
 """

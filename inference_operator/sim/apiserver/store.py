@@ -1,9 +1,9 @@
 """The fake API server's store: objects by key, their frozen copies, reads, and the request log.
 
-Split from :mod:`.apiserver` so that module is about what requests do (verbs, strategy, field
+Split from :mod:`.server` so that module is about what requests do (verbs, strategy, field
 management, deletion, garbage collection) while this one is about where objects live and how
 they are handed out: every read thaws a frozen copy, so nothing a caller holds is ever part of
-the store. Subclassed by :class:`~.apiserver.FakeApiServer`, which owns the lock discipline of
+the store. Subclassed by :class:`~.server.FakeApiServer`, which owns the lock discipline of
 writes; reads here take the same re-entrant lock.
 """
 

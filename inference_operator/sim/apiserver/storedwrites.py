@@ -1,6 +1,6 @@
 """How a change lands in the fake API server's store: commit, mark for deletion, remove, put.
 
-:mod:`.apiserver` is what requests do (verbs, preconditions, field management, admission); this
+:mod:`.server` is what requests do (verbs, preconditions, field management, admission); this
 is the layer under it that every write path ends in, shared by requests, the garbage collector
 and the namespace controller: a new resourceVersion, the stored and frozen copies, the watch
 event, the garbage collector's graph and a CRD's schema kept in step. Nothing here validates: by
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class StoredWrites(ObjectStore):
-    """The store's write primitives; :class:`~.apiserver.FakeApiServer` sets up their collaborators."""
+    """The store's write primitives; :class:`~.server.FakeApiServer` sets up their collaborators."""
 
     _gc: GarbageCollector
     _namespaces: NamespaceLifecycle

@@ -5,7 +5,7 @@ kube-apiserver runs every create and update through a per-resource strategy
 path, server-set fields are reset on create and carried over on update, the main endpoint
 ignores ``status`` and the status endpoint ignores everything else, defaulting and validation
 run, and ``generation`` moves only when the spec does. Those rules are functions of the request
-and the stored object alone, so they live here, apart from :mod:`.apiserver`, which owns the
+and the stored object alone, so they live here, apart from :mod:`.server`, which owns the
 store, resourceVersions, the clock, locking, the request log and garbage collection.
 
 Nothing here changes a stored object: each function builds a new candidate for the server to
