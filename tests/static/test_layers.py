@@ -6,11 +6,13 @@ control loop naming the InferenceService API, Kopf outside the kube backend) it 
 broken contract and the import; an import that closes a loop (the registry's HTTP side and its
 server, the fake API server's keys and its write strategy) breaks the no-cycles contract; a new
 top-level module that no layer lists breaks the layers contract, so the contracts cannot
-silently fall behind the package.
+silently fall behind the package. And the one alias the layers share, ``Obj``, is defined once,
+in core/objects.py.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -114,3 +116,19 @@ def test_a_top_level_module_no_layer_lists_breaks_the_layers_contract(package_co
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Layers import only downwards BROKEN" in done.stdout, done.stdout
     assert f"{PACKAGE}.stray" in done.stdout, done.stdout
+
+
+def test_obj_is_defined_once_in_core_objects() -> None:
+    """Every module at core and above imports ``Obj`` from core/objects.py (api/ and ssa/, which
+    may not import core, write ``dict[str, Any]``)."""
+    defined = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / PACKAGE).rglob("*.py")
+        for node in ast.parse(path.read_text(), filename=str(path)).body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(t, ast.Name) and t.id == "Obj"
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    )
+    assert defined == [f"{PACKAGE}/core/objects.py"], f"import Obj from {PACKAGE}.core.objects instead: {defined}"

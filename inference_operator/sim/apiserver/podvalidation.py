@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import syntax
 from inference_operator.ssa.compare import parse_quantity
 
 __all__ = ["QUANTITY_SYNTAX", "pod_spec_problems", "quantity_syntax_error"]
 
-Obj = dict[str, Any]
 
 QUANTITY_SYNTAX: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _QUANTITY: Final = re.compile(QUANTITY_SYNTAX)
