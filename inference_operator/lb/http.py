@@ -1,7 +1,9 @@
 """The production ``LoadBalancerProvider``: a small REST registry spoken to over plain HTTP.
 
 The operator's worker threads call it concurrently, so it keeps no connection and no mutable
-state: each call opens one connection with a timeout, sends one request and closes it. Every
+state: each call opens one connection, sends one request and closes it, all within one deadline
+(``lb.deadline``: the timeout bounds the whole call, so a peer trickling bytes cannot hold a
+worker). Every
 failure (the network, a timeout, a status it did not expect) becomes a ``LoadBalancerError``
 whose message names the method, the URL and what went wrong, because that text ends up in a
 status condition and an Event that a person on call reads. The wire format is the one the
@@ -18,6 +20,7 @@ from typing import Any
 
 from inference_operator import __version__
 from inference_operator.core.ports import LoadBalancerError, Registration
+from inference_operator.lb.deadline import Deadline, DeadlineConnection
 
 REGISTRATIONS_PATH = "/v1/registrations"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -27,8 +30,8 @@ USER_AGENT = f"inference-operator/{__version__}"
 class HttpLoadBalancer:
     """Implements ``LoadBalancerProvider`` against ``{base_url}/v1/registrations/{namespace}/{name}``.
 
-    ``timeout`` (seconds) bounds the connect and every read; ``token``, when given, is sent as
-    ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
+    ``timeout`` (seconds) bounds each whole call: connect, TLS, send and every read; ``token``,
+    when given, is sent as ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
     (https only) is the PEM bundle the registry's certificate must chain to, instead of the
     system's trust store; ``identity`` (the replica's) goes into the User-Agent, so the
     balancer's own logs say which replica made a call, as the API server's audit log does.
@@ -122,11 +125,7 @@ class HttpLoadBalancer:
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, str, bytes]:
         """One request on a fresh connection: ``(status, reason, body)``, or LoadBalancerError."""
-        connection: http.client.HTTPConnection
-        if self._tls is not None:
-            connection = http.client.HTTPSConnection(self._netloc, timeout=self.timeout, context=self._tls)
-        else:
-            connection = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
+        connection = DeadlineConnection(self._netloc, deadline=Deadline(self.timeout), tls=self._tls)
         headers = {"Accept": "application/json", "User-Agent": self._user_agent}
         body = None
         if payload is not None:
