@@ -20,10 +20,12 @@ from typing import Any
 
 from inference_operator import __version__
 from inference_operator.core.ports import LoadBalancerError, Registration
+from inference_operator.lb.answers import InvalidRegistration, bounded_text, check_registration
 from inference_operator.lb.deadline import Deadline, DeadlineConnection
 
 REGISTRATIONS_PATH = "/v1/registrations"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+MAX_KEY = 63 + 1 + 253  # namespace/name
 USER_AGENT = f"inference-operator/{__version__}"
 
 
@@ -81,10 +83,7 @@ class HttpLoadBalancer:
         status, reason, body = self._request("PUT", path, {"target": target})
         if status not in (200, 201):
             raise self._status_error("PUT", path, status, reason, body)
-        registration = _parse_registration(_decode(body))
-        if registration is None:
-            raise self._error("PUT", path, f"HTTP {status} {reason} without a registration (id, address, target)")
-        return registration
+        return self._registration("PUT", path, _decode(body), f"HTTP {status} {bounded_text(reason, 80)} without")
 
     def release(self, key: str) -> None:
         """``DELETE`` the record for ``key``; a 404 means it is already gone, which is success."""
@@ -101,10 +100,7 @@ class HttpLoadBalancer:
             return None
         if status != 200:
             raise self._status_error("GET", path, status, reason, body)
-        registration = _parse_registration(_decode(body))
-        if registration is None:
-            raise self._error("GET", path, f"HTTP {status} {reason} without a registration (id, address, target)")
-        return registration
+        return self._registration("GET", path, _decode(body), f"HTTP {status} {bounded_text(reason, 80)} without")
 
     def list_registrations(self) -> dict[str, Registration]:
         """Every record at the registry, keyed ``namespace/name`` (to check that nothing leaked)."""
@@ -117,11 +113,23 @@ class HttpLoadBalancer:
             raise self._error("GET", REGISTRATIONS_PATH, "answered without a list of items")
         result: dict[str, Registration] = {}
         for item in items:
-            registration = _parse_registration(item)
-            if registration is None or not isinstance(item.get("key"), str):
-                raise self._error("GET", REGISTRATIONS_PATH, f"answered with a malformed registration: {item!r:.200}")
-            result[item["key"]] = registration
+            key = item.get("key") if isinstance(item, dict) else None
+            if not isinstance(key, str) or not 3 <= len(key) <= MAX_KEY or "/" not in key:
+                shown = bounded_text(repr(key), 80)
+                raise self._error(
+                    "GET", REGISTRATIONS_PATH, f"answered with a registration whose key {shown} is not namespace/name"
+                )
+            result[key] = self._registration(
+                "GET", REGISTRATIONS_PATH, item, f"answered for {bounded_text(key)} without"
+            )
         return result
+
+    def _registration(self, method: str, path: str, data: Any, answered: str) -> Registration:
+        """The registration in ``data``, or a LoadBalancerError: "``answered`` a valid registration: why"."""
+        try:
+            return check_registration(data)
+        except InvalidRegistration as err:
+            raise self._error(method, path, f"{answered} a valid registration: {err}") from None
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, str, bytes]:
         """One request on a fresh connection: ``(status, reason, body)``, or LoadBalancerError."""
@@ -152,9 +160,9 @@ class HttpLoadBalancer:
     def _status_error(self, method: str, path: str, status: int, reason: str, body: bytes) -> LoadBalancerError:
         data = _decode(body)
         message = data.get("message") if isinstance(data, dict) else None
-        detail = f"HTTP {status} {reason}".rstrip()
+        detail = f"HTTP {status} {bounded_text(reason, 80)}".rstrip()
         if isinstance(message, str) and message:
-            detail += f": {message}"
+            detail += f": {bounded_text(message)}"
         return self._error(method, path, detail)
 
     def _error(self, method: str, path: str, detail: str) -> LoadBalancerError:
@@ -175,15 +183,6 @@ def _decode(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def _parse_registration(data: Any) -> Registration | None:
-    if not isinstance(data, dict):
-        return None
-    fields = (data.get("id"), data.get("address"), data.get("target"))
-    if not all(isinstance(field, str) and field for field in fields):
-        return None
-    return Registration(id=data["id"], address=data["address"], target=data["target"])
 
 
 __all__ = ["HttpLoadBalancer"]

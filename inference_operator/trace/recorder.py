@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from inference_operator import __version__
 from inference_operator.core.clock import Clock, format_timestamp
+from inference_operator.core.text import cut
 from inference_operator.trace.redact import redact, redact_at
 
 __all__ = [
@@ -42,6 +43,7 @@ FORMAT = "inference-operator-trace"
 VERSION = 1
 PHASES = ("observe", "diff", "act", "status")
 """The seed's four phases of the control loop: observe → diff → act → update status."""
+MAX_ERROR = 4096  # characters of a write's error kept: the answer of another system, not ours to size
 _LINKS_KEPT = 10_000  # write resourceVersions remembered for linking, oldest forgotten first
 
 
@@ -268,7 +270,7 @@ class Recorder:
                 record["rv"] = rv
         else:
             record["result"] = "error"
-            record["error"] = f"{type(error).__name__}: {error}"
+            record["error"] = cut(f"{type(error).__name__}: {error}", MAX_ERROR)
             code = getattr(error, "code", None)
             if isinstance(code, int):
                 record["code"] = code
