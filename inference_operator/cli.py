@@ -231,7 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
         "since flags show in the process list: set INFERENCE_OPERATOR_LB_TOKEN",
     )
     run.add_argument("--log-format", choices=LOG_FORMATS, help="log format (default plain)")
-    run.add_argument("--metrics-address", help="serve Prometheus /metrics here, e.g. 0.0.0.0:9090 (default off)")
+    run.add_argument(
+        "--metrics-address",
+        help="serve Prometheus /metrics here, HOST:PORT (:PORT: 127.0.0.1 only), e.g. 0.0.0.0:9090 in a pod "
+        "(default off)",
+    )
     run.add_argument(
         "--trace",
         metavar="FILE",

@@ -5,33 +5,20 @@ that sends one byte just before each timeout keeps a call going for as long as i
 the body cap: minutes). The registry calls run on the reconcile workers, so a few such calls
 would stall reconciliation of every object. Here each step of a call — connect, TLS handshake,
 sending, and every read of the status line, headers and body — gets only the time left until
-one deadline, and a step that starts after it fails at once with ``TimeoutError``.
+one deadline (``core.deadline``), and a step that starts after it fails at once with
+``TimeoutError``.
 """
 
 from __future__ import annotations
 
 import http.client
-import io
 import socket
 import ssl
-import time
 from typing import Any
 
+from inference_operator.core.deadline import Deadline, bounded_reader
+
 __all__ = ["Deadline", "DeadlineConnection"]
-
-
-class Deadline:
-    """A point on the monotonic clock, ``seconds`` from now."""
-
-    def __init__(self, seconds: float) -> None:
-        self._end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        """Seconds left; ``TimeoutError`` once none are."""
-        left = self._end - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request's deadline passed")
-        return left
 
 
 class DeadlineConnection(http.client.HTTPConnection):
@@ -62,27 +49,6 @@ def _response_class(deadline: Deadline) -> type[http.client.HTTPResponse]:
             super().__init__(sock, *args, **kwargs)
             # Nothing was read yet. Keep the socket's own raw file (it holds the socket open
             # until the response is closed, as http.client expects) and bound its reads.
-            self.fp = io.BufferedReader(_DeadlineReader(self.fp, sock, deadline))
+            self.fp = bounded_reader(self.fp, sock, deadline)
 
     return DeadlineResponse
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A socket's file, each read given only the time left until the deadline. It reads the
-    file's raw stream (the socket's) directly and closes the file when closed itself."""
-
-    def __init__(self, file: io.BufferedReader, sock: socket.socket, deadline: Deadline) -> None:
-        self._file = file
-        self._sock = sock
-        self._deadline = deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int | None:
-        self._sock.settimeout(self._deadline.remaining())
-        return self._file.raw.readinto(buffer)
-
-    def close(self) -> None:
-        self._file.close()
-        super().close()

@@ -375,6 +375,17 @@ def test_metrics_port_and_service_exist_only_when_metrics_are_enabled(render: Re
     assert env_of(disabled)["INFERENCE_OPERATOR_METRICS_ADDRESS"] == ""
 
 
+def test_the_metrics_endpoint_binds_an_explicit_address_the_kubelet_and_prometheus_reach(
+    render: Render, template: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    # Without a host the operator binds 127.0.0.1 only, which the pod IP does not reach.
+    assert env_of(render())["INFERENCE_OPERATOR_METRICS_ADDRESS"] == "0.0.0.0:9090"
+    pinned = render({"metrics": {"bindAddress": "10.1.2.3", "port": 9100}})
+    assert env_of(pinned)["INFERENCE_OPERATOR_METRICS_ADDRESS"] == "10.1.2.3:9100"
+    refused = template({"metrics": {"bindAddress": "0.0.0.0:9090"}})
+    assert refused.returncode != 0 and "bindAddress" in refused.stderr
+
+
 def test_resources_scheduling_and_pod_annotations_follow_the_values(render: Render) -> None:
     values = {
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
