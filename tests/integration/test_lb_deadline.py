@@ -84,7 +84,7 @@ def peer() -> Iterator[Callable[[bytes, bytes], TricklingPeer]]:
         p.stop()
 
 
-BODY = b'{"id": "lb-1", "address": "http://a", "target": "t"}'
+BODY = b'{"id": "lb-1", "address": "http://a", "target": "llama.default.svc:8000"}'
 SHAPES = {
     "status line": (b"", b"HTTP/1.1 200 OK\r\n" * 40),
     "headers": (b"HTTP/1.1 200 OK\r\n", b"X-Slow: " + b"a" * 200 + b"\r\n"),
