@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import urllib.parse
 from typing import Any
@@ -26,6 +27,9 @@ from inference_operator.lb.deadline import Deadline, DeadlineConnection
 REGISTRATIONS_PATH = "/v1/registrations"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 MAX_KEY = 63 + 1 + 253  # namespace/name
+KEY = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?")
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+"""Where a bearer token may go over plain http: the token never leaves the machine."""
 USER_AGENT = f"inference-operator/{__version__}"
 
 
@@ -58,6 +62,12 @@ class HttpLoadBalancer:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if token is not None and (not token or any(c in token for c in "\r\n")):
             raise ValueError("token must be a non-empty single line")
+        if token is not None and parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ValueError(
+                f"a bearer token needs an https:// load balancer URL, got {base_url!r}: over plain http it "
+                "would cross the network readable by anyone on the path (plain http is allowed to "
+                "127.0.0.1, ::1 and localhost only)"
+            )
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._scheme = parts.scheme
@@ -114,7 +124,7 @@ class HttpLoadBalancer:
         result: dict[str, Registration] = {}
         for item in items:
             key = item.get("key") if isinstance(item, dict) else None
-            if not isinstance(key, str) or not 3 <= len(key) <= MAX_KEY or "/" not in key:
+            if not isinstance(key, str) or len(key) > MAX_KEY or not KEY.fullmatch(key):
                 shown = bounded_text(repr(key), 80)
                 raise self._error(
                     "GET", REGISTRATIONS_PATH, f"answered with a registration whose key {shown} is not namespace/name"

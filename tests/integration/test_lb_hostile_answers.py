@@ -5,7 +5,8 @@ one line; a 200 with an id of 4 MiB, a ``javascript:`` address or an id with a n
 LoadBalancerError naming the field, never a registration; a list with such a record is refused
 the same way; and end to end, the simulated operator talking to such a registry through the
 real HTTP client reports ``LoadBalancerReady=False`` with that clear message in a status of a
-few KiB, and never records the registration.
+few KiB, and never records the registration; ``lb-registry list`` never prints a registry's
+control characters (they are refused, and escaped in the error).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from inference_operator.api.constants import KIND
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.ports import LoadBalancerError
 from inference_operator.lb.http import HttpLoadBalancer
+from inference_operator.lb.registry.cli import main as registry_main
 from inference_operator.sim import Simulation
 from tests.integration.stubs import StubServer
 
@@ -74,3 +76,12 @@ def test_the_operator_reports_a_hostile_registry_clearly_in_a_small_status(stub:
     assert f"without a valid registration: id is {4 * MIB} characters long, at most 256 are accepted" in lb["message"]
     assert "loadBalancer" not in status or not status["loadBalancer"].get("id")
     assert len(json.dumps(status)) < 16 * 1024
+
+
+def test_registry_list_never_prints_a_registrys_control_characters(
+    stub: Callable[..., StubServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = {"items": [{"key": "default/\x1b[2Jllama", **GOOD}]}
+    assert registry_main(["list", "--url", stub(200, json.dumps(body).encode()).url]) == 1
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\\x1b[2Jllama" in err and "is not namespace/name" in err

@@ -146,6 +146,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return 200, registry.stats()
             case ["v1", "faults"]:
                 _allow(method, "POST", "DELETE")
+                if not registry.fault_endpoint:
+                    raise HttpError(
+                        403,
+                        "fault injection is served only on a loopback address or with a token "
+                        f"(this registry binds {registry.host} without one)",
+                    )
                 counts = _faults(self._read_json()) if method == "POST" else {}
                 return 200, registry.set_faults(**counts)
         raise HttpError(404, f"no such endpoint: {self.path}")
