@@ -85,6 +85,8 @@ def _check_writable(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: directory {where} does not exist")
     if Path(path).is_dir():
         raise UsageError(f"{flag} {path}: is a directory, give a file name")
+    if Path(path).is_symlink():
+        raise UsageError(f"{flag} {path}: is a symbolic link; a trace is never written through one, give a file name")
 
 
 def _cmd_trace_view(args: argparse.Namespace) -> int:

@@ -157,6 +157,21 @@ def test_cluster_mode_renders_a_cluster_role_with_the_rules_of_deploy_rbac(rende
     assert namespaced == [("Role", f"{FULLNAME}-leader-election"), ("RoleBinding", f"{FULLNAME}-leader-election")]
 
 
+def test_the_lease_role_reads_and_renews_only_the_releases_own_lease(render: Render) -> None:
+    objects = render()
+    role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == f"{FULLNAME}-leader-election")
+    lease_name = env_of(objects)["INFERENCE_OPERATOR_LEASE_NAME"]
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [lease_name],
+            "verbs": ["get", "update"],
+        },
+    ]
+
+
 def test_cluster_mode_binds_the_cluster_role_to_the_operator_service_account(render: Render) -> None:
     objects = render()
     binding = only(objects, "ClusterRoleBinding")
