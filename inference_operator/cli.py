@@ -85,6 +85,8 @@ def _check_writable(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: directory {where} does not exist")
     if Path(path).is_dir():
         raise UsageError(f"{flag} {path}: is a directory, give a file name")
+    if Path(path).is_symlink():
+        raise UsageError(f"{flag} {path}: is a symbolic link; a trace is never written through one, give a file name")
 
 
 def _cmd_trace_view(args: argparse.Namespace) -> int:
@@ -231,7 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
         "since flags show in the process list: set INFERENCE_OPERATOR_LB_TOKEN",
     )
     run.add_argument("--log-format", choices=LOG_FORMATS, help="log format (default plain)")
-    run.add_argument("--metrics-address", help="serve Prometheus /metrics here, e.g. 0.0.0.0:9090 (default off)")
+    run.add_argument(
+        "--metrics-address",
+        help="serve Prometheus /metrics here, HOST:PORT (:PORT: 127.0.0.1 only), e.g. 0.0.0.0:9090 in a pod "
+        "(default off)",
+    )
     run.add_argument(
         "--trace",
         metavar="FILE",

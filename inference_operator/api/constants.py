@@ -29,6 +29,17 @@ NAME_LABEL: Final = "app.kubernetes.io/name"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 FIELD_MANAGER: Final = "inference-operator"
 
+# Bounds on strings that come from elsewhere (the API server, the load balancer registry) and go
+# into status: enforced by the operator before it writes, and by the CRD's maxLength after.
+MAX_CONDITION_MESSAGE: Final = 32768
+"""A condition's message, in characters: apimachinery's own limit for metav1.Condition."""
+MAX_LB_ID: Final = 256
+"""A load balancer registration id (an AWS target group ARN is about 100)."""
+MAX_LB_ADDRESS: Final = 2048
+"""The address clients use, an http(s) URL (what browsers and proxies reliably accept)."""
+MAX_LB_TARGET: Final = 512
+"""The in-cluster address the balancer forwards to: a Service DNS name and port (under 330)."""
+
 
 class ConditionType:
     """The condition types an InferenceService reports; ``READY`` is the aggregate."""

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from inference_operator.api.constants import MAX_CONDITION_MESSAGE, MAX_LB_ADDRESS, MAX_LB_ID, MAX_LB_TARGET
+
 MAX_GPUS_PER_REPLICA = 16
 MAX_REPLICAS = 1000
 MAX_LIST_ITEMS = 64
@@ -284,15 +286,17 @@ class Condition(_Model):
     type: str
     status: Literal["True", "False", "Unknown"]
     reason: str
-    message: str = ""
+    message: str = Field(default="", max_length=MAX_CONDITION_MESSAGE)
     observedGeneration: int | None = None
     lastTransitionTime: str | None = None
 
 
 class LoadBalancerStatus(_Model):
-    id: str | None = Field(default=None, description="Registration id at the load balancer.")
-    address: str | None = Field(default=None, description="Address clients use.")
-    target: str | None = Field(default=None, description="In-cluster address the load balancer forwards to.")
+    id: str | None = Field(default=None, max_length=MAX_LB_ID, description="Registration id at the load balancer.")
+    address: str | None = Field(default=None, max_length=MAX_LB_ADDRESS, description="Address clients use.")
+    target: str | None = Field(
+        default=None, max_length=MAX_LB_TARGET, description="In-cluster address the load balancer forwards to."
+    )
 
 
 class InferenceServiceStatus(_Model):
@@ -304,7 +308,7 @@ class InferenceServiceStatus(_Model):
     updatedReplicas: int | None = None
     selector: str | None = Field(default=None, description="Label selector of the pods (scale subresource).")
     phase: Literal["Pending", "Progressing", "Ready", "Degraded", "Failed", "Terminating"] | None = None
-    url: str | None = None
+    url: str | None = Field(default=None, max_length=MAX_LB_ADDRESS)
     loadBalancer: LoadBalancerStatus | None = None
     conditions: list[Condition] = Field(
         default_factory=list,

@@ -26,7 +26,12 @@ from inference_operator.control.queuehooks import ChainedHooks, QueueHooks, Queu
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.objects import split_key
 from inference_operator.core.ports import Result
+from inference_operator.core.text import bounded_text
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
+
+MAX_ERROR = 4096
+"""Characters of a failed pass's error kept for logs, traces and ``failing``: an API server's or
+a balancer's words are not ours to size."""
 
 log = logging.getLogger(__name__)
 
@@ -133,20 +138,20 @@ class Controller:
                 self.reconcile_total += 1
                 self.reconcile_errors_total += 1
             retries = self.queue.num_requeues(key)
+            error = bounded_text(f"{type(err).__name__}: {err}", MAX_ERROR)
             with self._lock:
-                self.failing[key] = (self.failing.get(key, (0, ""))[0] + 1, f"{type(err).__name__}: {err}")
+                self.failing[key] = (self.failing.get(key, (0, ""))[0] + 1, error)
             log.warning(
-                "Reconcile failed, retrying with backoff controller=%s key=%s retries=%d error=%s: %s",
+                "Reconcile failed, retrying with backoff controller=%s key=%s retries=%d error=%s",
                 self.name,
                 key,
                 retries,
-                type(err).__name__,
-                err,
+                error,
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
             self.queue.done(key)
             self.queue.add_rate_limited(key)
-            return PassEnd("error", error=f"{type(err).__name__}: {err}")
+            return PassEnd("error", error=error)
         with self._lock:
             self.reconcile_total += 1
             self.failing.pop(key, None)

@@ -2,7 +2,9 @@
 
 ``lastTransitionTime`` moves only when a condition's ``status`` flips; a new reason or message
 alone keeps the old time. That keeps a converged object's status byte-for-byte stable, which is
-what makes "zero writes on a converged pass" possible.
+what makes "zero writes on a converged pass" possible. A message is cut to the CRD's maxLength
+(:data:`MAX_CONDITION_MESSAGE`), the same way every time, so a huge error cannot make status
+unwritable and an unchanged one still compares equal.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from inference_operator.api.constants import MAX_CONDITION_MESSAGE
+from inference_operator.core.text import cut
 
 Status = Literal["True", "False", "Unknown"]
 
@@ -58,7 +63,7 @@ def merge(
                 "type": cond.type,
                 "status": cond.status,
                 "reason": cond.reason,
-                "message": cond.message,
+                "message": cut(cond.message, MAX_CONDITION_MESSAGE),
                 "observedGeneration": generation,
                 "lastTransitionTime": old["lastTransitionTime"] if keep and old else now,
             }

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import urllib.parse
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -149,6 +150,15 @@ def default_lease_name(namespaces: tuple[str, ...]) -> str:
     return f"inference-operator-{digest}"
 
 
+def _plain_http_elsewhere(url: str) -> bool:
+    """Whether ``url`` is plain http to anywhere but this machine's loopback."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return True
+    return url.startswith("http://") and host not in ("127.0.0.1", "::1", "localhost")
+
+
 def _default_identity() -> str:
     """client-go's default: the host name and a random suffix (two runs on one host differ)."""
     return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -197,6 +207,11 @@ class OperatorConfig:
         token = env.get(ENV_PREFIX + "LB_TOKEN") or None
         if token is not None and (token != token.strip() or "\n" in token or "\r" in token):
             raise ConfigError(f"{ENV_PREFIX}LB_TOKEN must be one line without surrounding whitespace")
+        if token is not None and url and _plain_http_elsewhere(url):
+            raise ConfigError(
+                f"{ENV_PREFIX}LB_TOKEN is set, but {ENV_PREFIX}LB_URL={url!r} is plain http:// to another host: "
+                "the token would cross the network readable; use https:// (plain http only to 127.0.0.1 or localhost)"
+            )
         ca_file = env.get(ENV_PREFIX + "LB_CA_FILE") or None
         if ca_file is not None:
             if not (url or "").startswith("https://"):

@@ -6,19 +6,35 @@ live counters to them (:func:`live`, read at each scrape) and serves the text. K
 probe caches its answers for ten seconds, which is right for kubelets but too coarse to watch a
 control loop; this endpoint reads everything live. It also serves
 ``/healthz``, which answers 503 and names the problem (a dead worker or Event poster thread)
-whenever the operator's health check finds one. Bind it to 127.0.0.1 or a pod IP; it
-exposes counts only, no object data.
+whenever the operator's health check finds one. It exposes counts only, no object data.
+
+Anything that can reach the port can talk to it, so it defends itself: each connection has
+``request_timeout`` seconds for the whole exchange (a client trickling a byte at a time is cut
+off too), at most ``max_connections`` are served at once (the next are closed at once, so a
+flood cannot pile up threads), and a client that goes away mid-answer is one debug line, not a
+traceback. Without a host (``:9090``) it listens on 127.0.0.1 only; in a pod the chart binds
+all of the pod's interfaces explicitly, as the kubelet and Prometheus connect to the pod IP.
 """
 
 from __future__ import annotations
 
 import http.server
 import logging
+import socket
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from inference_operator.core.deadline import Deadline, bounded_reader
+
 log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+REQUEST_TIMEOUT = 5.0
+"""Seconds for one whole exchange: a scrape answers in milliseconds, Prometheus waits 10 s."""
+MAX_CONNECTIONS = 16
+"""Clients served at once; a scraper and a probe or two need a handful."""
 
 HELP = {
     "reconciles": ("inference_operator_reconcile_total", "counter", "Reconcile passes run."),
@@ -82,22 +98,86 @@ def live(values: Mapping[str, float]) -> dict[str, tuple[str, str, float]]:
     return out
 
 
+class _BoundedServer(http.server.ThreadingHTTPServer):
+    """A threading HTTP server with at most ``max_connections`` handler threads, quiet about
+    clients that went away."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[http.server.BaseHTTPRequestHandler], cap: int) -> None:
+        self._slots = threading.BoundedSemaphore(cap)
+        self._lock = threading.Lock()
+        self.connections = 0
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            log.debug("Refused metrics client, every connection slot is busy address=%s", _host(client_address))
+            self.shutdown_request(request)
+            return
+        with self._lock:
+            self.connections += 1
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._free()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._free()
+
+    def _free(self) -> None:
+        with self._lock:
+            self.connections -= 1
+        self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        err = sys.exc_info()[1]
+        if isinstance(err, OSError):  # reset, broken pipe, timeout: the client went away
+            log.debug("Dropped metrics client address=%s error=%s", _host(client_address), err)
+        else:  # a bug of ours: say so once, with the traceback, in the log (not on stderr)
+            log.warning("Failed to answer metrics client address=%s", _host(client_address), exc_info=True)
+
+
+def _host(client_address: Any) -> str:
+    return str(client_address[0]) if isinstance(client_address, tuple) and client_address else "?"
+
+
 class MetricsServer:
     """Serves ``render()`` on ``/metrics`` and ``healthz(health())`` on ``/healthz``
-    from a background thread. ``start`` binds once: calling it again reuses the bound server."""
+    from a background thread. ``start`` binds once: calling it again reuses the bound server.
+
+    ``address`` is ``HOST:PORT`` or ``:PORT`` (127.0.0.1); ``request_timeout`` bounds each
+    connection's whole exchange, ``max_connections`` how many are served at once.
+    """
 
     def __init__(
         self,
         address: str,
         render: Callable[[], bytes],
         health: Callable[[], list[str]] = list,
+        *,
+        request_timeout: float = REQUEST_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         host, _, port = address.rpartition(":")
-        self.host = host or "0.0.0.0"
+        if request_timeout <= 0 or max_connections < 1:
+            raise ValueError("request_timeout must be positive and max_connections at least 1")
+        self.host = host or DEFAULT_HOST
         self.port = int(port)
         self.render = render
         self.health = health
-        self._httpd: http.server.ThreadingHTTPServer | None = None
+        self.request_timeout = request_timeout
+        self.max_connections = max_connections
+        self._httpd: _BoundedServer | None = None
+
+    @property
+    def connections(self) -> int:
+        """Connections being served now."""
+        return self._httpd.connections if self._httpd is not None else 0
 
     @property
     def address(self) -> tuple[str, int] | None:
@@ -110,9 +190,16 @@ class MetricsServer:
     def start(self) -> None:
         if self._httpd is not None:
             return
-        render, health = self.render, self.health
+        render, health, request_timeout = self.render, self.health, self.request_timeout
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = request_timeout  # the socket's, until the first read sets the time left
+
+            def setup(self) -> None:
+                super().setup()
+                self.deadline = Deadline(request_timeout)
+                self.rfile = bounded_reader(self.rfile, self.connection, self.deadline)  # type: ignore[arg-type]
+
             def do_GET(self) -> None:
                 status = 200
                 if self.path == "/healthz":
@@ -122,6 +209,8 @@ class MetricsServer:
                 else:
                     self.send_error(404)
                     return
+                connection: socket.socket = self.connection
+                connection.settimeout(self.deadline.remaining())  # the answer, sent as a whole, too
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
@@ -131,8 +220,7 @@ class MetricsServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._httpd = http.server.ThreadingHTTPServer((self.host, self.port), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _BoundedServer((self.host, self.port), Handler, self.max_connections)
         threading.Thread(target=self._httpd.serve_forever, name="metrics", daemon=True).start()
         log.info("Started metrics server address=%s:%d", self.host, self._httpd.server_address[1])
 

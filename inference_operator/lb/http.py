@@ -1,7 +1,9 @@
 """The production ``LoadBalancerProvider``: a small REST registry spoken to over plain HTTP.
 
 The operator's worker threads call it concurrently, so it keeps no connection and no mutable
-state: each call opens one connection with a timeout, sends one request and closes it. Every
+state: each call opens one connection, sends one request and closes it, all within one deadline
+(``lb.deadline``: the timeout bounds the whole call, so a peer trickling bytes cannot hold a
+worker). Every
 failure (the network, a timeout, a status it did not expect) becomes a ``LoadBalancerError``
 whose message names the method, the URL and what went wrong, because that text ends up in a
 status condition and an Event that a person on call reads. The wire format is the one the
@@ -12,23 +14,30 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import urllib.parse
 from typing import Any
 
 from inference_operator import __version__
 from inference_operator.core.ports import LoadBalancerError, Registration
+from inference_operator.lb.answers import InvalidRegistration, bounded_text, check_registration
+from inference_operator.lb.deadline import Deadline, DeadlineConnection
 
 REGISTRATIONS_PATH = "/v1/registrations"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+MAX_KEY = 63 + 1 + 253  # namespace/name
+KEY = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?")
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+"""Where a bearer token may go over plain http: the token never leaves the machine."""
 USER_AGENT = f"inference-operator/{__version__}"
 
 
 class HttpLoadBalancer:
     """Implements ``LoadBalancerProvider`` against ``{base_url}/v1/registrations/{namespace}/{name}``.
 
-    ``timeout`` (seconds) bounds the connect and every read; ``token``, when given, is sent as
-    ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
+    ``timeout`` (seconds) bounds each whole call: connect, TLS, send and every read; ``token``,
+    when given, is sent as ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
     (https only) is the PEM bundle the registry's certificate must chain to, instead of the
     system's trust store; ``identity`` (the replica's) goes into the User-Agent, so the
     balancer's own logs say which replica made a call, as the API server's audit log does.
@@ -53,6 +62,12 @@ class HttpLoadBalancer:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if token is not None and (not token or any(c in token for c in "\r\n")):
             raise ValueError("token must be a non-empty single line")
+        if token is not None and parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ValueError(
+                f"a bearer token needs an https:// load balancer URL, got {base_url!r}: over plain http it "
+                "would cross the network readable by anyone on the path (plain http is allowed to "
+                "127.0.0.1, ::1 and localhost only)"
+            )
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._scheme = parts.scheme
@@ -78,10 +93,7 @@ class HttpLoadBalancer:
         status, reason, body = self._request("PUT", path, {"target": target})
         if status not in (200, 201):
             raise self._status_error("PUT", path, status, reason, body)
-        registration = _parse_registration(_decode(body))
-        if registration is None:
-            raise self._error("PUT", path, f"HTTP {status} {reason} without a registration (id, address, target)")
-        return registration
+        return self._registration("PUT", path, _decode(body), f"HTTP {status} {bounded_text(reason, 80)} without")
 
     def release(self, key: str) -> None:
         """``DELETE`` the record for ``key``; a 404 means it is already gone, which is success."""
@@ -98,10 +110,7 @@ class HttpLoadBalancer:
             return None
         if status != 200:
             raise self._status_error("GET", path, status, reason, body)
-        registration = _parse_registration(_decode(body))
-        if registration is None:
-            raise self._error("GET", path, f"HTTP {status} {reason} without a registration (id, address, target)")
-        return registration
+        return self._registration("GET", path, _decode(body), f"HTTP {status} {bounded_text(reason, 80)} without")
 
     def list_registrations(self) -> dict[str, Registration]:
         """Every record at the registry, keyed ``namespace/name`` (to check that nothing leaked)."""
@@ -114,19 +123,27 @@ class HttpLoadBalancer:
             raise self._error("GET", REGISTRATIONS_PATH, "answered without a list of items")
         result: dict[str, Registration] = {}
         for item in items:
-            registration = _parse_registration(item)
-            if registration is None or not isinstance(item.get("key"), str):
-                raise self._error("GET", REGISTRATIONS_PATH, f"answered with a malformed registration: {item!r:.200}")
-            result[item["key"]] = registration
+            key = item.get("key") if isinstance(item, dict) else None
+            if not isinstance(key, str) or len(key) > MAX_KEY or not KEY.fullmatch(key):
+                shown = bounded_text(repr(key), 80)
+                raise self._error(
+                    "GET", REGISTRATIONS_PATH, f"answered with a registration whose key {shown} is not namespace/name"
+                )
+            result[key] = self._registration(
+                "GET", REGISTRATIONS_PATH, item, f"answered for {bounded_text(key)} without"
+            )
         return result
+
+    def _registration(self, method: str, path: str, data: Any, answered: str) -> Registration:
+        """The registration in ``data``, or a LoadBalancerError: "``answered`` a valid registration: why"."""
+        try:
+            return check_registration(data)
+        except InvalidRegistration as err:
+            raise self._error(method, path, f"{answered} a valid registration: {err}") from None
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, str, bytes]:
         """One request on a fresh connection: ``(status, reason, body)``, or LoadBalancerError."""
-        connection: http.client.HTTPConnection
-        if self._tls is not None:
-            connection = http.client.HTTPSConnection(self._netloc, timeout=self.timeout, context=self._tls)
-        else:
-            connection = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
+        connection = DeadlineConnection(self._netloc, deadline=Deadline(self.timeout), tls=self._tls)
         headers = {"Accept": "application/json", "User-Agent": self._user_agent}
         body = None
         if payload is not None:
@@ -153,9 +170,9 @@ class HttpLoadBalancer:
     def _status_error(self, method: str, path: str, status: int, reason: str, body: bytes) -> LoadBalancerError:
         data = _decode(body)
         message = data.get("message") if isinstance(data, dict) else None
-        detail = f"HTTP {status} {reason}".rstrip()
+        detail = f"HTTP {status} {bounded_text(reason, 80)}".rstrip()
         if isinstance(message, str) and message:
-            detail += f": {message}"
+            detail += f": {bounded_text(message)}"
         return self._error(method, path, detail)
 
     def _error(self, method: str, path: str, detail: str) -> LoadBalancerError:
@@ -176,15 +193,6 @@ def _decode(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def _parse_registration(data: Any) -> Registration | None:
-    if not isinstance(data, dict):
-        return None
-    fields = (data.get("id"), data.get("address"), data.get("target"))
-    if not all(isinstance(field, str) and field for field in fields):
-        return None
-    return Registration(id=data["id"], address=data["address"], target=data["target"])
 
 
 __all__ = ["HttpLoadBalancer"]

@@ -17,6 +17,7 @@ from inference_operator.api.constants import EventReason
 from inference_operator.api.models import InferenceService
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvider, Registration
+from inference_operator.core.text import bounded_text
 from inference_operator.reconcile.builders import service_address
 from inference_operator.reconcile.status import LoadBalancerState
 
@@ -25,6 +26,14 @@ __all__ = ["LB_RECHECK_SECONDS", "BalancerSync"]
 log = logging.getLogger(__name__)
 
 LB_RECHECK_SECONDS = 30.0  # when a balancer record could not be checked, ask again this much later
+MAX_ERROR = 2048
+"""Characters of a provider's error kept in status, Events and logs: any provider's, not only
+the HTTP client's (which cuts the registry's own words shorter, see ``lb.answers``)."""
+
+
+def describe(err: LoadBalancerError) -> str:
+    """A provider's error on one line and at most :data:`MAX_ERROR` characters."""
+    return bounded_text(str(err), MAX_ERROR)
 
 
 class BalancerSync:
@@ -99,7 +108,7 @@ class BalancerSync:
                     isvc.name,
                     isvc.namespace,
                     known.id,
-                    err,
+                    describe(err),
                 )
                 return LoadBalancerState("registered", known, recheck=True), ""
             if held is not None and held.target == target:
@@ -117,9 +126,12 @@ class BalancerSync:
         try:
             registration = self.lb.register(key, target=target)
         except LoadBalancerError as err:
-            message = f"registering {key} with the load balancer failed: {err}; retrying with backoff"
+            message = f"registering {key} with the load balancer failed: {describe(err)}; retrying with backoff"
             log.warning(
-                "Failed to register load balancer name=%s namespace=%s error=%s", isvc.name, isvc.namespace, err
+                "Failed to register load balancer name=%s namespace=%s error=%s",
+                isvc.name,
+                isvc.namespace,
+                describe(err),
             )
             self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
             return LoadBalancerState("failed", message=message), ""
@@ -145,8 +157,8 @@ class BalancerSync:
             if recorded or remembered or (self._check_due(isvc.uid) and self.lb.lookup(key) is not None):
                 self.release(obj, key)
         except LoadBalancerError as err:
-            message = f"releasing the load balancer record of {key} failed: {err}; retrying with backoff"
-            log.warning("Failed to release load balancer key=%s error=%s", key, err)
+            message = f"releasing the load balancer record of {key} failed: {describe(err)}; retrying with backoff"
+            log.warning("Failed to release load balancer key=%s error=%s", key, describe(err))
             self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
             return LoadBalancerState("failed", message=message), ""
         self._checked_epoch[isvc.uid] = self._resync_epoch

@@ -39,7 +39,7 @@ from inference_operator.core.errors import ApiError
 from inference_operator.core.objects import Obj, has_finalizer, is_being_deleted, key_of
 from inference_operator.core.ports import Backend, LoadBalancerError, LoadBalancerProvider, Result
 from inference_operator.reconcile.announce import Action, action_summary, transition_events
-from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync
+from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync, describe
 from inference_operator.reconcile.builders import desired_deployment, desired_service, selector_string
 from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
@@ -299,10 +299,10 @@ class Reconciler:
                 )
         except LoadBalancerError as err:
             message = (
-                f"releasing the load balancer record of {key} failed: {err}; the finalizer stays "
+                f"releasing the load balancer record of {key} failed: {describe(err)}; the finalizer stays "
                 "until the release succeeds, retrying with backoff"
             )
-            log.warning("Failed to release load balancer key=%s error=%s", key, err)
+            log.warning("Failed to release load balancer key=%s error=%s", key, describe(err))
             self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
             self._write_terminating_status(key, obj, message)
             raise

@@ -21,11 +21,12 @@ import datetime
 import itertools
 import threading
 from collections import OrderedDict
-from typing import Protocol
+from typing import Any, Protocol
 
 from inference_operator import __version__
 from inference_operator.core.clock import Clock, format_timestamp
 from inference_operator.core.objects import Obj
+from inference_operator.core.text import cut
 from inference_operator.trace.redact import redact, redact_at
 
 __all__ = [
@@ -42,6 +43,7 @@ FORMAT = "inference-operator-trace"
 VERSION = 1
 PHASES = ("observe", "diff", "act", "status")
 """The four phases of the control loop: observe → diff → act → update status (docs/trace-format.md)."""
+MAX_ERROR = 4096  # characters of a write's error kept: the answer of another system, not ours to size
 _LINKS_KEPT = 10_000  # write resourceVersions remembered for linking, oldest forgotten first
 
 
@@ -128,6 +130,13 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
+def _redact_field(entry: Any) -> Any:
+    """A diff's ``{path, desired, live}`` with both values redacted as what the path names."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("path"), str)):
+        return entry
+    return {k: redact_at(entry["path"], v) if k in ("desired", "live") else v for k, v in entry.items()}
+
+
 # -- the recorder -------------------------------------------------------------------------------
 
 
@@ -178,7 +187,8 @@ class Recorder:
     def _emit_locked(self, record: Obj) -> Obj:
         if self._closed:
             return record
-        record = {"seq": next(self._seq), "t": round(self._clock.now() - self._origin, 6), **record}
+        # Every record is redacted here, once, whatever made it: no caller can forget.
+        record = {"seq": next(self._seq), "t": round(self._clock.now() - self._origin, 6), **redact(record)}
         self.records += 1
         self._sink.write(record)
         return record
@@ -246,24 +256,21 @@ class Recorder:
         )
 
     def phase(self, name: str, key: str, data: Obj) -> None:
-        clean: Obj = redact(data)
-        for entry in clean.get("fields") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                for side in ("desired", "live"):
-                    if side in entry:
-                        entry[side] = redact_at(entry["path"], entry[side])
+        clean: Obj = dict(data)
+        if isinstance(data.get("fields"), list):  # a value's path says what it is: redact by path first
+            clean["fields"] = [_redact_field(entry) for entry in data["fields"]]
         self._in_pass({"type": "phase", "phase": name, "key": key, **clean})
 
     def write(self, verb: str, kind: str, key: str, *, rv: str | None, error: BaseException | None, detail: Obj) -> str:
         id_ = f"w{next(self._ids)}"
-        record: Obj = {"type": "write", "id": id_, "verb": verb, "kind": kind, "key": key, **redact(detail)}
+        record: Obj = {"type": "write", "id": id_, "verb": verb, "kind": kind, "key": key, **detail}
         if error is None:
             record["result"] = "ok"
             if rv:
                 record["rv"] = rv
         else:
             record["result"] = "error"
-            record["error"] = f"{type(error).__name__}: {error}"
+            record["error"] = cut(f"{type(error).__name__}: {error}", MAX_ERROR)
             code = getattr(error, "code", None)
             if isinstance(code, int):
                 record["code"] = code
@@ -285,7 +292,7 @@ class Recorder:
         record: Obj = {"type": "platform", "id": id_, "actor": actor, "action": action, "kind": kind, "key": key}
         if rv:
             record["rv"] = rv
-        record.update(redact(detail))
+        record.update(detail)
         self._link(record, kind, key, rv, id_)
         self._emit(record)
         return id_

@@ -2,6 +2,7 @@
 
 - :class:`ListSink`: in memory (tests);
 - :class:`FileSink`: one JSON-lines file, unbounded (``demo --trace``: a simulation ends);
+- files are created 0600 and never written through a symlink (:func:`open_private`);
 - :class:`RingSink`: a bounded ring of files for a long-running operator (``run --trace``):
   ``FILE`` is written until it holds ``max_bytes``, then it becomes ``FILE.1`` (``FILE.1``
   becomes ``FILE.2`` …, the oldest beyond ``files`` is deleted) and a new ``FILE`` starts
@@ -13,6 +14,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import threading
@@ -47,12 +50,30 @@ class ListSink:
         self.closed = True
 
 
+def open_private(path: Path) -> IO[bytes]:
+    """``path`` created or truncated for writing, mode 0600, never through a symlink.
+
+    A trace is operational data (names, images, errors): only its owner reads it. And a trace
+    path may sit in a shared directory, so a symlink planted there must not redirect the write
+    to another file: one at the path is refused (``ELOOP``), and ``O_NOFOLLOW`` closes the race.
+    """
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link: refusing to write a trace through it", str(path))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a file that existed keeps its mode through O_CREAT
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class FileSink:
-    """Appends records to one file (created or truncated), one JSON object per line."""
+    """Appends records to one file (created or truncated, 0600), one JSON object per line."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._file: IO[str] = self.path.open("w", encoding="utf-8")
+        self._file: IO[str] = io.TextIOWrapper(open_private(self.path), encoding="utf-8")
         self._lock = threading.Lock()
 
     def write(self, record: Obj) -> None:
@@ -68,9 +89,11 @@ class FileSink:
 def ring_files(path: str | os.PathLike[str]) -> list[Path]:
     """The files of a ring, oldest first: ``FILE.N`` … ``FILE.1``, ``FILE`` (those that exist)."""
     base = Path(path)
+    prefix = base.name + "."
     rotated: list[tuple[int, Path]] = []
-    for candidate in base.parent.glob(base.name + ".*"):
-        suffix = candidate.name[len(base.name) + 1 :]
+    # Names compared, not globbed: the file name may hold *, ? or [, which a pattern would expand.
+    for candidate in base.parent.iterdir() if base.parent.is_dir() else ():
+        suffix = candidate.name[len(prefix) :] if candidate.name.startswith(prefix) else ""
         if suffix.isdigit():
             rotated.append((int(suffix), candidate))
     files = [p for _, p in sorted(rotated, reverse=True)]
@@ -95,9 +118,11 @@ class RingSink:
         self.max_bytes = max_bytes
         self.files = files
         self._lock = threading.Lock()
+        if self.path.is_symlink():
+            raise OSError(errno.ELOOP, "is a symbolic link: refusing to write a trace through it", str(self.path))
         for old in ring_files(self.path):  # a new recording: the previous one's files go
             old.unlink()
-        self._file: IO[bytes] = self.path.open("wb")
+        self._file: IO[bytes] = open_private(self.path)
         self._size = 0
         self._header: bytes | None = None
         self.rotations = 0
@@ -126,7 +151,7 @@ class RingSink:
                 src.rename(self.path.with_name(f"{self.path.name}.{n + 1}"))
         if self.files > 1:
             self.path.rename(self.path.with_name(f"{self.path.name}.1"))
-        self._file = self.path.open("wb")
+        self._file = open_private(self.path)
         header = self._header or b""
         self._file.write(header)
         self._size = len(header)

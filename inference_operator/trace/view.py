@@ -12,7 +12,9 @@ causality links) is derived in the browser from the records, following docs/trac
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import http.server
 import json
 import os
@@ -28,7 +30,7 @@ from typing import Any
 from inference_operator.core.objects import Obj
 from inference_operator.trace.sink import TraceError, read_trace, ring_files
 
-__all__ = ["ViewError", "embed_json", "load_records", "render_page", "serve_page", "write_page"]
+__all__ = ["ViewError", "embed_json", "load_records", "page_server", "render_page", "serve_page", "write_page"]
 
 _TEMPLATE_DIR = "viewer"
 _DATA_SLOT = "/*TRACE_DATA*/"
@@ -36,6 +38,8 @@ _CSS_SLOT = "/*VIEWER_CSS*/"
 _JS_SLOT = "/*VIEWER_JS*/"
 _MODEL_SLOT = "/*MODEL_JS*/"
 _TITLE_SLOT = "TRACE_TITLE"
+_CSP_STYLE_SLOT = "CSP_STYLE_HASH"
+_CSP_SCRIPT_SLOT = "CSP_SCRIPT_HASHES"
 
 
 class ViewError(Exception):
@@ -71,6 +75,11 @@ def embed_json(value: Any) -> str:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def csp_hash(text: str) -> str:
+    """The Content-Security-Policy source that allows an inline block of exactly ``text``."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
 def _template(name: str) -> str:
     return resources.files(__package__).joinpath(_TEMPLATE_DIR, name).read_text(encoding="utf-8")
 
@@ -84,6 +93,10 @@ def render_page(records: list[Obj], *, title: str) -> str:
     js = _template("viewer.js").replace("</", "<\\/")
     model = _template("model.js").replace("</", "<\\/")
     values = {_TITLE_SLOT: safe_title, _CSS_SLOT: css, _MODEL_SLOT: model, _JS_SLOT: js}
+    # The Content-Security-Policy allows exactly these inline blocks, by hash: no 'unsafe-inline',
+    # so markup that got into the page some other way could never run or restyle it.
+    values[_CSP_STYLE_SLOT] = csp_hash(css)
+    values[_CSP_SCRIPT_SLOT] = f"{csp_hash(model)} {csp_hash(js)}"
     values[_DATA_SLOT] = embed_json(records)
     missing = [slot for slot in values if slot not in page]
     if missing:
@@ -105,13 +118,21 @@ def write_page(trace: str | os.PathLike[str], output: str | os.PathLike[str] | N
     return out
 
 
-def serve_page(html: str, *, port: int = 0, ready: Callable[[str], None] = print) -> None:
-    """Serve ``html`` at ``http://127.0.0.1:PORT/`` (loopback only) until interrupted (Ctrl-C).
-    ``ready`` is told the URL once the socket listens."""
+def page_server(html: str, *, port: int = 0) -> http.server.ThreadingHTTPServer:
+    """A server (bound, not yet serving) of ``html`` on ``127.0.0.1:PORT``.
+
+    Loopback is not enough on its own: a web page elsewhere can point a name it controls at
+    127.0.0.1 (DNS rebinding) and read the trace. So a request is answered only when its
+    ``Host`` is this server's own ``127.0.0.1:PORT`` or ``localhost:PORT``; any other is 421.
+    """
     body = html.encode("utf-8")
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            bound = port_of(self.server)
+            if self.headers.get("Host", "") not in (f"127.0.0.1:{bound}", f"localhost:{bound}"):
+                self.send_error(421, "Misdirected Request", "this page is served to 127.0.0.1 and localhost only")
+                return
             if self.path not in ("/", "/index.html"):
                 self.send_error(404)
                 return
@@ -125,7 +146,18 @@ def serve_page(html: str, *, port: int = 0, ready: Callable[[str], None] = print
         def log_message(self, format: str, *args: Any) -> None:
             return  # quiet: the URL was printed, requests are the user's own
 
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler) as server, _stop_on_signals():
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+
+
+def port_of(server: Any) -> int:
+    """The port a bound TCP server listens on."""
+    return int(server.server_address[1])
+
+
+def serve_page(html: str, *, port: int = 0, ready: Callable[[str], None] = print) -> None:
+    """Serve ``html`` at ``http://127.0.0.1:PORT/`` (loopback only, see :func:`page_server`)
+    until interrupted (Ctrl-C). ``ready`` is told the URL once the socket listens."""
+    with page_server(html, port=port) as server, _stop_on_signals():
         ready(f"http://127.0.0.1:{server.server_address[1]}/")
         sys.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the normal way to stop

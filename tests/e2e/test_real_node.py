@@ -6,7 +6,8 @@ server reaches its kubelet (logs); a GPU Pod still lands on a kwok node; from in
 API server answers through the ``kubernetes`` Service (TLS verified against the cluster CA),
 and a Service fronting another Pod answers too; nothing can leave the machine (blackhole
 route, no masquerading of the Pod or Service ranges, no forwarding out of the bridge, no route
-out of a Pod, a missing image is never pulled from a registry); a second cluster with a real
+out of a Pod — read from its routes, and probed only at an address blackholed by design inside
+198.18.0.0/15, never at an outside one —, a missing image is never pulled from a registry); a second cluster with a real
 node is refused; ``stop()`` leaves no bridge, route, rule, mount, sysctl or process behind.
 
 This module starts its own cluster (``real_node=True``), not the session's. If the node cannot
@@ -29,7 +30,14 @@ from .harness import ROOT, Kubectl, operator_env, wait_until
 sys.path.insert(0, str(ROOT / "hack"))
 
 import cluster as local
-from cluster_config import GPU_TAINT, KUBERNETES_SERVICE_IP, NODE_BRIDGE_ADDRESS, REAL_NODE_NAME
+from cluster_config import (
+    GPU_TAINT,
+    KUBERNETES_SERVICE_IP,
+    NODE_BRIDGE_ADDRESS,
+    NODE_POD_CIDR,
+    REAL_NODE_NAME,
+    SERVICE_CIDR,
+)
 from cluster_node import BLACKHOLE_ROUTES, KERNEL_TUNABLES, OUR_CHAIN_PREFIXES
 from cluster_node_config import BRIDGE, NODE_KIND_LABEL
 from cluster_procs import log_tail
@@ -37,7 +45,10 @@ from cluster_procs import log_tail
 PAUSE_IMAGE = "localhost/inference-operator/pause:3.10"
 NAMESPACE = "default"
 NODE_SUBNET_PREFIX = "198.18.200."
-OFF_HOST_ADDRESS = "192.0.2.1"  # this machine's gateway: what a Pod must never reach
+# Inside 198.18.0.0/15, which the node blackholes on the host (BLACKHOLE_ROUTES) and which is no
+# Pod's or Service's: a probe sent there goes nowhere, even if isolation regressed. A test must
+# never be the off-machine traffic it guards against, so nothing here connects elsewhere.
+BLACKHOLED_ADDRESS = "198.18.5.5"
 
 
 def sh(*argv: str, check: bool = True, timeout: float = 30) -> str:
@@ -202,15 +213,31 @@ def test_nothing_can_leave_the_machine(kubectl: Kubectl, plane: Any) -> None:
     mangle = sh("iptables-save", "-t", "mangle")
     assert f"-A IOP-NODE-FORWARD -i {BRIDGE} ! -o {BRIDGE} -j DROP" in mangle
     ip = running_pod(kubectl, pod("no-exit"), plane)["status"]["podIP"]
+    netns = netns_of(plane, ip)
+    # A Pod has routes to its own subnet and the Service range, nothing else: no default route,
+    # and the route lookup (netlink, no packet sent) of the host's own gateway finds none.
+    pod_routes = sh("nsenter", f"--net={netns}", "ip", "-4", "route", "show")
+    assert {line.split()[0] for line in pod_routes.splitlines()} == {NODE_POD_CIDR, SERVICE_CIDR}, pod_routes
+    for gateway in host_gateways():
+        lookup = subprocess.run(
+            ["nsenter", f"--net={netns}", "ip", "route", "get", gateway], capture_output=True, text=True, check=False
+        )
+        assert lookup.returncode != 0 and "unreachable" in lookup.stderr, (gateway, lookup.stdout, lookup.stderr)
+    # The one connection tried goes to a blackholed address: it has no route from the Pod.
     code = f"""
 import errno, socket
 try:
-    socket.create_connection(({OFF_HOST_ADDRESS!r}, 80), timeout=3)
+    socket.create_connection(({BLACKHOLED_ADDRESS!r}, 80), timeout=3)
     print("connected")
 except OSError as error:
     print(errno.errorcode.get(error.errno, error))
 """
-    assert in_netns(netns_of(plane, ip), code).strip() == "ENETUNREACH"
+    assert in_netns(netns, code).strip() == "ENETUNREACH"
+
+
+def host_gateways() -> list[str]:
+    """The gateways of the host's default routes (read, never contacted)."""
+    return [line.split()[2] for line in sh("ip", "-4", "route", "show", "default").splitlines() if " via " in line]
 
 
 def test_a_missing_image_is_never_pulled_from_a_registry(kubectl: Kubectl) -> None:

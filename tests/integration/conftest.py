@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from inference_operator.lb.registry import RegistryServer
+from tests.integration.stubs import StubServer
 
 
 @pytest.fixture
@@ -17,4 +18,17 @@ def registry() -> Iterator[RegistryServer]:
     try:
         yield server
     finally:
+        server.stop()
+
+
+@pytest.fixture
+def stub() -> Iterator[Callable[..., StubServer]]:
+    servers: list[StubServer] = []
+
+    def start(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> StubServer:
+        servers.append(StubServer(status, body, headers))
+        return servers[-1]
+
+    yield start
+    for server in servers:
         server.stop()

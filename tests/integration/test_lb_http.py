@@ -23,12 +23,10 @@ Servers listen on 127.0.0.1 port 0; ``start()`` returns once bound, so no test s
 
 from __future__ import annotations
 
-import http.server
 import json
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,6 +35,7 @@ import pytest
 from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvider, Registration
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
+from tests.integration.stubs import StubServer
 
 BOUND = 10.0  # seconds any network wait may take before the test fails
 TARGET = "llama.default.svc.cluster.local:8000"
@@ -192,53 +191,6 @@ def test_a_server_that_never_answers_raises_after_the_timeout() -> None:
 # A registry that answers oddly
 
 
-class StubServer:
-    """Answers every request with one canned response and records what it received."""
-
-    def __init__(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
-        stub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                stub.requests.append((self.command, self.path, dict(self.headers), self.rfile.read(length)))
-                self.send_response(status)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_PUT = do_DELETE = _answer
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(BOUND)
-
-
-@pytest.fixture
-def stub() -> Iterator[Callable[..., StubServer]]:
-    servers: list[StubServer] = []
-
-    def start(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> StubServer:
-        servers.append(StubServer(status, body, headers))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 def test_a_5xx_with_an_html_body_raises_with_the_status_only(stub: Callable[..., StubServer]) -> None:
     server = stub(502, b"<html><body>Bad Gateway from the proxy</body></html>")
     with pytest.raises(LoadBalancerError) as raised:
@@ -252,7 +204,7 @@ def test_a_5xx_with_an_html_body_raises_with_the_status_only(stub: Callable[...,
 )
 def test_a_success_status_without_a_registration_raises(stub: Callable[..., StubServer], body: bytes) -> None:
     server = stub(200, body)
-    with pytest.raises(LoadBalancerError, match=r"PUT .*: HTTP 200 OK without a registration"):
+    with pytest.raises(LoadBalancerError, match=r"PUT .*: HTTP 200 OK without a valid registration"):
         HttpLoadBalancer(server.url).register("default/llama", target=TARGET)
 
 

@@ -157,6 +157,21 @@ def test_cluster_mode_renders_a_cluster_role_with_the_rules_of_deploy_rbac(rende
     assert namespaced == [("Role", f"{FULLNAME}-leader-election"), ("RoleBinding", f"{FULLNAME}-leader-election")]
 
 
+def test_the_lease_role_reads_and_renews_only_the_releases_own_lease(render: Render) -> None:
+    objects = render()
+    role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == f"{FULLNAME}-leader-election")
+    lease_name = env_of(objects)["INFERENCE_OPERATOR_LEASE_NAME"]
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [lease_name],
+            "verbs": ["get", "update"],
+        },
+    ]
+
+
 def test_cluster_mode_binds_the_cluster_role_to_the_operator_service_account(render: Render) -> None:
     objects = render()
     binding = only(objects, "ClusterRoleBinding")
@@ -373,6 +388,17 @@ def test_metrics_port_and_service_exist_only_when_metrics_are_enabled(render: Re
     assert not [o for o in disabled if o["kind"] == "Service"]
     assert [p["name"] for p in operator_container(disabled)["ports"]] == ["health"]
     assert env_of(disabled)["INFERENCE_OPERATOR_METRICS_ADDRESS"] == ""
+
+
+def test_the_metrics_endpoint_binds_an_explicit_address_the_kubelet_and_prometheus_reach(
+    render: Render, template: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    # Without a host the operator binds 127.0.0.1 only, which the pod IP does not reach.
+    assert env_of(render())["INFERENCE_OPERATOR_METRICS_ADDRESS"] == "0.0.0.0:9090"
+    pinned = render({"metrics": {"bindAddress": "10.1.2.3", "port": 9100}})
+    assert env_of(pinned)["INFERENCE_OPERATOR_METRICS_ADDRESS"] == "10.1.2.3:9100"
+    refused = template({"metrics": {"bindAddress": "0.0.0.0:9090"}})
+    assert refused.returncode != 0 and "bindAddress" in refused.stderr
 
 
 def test_resources_scheduling_and_pod_annotations_follow_the_values(render: Render) -> None:

@@ -124,6 +124,9 @@ def test_the_image_allow_list_is_off_by_default_and_lists_the_prefixes(
     assert empty.returncode != 0 and "imagePolicy.allowedPrefixes" in empty.stderr
     quote = template({"imagePolicy": {"enabled": True, "allowedPrefixes": ["it's/"]}})
     assert quote.returncode != 0 and "allowedPrefixes" in quote.stderr
+    # "registry.example.com" would let "registry.example.com.evil.io/x" through: a prefix ends in "/".
+    bare = template({"imagePolicy": {"enabled": True, "allowedPrefixes": ["registry.example.com"]}})
+    assert bare.returncode != 0 and "allowedPrefixes" in bare.stderr
 
 
 def test_the_namespaced_rbac_kustomization_sets_the_watched_namespace() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inference_operator.core.ports import LoadBalancerError
+from inference_operator.core.text import one_line
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry.server import DEFAULT_ADDRESS_TEMPLATE, RegistryServer, check_address_template
 from inference_operator.lb.registry.state import RegistryStateError
@@ -71,6 +72,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
         )
         server.start()
+        if not server.fault_endpoint:
+            logging.getLogger(__name__).info(
+                "Fault injection endpoint off: host=%s is not loopback and no --token-file was given", args.host
+            )
     except (RegistryStateError, OSError, ValueError) as err:
         print(f"error: cannot start the registry on {args.host}:{args.port}: {err}", file=sys.stderr)
         return 1
@@ -92,10 +97,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
         )
         registrations = client.list_registrations()
     except (LoadBalancerError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(str(err))}", file=sys.stderr)
         return 1
     rows = [("KEY", "ID", "ADDRESS", "TARGET")]
-    rows += [(key, reg.id, reg.address, reg.target) for key, reg in sorted(registrations.items())]
+    # Escaped, whatever the client already checked: a terminal must never get a registry's control bytes.
+    rows += [
+        (one_line(key), one_line(reg.id), one_line(reg.address), one_line(reg.target))
+        for key, reg in sorted(registrations.items())
+    ]
     w0, w1, w2 = (max(len(row[i]) for row in rows) for i in range(3))
     for key, reg_id, address, target in rows:
         print(f"{key:<{w0}}   {reg_id:<{w1}}   {address:<{w2}}   {target}")

@@ -63,6 +63,11 @@ class Registry(Protocol):
     @property
     def token(self) -> str | None: ...
 
+    @property
+    def fault_endpoint(self) -> bool:
+        """Whether ``/v1/faults`` may be used (loopback or a token: it is a test hook)."""
+        ...
+
     def register(self, namespace: str, name: str, target: str, *, caller: str) -> tuple[int, Registration]:
         """Register (or re-target) ``namespace/name``: the HTTP status (201 new, 200 otherwise) and the record."""
         ...
@@ -180,6 +185,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return 200, registry.stats()
             case ["v1", "faults"]:
                 _allow(method, "POST", "DELETE")
+                if not registry.fault_endpoint:
+                    raise HttpError(
+                        403,
+                        "fault injection is served only on a loopback address or with a token "
+                        f"(this registry binds {registry.host} without one)",
+                    )
                 counts = _faults(self._read_json()) if method == "POST" else {}
                 return 200, registry.set_faults(**counts)
         raise HttpError(404, f"no such endpoint: {self.path}")

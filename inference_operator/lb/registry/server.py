@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import ipaddress
 import logging
 import ssl
 import threading
@@ -45,7 +46,10 @@ class RegistryServer:
     Registrations are loaded from ``state_file`` here and every change is appended to it (and
     on disk) before it is answered. ``token``, when set, must be sent as
     ``Authorization: Bearer <token>`` (except to ``/healthz``). Call counters and faults live
-    in memory only.
+    in memory only. The fault-injection endpoint (``/v1/faults``) is served only when it cannot
+    be reached unauthenticated from elsewhere: on a loopback address, or with a token
+    (:attr:`fault_endpoint`). ``tls_key`` without ``tls_cert`` is refused: serving plain http
+    when https was asked for would be a silent downgrade.
     """
 
     def __init__(
@@ -69,6 +73,8 @@ class RegistryServer:
         self.token = token
         self.tls: ssl.SSLContext | None = None
         """Serves https with this certificate when ``tls_cert`` (and ``tls_key``) are given."""
+        if tls_key is not None and tls_cert is None:
+            raise ValueError("a TLS key was given without its certificate (--tls-cert): refusing to serve plain http")
         if tls_cert is not None:
             self.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             self.tls.load_cert_chain(tls_cert, tls_key)
@@ -81,6 +87,11 @@ class RegistryServer:
         self._lock = threading.Lock()
         self._httpd: RegistryHttpServer | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def fault_endpoint(self) -> bool:
+        """Whether ``/v1/faults`` is served: a token guards it, or only this machine reaches it."""
+        return self.token is not None or _is_loopback(self.host)
 
     @property
     def url(self) -> str:
@@ -237,6 +248,15 @@ class RegistryServer:
                 log.error("Failed to save state file=%s error=%s", self.state_file, err)
                 raise HttpError(500, f"could not save the registry state to {self.state_file}: {err}") from None
         self._registrations, self._next_id = registrations, next_id
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def check_address_template(template: str) -> str:

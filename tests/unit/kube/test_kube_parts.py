@@ -206,6 +206,10 @@ def test_the_load_balancer_token_is_read_but_never_shown() -> None:
         ({"INFERENCE_OPERATOR_LB_TOKEN": "two\nlines"}, "INFERENCE_OPERATOR_LB_TOKEN must be one line"),
         ({"INFERENCE_OPERATOR_LB_TOKEN": "carriage\rreturn"}, "INFERENCE_OPERATOR_LB_TOKEN must be one line"),
         (
+            {"INFERENCE_OPERATOR_LB_URL": "http://lb-registry:9090", "INFERENCE_OPERATOR_LB_TOKEN": "t0k"},
+            "INFERENCE_OPERATOR_LB_TOKEN is set, but INFERENCE_OPERATOR_LB_URL='http://lb-registry:9090' is plain http://",
+        ),
+        (
             {"INFERENCE_OPERATOR_LEASE_DURATION": "10.5"},
             "INFERENCE_OPERATOR_LEASE_DURATION='10.5': must be a whole number",
         ),

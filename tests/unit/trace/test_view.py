@@ -3,7 +3,8 @@
 Covers: a missing file, a directory, a file that is not JSON lines, JSON without a header, another
 format, another version each end with one ``error:`` line naming the file and the problem and exit
 code 2, no traceback; the page is one self-contained file: the stylesheet and script inline, no
-``http(s)://`` in any ``src``/``href``/``url()``, a Content-Security-Policy that forbids fetching,
+``http(s)://`` in any ``src``/``href``/``url()``, a Content-Security-Policy that forbids fetching
+(and allows the inline style and two scripts by their sha256, no 'unsafe-inline'),
 the records embedded as JSON that parses back to exactly the trace; a record holding
 ``</script>``, ``<!--``, ``&`` and U+2028 cannot end the data element early; a ring (``FILE``,
 ``FILE.1``) is read whole, oldest first; the default output is ``FILE.html``; the template files
@@ -21,7 +22,7 @@ import pytest
 
 from inference_operator.cli import main
 from inference_operator.trace.sink import FileSink, RingSink
-from inference_operator.trace.view import embed_json, load_records, render_page
+from inference_operator.trace.view import csp_hash, embed_json, load_records, render_page
 
 ROOT = Path(__file__).resolve().parents[3]
 HEADER = {
@@ -92,6 +93,21 @@ def test_the_page_is_self_contained_and_carries_the_trace(tmp_path: Path) -> Non
     assert "default-src 'none'" in html, "the page may fetch nothing (Content-Security-Policy)"
     assert html.count("<script") == 3 and html.count("<style>") == 1
     assert "/*VIEWER_JS*/" not in html and "/*TRACE_DATA*/" not in html and "TRACE_TITLE" not in html
+
+
+def test_the_csp_allows_exactly_the_inline_blocks_by_hash_and_nothing_inline_else(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.jsonl", [HEADER])
+    assert main(["trace", "view", str(trace)]) == 0
+    html = (tmp_path / "t.jsonl.html").read_text()
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)
+    assert policy is not None and "unsafe-inline" not in policy.group(1) and "unsafe-eval" not in policy.group(1)
+    directives = dict(d.strip().split(" ", 1) for d in policy.group(1).split(";"))
+    styles = re.findall(r"<style>(.*?)</style>", html, re.S)
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)  # the JSON data block is not executed
+    assert len(styles) == 1 and len(scripts) == 2
+    assert directives["style-src"] == csp_hash(styles[0])
+    assert directives["script-src"].split() == [csp_hash(s) for s in scripts]
+    assert not re.search(r"\son[a-z]+\s*=", html.split("<style>")[0]), "no inline event handler in the markup"
 
 
 def test_embedding_cannot_end_the_script_element_early() -> None:
