@@ -111,7 +111,8 @@ def test_no_nodes_at_all() -> None:
     assert fit_error([]) == "no nodes available to schedule pods"
 
 
-def test_the_least_allocated_node_is_chosen_ties_by_name() -> None:
+def test_the_least_allocated_node_is_chosen_ties_by_pod_count_then_name() -> None:
     a, b = build_node(NodeShape("a"), now=NOW), build_node(NodeShape("b"), now=NOW)
-    assert choose_node([b, a], {"nvidia.com/gpu": 4}, {})["metadata"]["name"] == "a"
-    assert choose_node([a, b], {"nvidia.com/gpu": 4}, {"a": {"nvidia.com/gpu": 4}})["metadata"]["name"] == "b"
+    assert choose_node([b, a], {"nvidia.com/gpu": 4}, {}, {})["metadata"]["name"] == "a"
+    assert choose_node([a, b], {"nvidia.com/gpu": 4}, {"a": {"nvidia.com/gpu": 4}}, {})["metadata"]["name"] == "b"
+    assert choose_node([a, b], {}, {}, {"a": 1})["metadata"]["name"] == "b"  # spread pods without requests
