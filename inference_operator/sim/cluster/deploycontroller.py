@@ -225,9 +225,8 @@ class DeploymentController:
             status["conditions"] = arithmetic.set_condition(
                 status["conditions"], arithmetic.progressing_condition("True", reason, message, now)
             )
-        requeue: float | None = None
         if estimate:
-            status["conditions"], requeue = self._progress(dep, status, rs_name, now)
+            status["conditions"] = self._progress(dep, status, rs_name, now)
         failures = [
             c
             for rs in every
@@ -247,25 +246,43 @@ class DeploymentController:
         if status != old_status or annotations != (meta.get("annotations") or {}):
             written = {**dep, "metadata": {**meta, "annotations": annotations}, "status": status}
             self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
-        return Result(requeue_after=requeue) if requeue is not None else Result()
+            return Result()
+        after = self._stuck_for(dep, status) if estimate else None
+        return Result(requeue_after=after) if after is not None else Result()
 
-    def _progress(self, dep: Obj, status: Obj, rs_name: str, now: str) -> tuple[list[Obj], float | None]:
-        """``syncRolloutStatus``'s Progressing estimate, and when to look again for a deadline."""
+    def _stuck_for(self, dep: Obj, status: Obj) -> float | None:
+        """``requeueStuckDeployment``: a pass that changed nothing looks again one second after
+        the progress deadline would pass (None: no deadline, complete, or already timed out).
+        Where the real one requeues at once (less than a second left), this one waits a second."""
+        deadline = dep["spec"].get("progressDeadlineSeconds")
+        old = (dep.get("status") or {}).get("conditions") or ()
+        current = next((c for c in old if c.get("type") == "Progressing"), None)
+        replicas, generation = int(dep["spec"].get("replicas", 1)), int(dep["metadata"].get("generation") or 1)
+        if deadline is None or current is None or current.get("reason") == arithmetic.TIMED_OUT:
+            return None
+        if arithmetic.deployment_complete(status, replicas=replicas, generation=generation):
+            return None
+        since = parse_timestamp(str(current.get("lastUpdateTime"))).timestamp()
+        after = since + float(deadline) - self.clock.wall().timestamp()
+        return max(after, 0.0) + 1.0
+
+    def _progress(self, dep: Obj, status: Obj, rs_name: str, now: str) -> list[Obj]:
+        """``syncRolloutStatus``'s Progressing estimate: the conditions to write."""
         spec, old = dep["spec"], dep.get("status") or {}
         replicas, generation = int(spec.get("replicas", 1)), int(dep["metadata"].get("generation") or 1)
-        conditions = status["conditions"]
+        conditions: list[Obj] = list(status["conditions"])
         current = next((c for c in old.get("conditions") or () if c.get("type") == "Progressing"), None)
         if (
             status["replicas"] == status["updatedReplicas"]
             and current
             and current.get("reason") == arithmetic.NEW_RS_AVAILABLE
         ):
-            return conditions, None
+            return conditions
         deadline = spec.get("progressDeadlineSeconds")
         if arithmetic.deployment_complete(status, replicas=replicas, generation=generation):
             message = f'ReplicaSet "{rs_name}" has successfully progressed.'
             cond = arithmetic.progressing_condition("True", arithmetic.NEW_RS_AVAILABLE, message, now)
-            return arithmetic.set_condition(conditions, cond), None
+            return arithmetic.set_condition(conditions, cond)
         if arithmetic.deployment_progressing(old, status):
             cond = arithmetic.progressing_condition(
                 "True", arithmetic.RS_UPDATED, f'ReplicaSet "{rs_name}" is progressing.', now
@@ -273,16 +290,15 @@ class DeploymentController:
             if current is not None and current.get("status") == "True":
                 cond["lastTransitionTime"] = current.get("lastTransitionTime")
             kept = [c for c in conditions if c.get("type") != "Progressing"]
-            return [*kept, cond], float(deadline) if deadline is not None else None
+            return [*kept, cond]
         progressing = next((c for c in conditions if c.get("type") == "Progressing"), None)
         if deadline is None or progressing is None or progressing.get("reason") == arithmetic.NEW_RS_AVAILABLE:
-            return conditions, None
+            return conditions
         if progressing.get("reason") == arithmetic.TIMED_OUT:
-            return conditions, None
+            return conditions
         since = parse_timestamp(str(progressing.get("lastUpdateTime"))).timestamp()
-        left = since + float(deadline) - self.clock.wall().timestamp()
-        if left <= 0:
+        if since + float(deadline) < self.clock.wall().timestamp():  # DeploymentTimedOut: strictly past
             message = f'ReplicaSet "{rs_name}" has timed out progressing.'
             cond = arithmetic.progressing_condition("False", arithmetic.TIMED_OUT, message, now)
-            return arithmetic.set_condition(conditions, cond), None
-        return conditions, left
+            return arithmetic.set_condition(conditions, cond)
+        return conditions

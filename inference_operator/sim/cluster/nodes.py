@@ -3,7 +3,8 @@
 A node layout is a list of :class:`NodeShape` (name, allocatable cpu/memory/GPUs/pods, labels,
 taints, readiness); :func:`build_node` turns one into the Node manifest a kubelet (or kwok)
 would create, with capacity equal to allocatable (no system reservations) and the well-known
-labels. The default layout is the one the simulator always implied: two nodes with 8 GPUs each,
+labels (GPU nodes also ``nvidia.com/gpu.present``, as GPU feature discovery sets it).
+The default layout is the one the simulator always implied: two nodes with 8 GPUs each,
 sized like a common 8-GPU server (96 cpu, 1 TiB memory — enough that only GPUs run out), and
 kubelet's default limit of 110 pods. The readers (:func:`allocatable`, :func:`scheduling_taints`)
 say what the scheduler sees in a stored Node, whoever created it.
@@ -70,6 +71,7 @@ def build_node(shape: NodeShape, *, now: str) -> Obj:
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/hostname": shape.name,
         "kubernetes.io/os": "linux",
+        **({"nvidia.com/gpu.present": "true"} if shape.gpus else {}),  # as NVIDIA's feature discovery labels
         **shape.labels,
     }
     spec: Obj = {}

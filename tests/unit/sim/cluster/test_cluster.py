@@ -6,7 +6,11 @@ is reported with kube-scheduler's words. Time is the fake clock throughout."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from inference_operator.api.samples import make_inference_service
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
@@ -195,3 +199,16 @@ def test_crash_pods_makes_an_inference_service_degraded_on_the_cluster() -> None
         if "waiting" in cs["state"]
     ]
     assert waiting == ["CrashLoopBackOff"]
+
+
+SAMPLES = sorted((Path(__file__).resolve().parents[4] / "deploy" / "samples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[s.name for s in SAMPLES])
+def test_every_sample_manifest_becomes_ready_on_the_default_nodes(sample: Path) -> None:
+    manifest = yaml.safe_load(sample.read_text())
+    sim = Simulation(cluster=True)
+    sim.apply(manifest)
+    sim.run_until_quiescent(until=4000)
+    found = sim.get("InferenceService", "default", manifest["metadata"]["name"])
+    assert found is not None and found["status"]["phase"] == "Ready", found and found["status"]
