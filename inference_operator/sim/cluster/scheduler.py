@@ -20,7 +20,8 @@ from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.fit import NodeStatus, choose_node, filter_node, fit_error
+from inference_operator.sim.cluster.fit import NodeStatus, choose_node, feasible_nodes_to_find, filter_node, fit_error
+from inference_operator.sim.cluster.nodes import allocatable, scheduling_taints
 from inference_operator.sim.cluster.resources import Resources, add, pod_requests, subtract
 from inference_operator.sim.informer import SharedInformer
 
@@ -52,6 +53,16 @@ class Scheduler:
         self.used: dict[str, Resources] = {}  # node → requests of the pods it holds
         self.count: dict[str, int] = {}  # node → pods it holds
         self._pending: set[str] = set()  # keys of pods waiting for room
+        self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
+        self._next_start = 0  # where the next search through the nodes begins
+
+    def _node_info(self, node: Obj) -> tuple[Resources, list[Obj]]:
+        """A node's allocatable and scheduling taints, parsed once per version of it."""
+        name, rv = str(node["metadata"]["name"]), str(node["metadata"].get("resourceVersion", ""))
+        cached = self._nodes.get(name)
+        if cached is None or cached[0] != rv:
+            cached = self._nodes[name] = (rv, allocatable(node), scheduling_taints(node))
+        return cached[1], cached[2]
 
     # --- the cache ----------------------------------------------------------------------------
 
@@ -96,17 +107,31 @@ class Scheduler:
         spec = pod.get("spec") or {}
         requests = pod_requests(spec)
         nodes = sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"]))
+        wanted = feasible_nodes_to_find(len(nodes))
         fitting: list[Obj] = []
         statuses: list[NodeStatus] = []
-        for node in nodes:
+        start = self._next_start % len(nodes) if nodes else 0
+        processed = 0
+        for node in nodes[start:] + nodes[:start]:
+            if len(fitting) >= wanted:
+                break
+            processed += 1
             node_name = str(node["metadata"]["name"])
+            capacity, taints = self._node_info(node)
             status = filter_node(
-                spec, requests, node, requested=self.used.get(node_name, {}), pods_on_node=self.count.get(node_name, 0)
+                spec,
+                requests,
+                node,
+                requested=self.used.get(node_name, {}),
+                pods_on_node=self.count.get(node_name, 0),
+                capacity=capacity,
+                taints=taints,
             )
             if status is None:
                 fitting.append(node)
             else:
                 statuses.append(status)
+        self._next_start = start + processed
         key = key_of(namespace, name)
         if fitting:
             self._pending.discard(key)

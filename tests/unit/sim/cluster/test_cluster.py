@@ -212,3 +212,15 @@ def test_every_sample_manifest_becomes_ready_on_the_default_nodes(sample: Path) 
     sim.run_until_quiescent(until=4000)
     found = sim.get("InferenceService", "default", manifest["metadata"]["name"])
     assert found is not None and found["status"]["phase"] == "Ready", found and found["status"]
+
+
+def test_a_converged_cluster_writes_nothing_more_and_retries_change_nothing() -> None:
+    sim = Simulation(node_layout=[NodeShape("a", gpus=8)])
+    serve(sim, replicas=2)  # one replica fits, one stays Pending
+    sim.run_until_quiescent(until=4000)
+    writes = sim.api.writes
+    assert sim.cluster is not None
+    sim.cluster.scheduler.retry_pending()
+    sim.resync()
+    sim.run_until_quiescent(until=sim.now + 10)
+    assert sim.api.writes == writes

@@ -4,7 +4,14 @@ count, and FitError messages byte for byte (histogram order, DRA's and preemptio
 
 from __future__ import annotations
 
-from inference_operator.sim.cluster.fit import NodeStatus, choose_node, filter_node, fit_error, tolerates
+from inference_operator.sim.cluster.fit import (
+    NodeStatus,
+    choose_node,
+    feasible_nodes_to_find,
+    filter_node,
+    fit_error,
+    tolerates,
+)
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
 from inference_operator.sim.cluster.resources import pod_requests
 
@@ -116,3 +123,7 @@ def test_the_least_allocated_node_is_chosen_ties_by_pod_count_then_name() -> Non
     assert choose_node([b, a], {"nvidia.com/gpu": 4}, {}, {})["metadata"]["name"] == "a"
     assert choose_node([a, b], {"nvidia.com/gpu": 4}, {"a": {"nvidia.com/gpu": 4}}, {})["metadata"]["name"] == "b"
     assert choose_node([a, b], {}, {}, {"a": 1})["metadata"]["name"] == "b"  # spread pods without requests
+
+
+def test_past_a_hundred_nodes_the_search_stops_after_an_adaptive_share_fits() -> None:
+    assert [feasible_nodes_to_find(n) for n in (3, 99, 100, 250, 1000, 5000)] == [3, 99, 100, 120, 420, 500]
