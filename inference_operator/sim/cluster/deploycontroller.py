@@ -273,7 +273,7 @@ class DeploymentController:
         conditions: list[Obj] = list(status["conditions"])
         current = next((c for c in old.get("conditions") or () if c.get("type") == "Progressing"), None)
         if (
-            status["replicas"] == status["updatedReplicas"]
+            status.get("replicas", 0) == status.get("updatedReplicas", 0)
             and current
             and current.get("reason") == arithmetic.NEW_RS_AVAILABLE
         ):

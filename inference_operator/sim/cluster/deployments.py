@@ -216,6 +216,8 @@ def calculate_status(
         "availableReplicas": available,
         "unavailableReplicas": max(sum(rs.replicas for rs in every) - available, 0),
     }
+    for field in [f for f, value in status.items() if not value]:  # Go's omitempty, as a real one shows
+        del status[field]
     if "collisionCount" in old_status:
         status["collisionCount"] = old_status["collisionCount"]
     conditions = [dict(c) for c in old_status.get("conditions") or ()]
@@ -228,9 +230,9 @@ def calculate_status(
 
 def deployment_complete(status: Mapping[str, Any], *, replicas: int, generation: int) -> bool:
     return (
-        status.get("updatedReplicas") == replicas
-        and status.get("replicas") == replicas
-        and status.get("availableReplicas") == replicas
+        status.get("updatedReplicas", 0) == replicas
+        and status.get("replicas", 0) == replicas
+        and status.get("availableReplicas", 0) == replicas
         and int(status.get("observedGeneration") or 0) >= generation
     )
 

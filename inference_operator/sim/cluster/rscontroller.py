@@ -12,7 +12,7 @@ through an index kept from the pod watch.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Final
 
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import ApiError
@@ -28,6 +28,7 @@ from inference_operator.sim.informer import SharedInformer
 __all__ = ["ReplicaSetController"]
 
 Obj = dict[str, Any]
+_OMITTED_WHEN_ZERO: Final = ("fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration")
 
 
 class ReplicaSetController:
@@ -100,6 +101,9 @@ class ReplicaSetController:
             "terminatingReplicas": sum(1 for p in pods if podstate.is_terminating(p) and not podstate.is_terminal(p)),
             "observedGeneration": rs["metadata"].get("generation", 1),
         }
+        for field in _OMITTED_WHEN_ZERO:  # Go's omitempty: a real ReplicaSet has no "readyReplicas: 0"
+            if not status[field]:
+                del status[field]
         conditions = [c for c in old.get("conditions") or () if c.get("type") != "ReplicaFailure"]
         if failure:
             stamp = format_timestamp(self.clock.wall())

@@ -224,3 +224,47 @@ def test_a_converged_cluster_writes_nothing_more_and_retries_change_nothing() ->
     sim.resync()
     sim.run_until_quiescent(until=sim.now + 10)
     assert sim.api.writes == writes
+
+
+def test_scaling_beyond_capacity_leaves_one_pod_pending_with_the_schedulers_words() -> None:
+    sim = Simulation(cluster=True)  # two nodes of 8 GPUs
+    serve(sim, replicas=2)
+    sim.run_until_quiescent(until=60)
+    serve(sim, replicas=3)  # a scaling event: the only ReplicaSet grows, no new one
+    sim.run_until_quiescent(until=sim.now + 120)
+    assert len(sim.api.list("ReplicaSet", "default")) == 1
+    (pending,) = [p for p in pods(sim) if not p["spec"].get("nodeName")]
+    assert condition(pending, "PodScheduled")["message"] == (
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+    assert condition(isvc(sim), "Ready")["status"] == "False"
+
+
+def test_a_pod_that_fits_only_one_full_node_names_both_reasons() -> None:
+    layout = [NodeShape("h100", labels={"pool": "h100"}), NodeShape("l4", labels={"pool": "l4"})]
+    sim = Simulation(node_layout=layout)
+    sim.apply(
+        make_inference_service("llama", image="vllm", model="m", replicas=2, gpu=8, nodeSelector={"pool": "h100"})
+    )
+    sim.run_until_quiescent(until=120)
+    (pending,) = [p for p in pods(sim) if not p["spec"].get("nodeName")]
+    assert condition(pending, "PodScheduled")["message"] == (
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming "
+        "pod, 1 Preemption is not helpful for scheduling."
+    )
+    assert {p["spec"].get("nodeName") for p in pods(sim)} == {"h100", None}
+
+
+def test_scaling_to_zero_completes_and_a_status_without_zeros_is_read_as_zeros() -> None:
+    sim = Simulation(cluster=True, termination_seconds=1)
+    serve(sim, replicas=2, gpu=1)
+    sim.run_until_quiescent(until=60)
+    serve(sim, replicas=0, gpu=1)
+    sim.run_until_quiescent(until=sim.now + 60)
+    dep = sim.get("Deployment", "default", "llama")
+    assert dep is not None and "replicas" not in dep["status"]  # omitempty, as a real one
+    assert condition(dep, "Progressing")["reason"] == "NewReplicaSetAvailable"
+    assert pods(sim) == []
+    assert isvc(sim)["status"]["phase"] == "Ready"
