@@ -14,6 +14,7 @@ revision annotation rides on the status write (the real controller writes it thr
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from inference_operator.core.clock import format_timestamp, parse_timestamp
@@ -65,7 +66,7 @@ class DeploymentController:
         clock: FakeClock,
         deployments: SharedInformer,
         replicasets: SharedInformer,
-        pods_of: Any,
+        pods_of: Callable[[Obj], list[Obj]],
     ) -> None:
         self.api = api
         self.clock = clock

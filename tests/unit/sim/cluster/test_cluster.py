@@ -268,3 +268,21 @@ def test_scaling_to_zero_completes_and_a_status_without_zeros_is_read_as_zeros()
     assert condition(dep, "Progressing")["reason"] == "NewReplicaSetAvailable"
     assert pods(sim) == []
     assert isvc(sim)["status"]["phase"] == "Ready"
+
+
+def test_with_the_controller_manager_down_no_replicaset_appears() -> None:
+    sim = Simulation(cluster=True, deployment_controller=False)
+    serve(sim, replicas=1, gpu=1)
+    sim.run_until_quiescent(until=60)
+    assert sim.api.list("ReplicaSet", "default") == [] and pods(sim) == []
+    assert condition(isvc(sim), "Ready")["status"] == "False"
+
+
+def test_a_restarted_operator_reads_the_stored_pods_again() -> None:
+    sim = Simulation(node_layout=[NodeShape("a", gpus=8)])
+    serve(sim, replicas=2)
+    sim.run_until_quiescent(until=120)
+    sim.restart_operator()
+    sim.resync()
+    sim.run_until_quiescent(until=sim.now + 60)
+    assert f"1 pod(s) cannot be scheduled: {FULL_NODE}" in condition(isvc(sim), "Ready")["message"]
