@@ -286,3 +286,23 @@ def test_a_restarted_operator_reads_the_stored_pods_again() -> None:
     sim.resync()
     sim.run_until_quiescent(until=sim.now + 60)
     assert f"1 pod(s) cannot be scheduled: {FULL_NODE}" in condition(isvc(sim), "Ready")["message"]
+
+
+def test_min_ready_seconds_delays_availability_and_the_old_pod_waits_for_it() -> None:
+    sim = Simulation(node_layout=[NodeShape("a"), NodeShape("b")], termination_seconds=1)
+    manifest = deployment("batch", replicas=1, gpu=8)
+    manifest["spec"]["minReadySeconds"] = 20
+    sim.apply(manifest)
+    sim.run_until_quiescent(until=10)  # ready at 5 s, available only at 25 s
+    dep = sim.get("Deployment", "default", "batch")
+    assert dep is not None and dep["status"].get("readyReplicas") == 1 and "availableReplicas" not in dep["status"]
+    sim.run_until_quiescent(until=30)
+    dep = sim.get("Deployment", "default", "batch")
+    assert dep is not None and dep["status"]["availableReplicas"] == 1
+    changed = deployment("batch", replicas=1, gpu=8, image="vllm:2")
+    changed["spec"]["minReadySeconds"] = 20
+    sim.apply(changed)
+    sim.run_until_quiescent(until=sim.now + 15)  # the new pod is ready but not yet available
+    assert sorted(p["spec"]["containers"][0]["image"] for p in pods(sim)) == ["vllm", "vllm:2"]
+    sim.run_until_quiescent(until=sim.now + 30)
+    assert [p["spec"]["containers"][0]["image"] for p in pods(sim)] == ["vllm:2"]
