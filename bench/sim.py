@@ -4,6 +4,7 @@
 Prints N, reconciles, wall seconds, reconciles per second and peak RSS for each N given.
 Usage: python bench/sim.py [N ...]   (default: 1000 10000)
        python bench/sim.py --trace FILE 1000   (the same with the flight recorder on: FILE.N.jsonl per size)
+       python bench/sim.py --cluster 1000   (pods modelled: the simulated cluster with nodes, scheduler, ReplicaSets)
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(n: int, trace: str | None = None) -> dict[str, float]:
+def run(n: int, trace: str | None = None, *, cluster: bool = False) -> dict[str, float]:
     sink = FileSink(f"{trace}.{n}.jsonl") if trace else None
-    sim = Simulation(ready_after=5.0, tracer=(lambda c: Recorder(sink, c, backend="simulator")) if sink else None)
+    tracer = (lambda c: Recorder(sink, c, backend="simulator")) if sink else None
+    # With pods modelled: enough nodes for the 2n pods at kubelet's 110 pods per node.
+    nodes = {"cluster": True, "nodes": max(2, -(-2 * n // 100))} if cluster else {}
+    sim = Simulation(ready_after=5.0, tracer=tracer, **nodes)
     for namespace in sorted({f"team-{i % 10}" for i in range(n)}):  # NamespaceLifecycle: they must exist
         sim.api.create(make_namespace(namespace))
     gc.collect()
@@ -67,6 +71,9 @@ def main() -> int:
         help="keep CPython's default GC thresholds instead of the operator's (runtime.tune_gc)",
     )
     parser.add_argument("--trace", metavar="FILE", help="record a trace of each run to FILE.N.jsonl")
+    parser.add_argument(
+        "--cluster", action="store_true", help="model pods: nodes, scheduler, ReplicaSets and kubelets (sim/cluster)"
+    )
     args = parser.parse_args()
     if not args.default_gc:
         tune_gc()
@@ -74,7 +81,7 @@ def main() -> int:
     print(f"{'N':>7} {'reconciles':>11} {'wall s':>8} {'rec/s':>9} {'writes':>8} {'peak RSS MiB':>13}")
     results = []
     for n in args.sizes:
-        r = run(n, args.trace)
+        r = run(n, args.trace, cluster=args.cluster)
         results.append(r)
         print(
             f"{r['n']:>7} {r['reconciles']:>11} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>9.0f} "

@@ -28,8 +28,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def load_manifest(path: str) -> dict[str, Any]:
-    """Read one InferenceService manifest and validate it as the API server would."""
+def load_manifests(path: str) -> list[dict[str, Any]]:
+    """Read InferenceServices (at least one) and any Nodes to run them on, in file order.
+
+    InferenceServices are validated here as the API server would; Nodes by the simulator's
+    API server when they are created (:func:`~inference_operator.demo.run_manifests`).
+    """
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as err:
@@ -40,9 +44,19 @@ def load_manifest(path: str) -> dict[str, Any]:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise UsageError(f"{path}:{where} not valid YAML: {getattr(err, 'problem', err)}") from None
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise UsageError(f"{path}: expected exactly one InferenceService object, found {len(docs)} documents")
-    obj = docs[0]
+    if not all(isinstance(doc, dict) for doc in docs):
+        raise UsageError(f"{path}: expected InferenceService and Node objects, found something else")
+    manifests = [doc if _is_node(doc) else _checked_inference_service(path, doc) for doc in docs]
+    if not any(doc.get("kind") == KIND for doc in manifests):
+        raise UsageError(f"{path}: expected at least one InferenceService object, found {len(docs)} documents")
+    return manifests
+
+
+def _is_node(doc: dict[str, Any]) -> bool:
+    return doc.get("kind") == "Node" and doc.get("apiVersion") == "v1"
+
+
+def _checked_inference_service(path: str, obj: dict[str, Any]) -> dict[str, Any]:
     if obj.get("kind") != KIND or obj.get("apiVersion") != API_VERSION:
         raise UsageError(
             f"{path}: expected apiVersion {API_VERSION} and kind {KIND}, got {obj.get('apiVersion')} {obj.get('kind')}"
@@ -59,13 +73,17 @@ def load_manifest(path: str) -> dict[str, Any]:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from inference_operator.demo import run_manifest, run_scenarios
+    from inference_operator.core.errors import ApiError
+    from inference_operator.demo import run_manifests, run_scenarios
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
     if args.trace is not None:
         _check_writable(args.trace, "--trace")
     if args.file:
-        code = run_manifest(load_manifest(args.file), sys.stdout, ready_after=args.ready_after, trace=args.trace)
+        try:
+            code = run_manifests(load_manifests(args.file), sys.stdout, ready_after=args.ready_after, trace=args.trace)
+        except ApiError as err:  # a Node the API server refuses
+            raise UsageError(f"{args.file}: {err}") from None
         if args.trace is not None:
             print(f"trace written to {args.trace}", file=sys.stderr)
         return code
@@ -199,7 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SCENARIO_NAMES,
         help="run only this scenario (repeatable); default: all four",
     )
-    demo.add_argument("-f", "--file", help="simulate your own InferenceService manifest instead ('-' for stdin)")
+    demo.add_argument(
+        "-f",
+        "--file",
+        help="simulate your own InferenceService manifests instead ('-' for stdin); with Node manifests beside "
+        "them, on those nodes, with a scheduler, ReplicaSets and Pods",
+    )
     demo.add_argument("--ready-after", type=float, default=5.0, help="seconds pods take to become ready (default 5)")
     demo.add_argument(
         "--trace",

@@ -214,27 +214,60 @@ def run_scenarios(
 
 
 def run_manifest(manifest: Obj, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
-    """Apply a user's InferenceService to a fresh simulation and show how it converges
-    (``trace``: recording it to that file)."""
+    """:func:`run_manifests` for one InferenceService."""
+    return run_manifests([manifest], out, ready_after=ready_after, trace=trace)
+
+
+def run_manifests(manifests: list[Obj], out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
+    """Apply a user's InferenceServices to a fresh simulation and show how they converge
+    (``trace``: recording it to that file); 0 when all are Ready.
+
+    Node manifests among them make the simulation run the simulated cluster on exactly those
+    nodes (created first, validated by the API server): pods that fit nowhere stay Pending,
+    and the pods that do not run are listed with the scheduler's words.
+    """
+    nodes = [m for m in manifests if m.get("kind") == "Node"]
+    services = [m for m in manifests if m.get("kind") != "Node"]
     report = Report("manifest", trace=trace)
-    sim = report.simulation(ready_after=ready_after)
+    sim = report.simulation(ready_after=ready_after, **({"node_layout": []} if nodes else {}))
     try:
-        sim.apply(manifest)
+        for node in nodes:
+            sim.api.create(node, field_manager="kubelet")
+        for manifest in services:
+            sim.apply(manifest)
         sim.run_until_quiescent()
     finally:
         report.close()
-    meta = manifest["metadata"]
-    obj = sim.get(KIND, meta.get("namespace", NS), meta["name"]) or {}
     for entry in sim.timeline:
         print(entry, file=out)
-    status = obj.get("status") or {}
-    print(
-        f"phase={status.get('phase')} ready={status.get('readyReplicas')}/{obj['spec'].get('replicas', 1)} "
-        f"url={status.get('url')}",
-        file=out,
-    )
-    for c in status.get("conditions") or []:
-        print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
+    ready = True
+    for manifest in services:
+        meta = manifest["metadata"]
+        obj = sim.get(KIND, meta.get("namespace", NS), meta["name"]) or {}
+        status = obj.get("status") or {}
+        prefix = f"{meta['name']}: " if len(services) > 1 else ""
+        print(
+            f"{prefix}phase={status.get('phase')} ready={status.get('readyReplicas')}/{obj['spec'].get('replicas', 1)} "
+            f"url={status.get('url')}",
+            file=out,
+        )
+        for c in status.get("conditions") or []:
+            print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
+        ready = ready and status.get("phase") == "Ready"
+    if nodes:
+        _print_pods(sim, out)
     for key, why in sim.stalled().items():
         print(f"{key} did not converge: it {why}", file=out)
-    return 0 if status.get("phase") == "Ready" else 1
+    return 0 if ready else 1
+
+
+def _print_pods(sim: Simulation, out: TextIO) -> None:
+    """Each pod on its node, or Pending with the scheduler's message."""
+    for pod in sim.api.list("Pod"):
+        meta, status = pod["metadata"], pod.get("status") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            print(f"pod {meta['name']} on {node}: {status.get('phase')}", file=out)
+            continue
+        scheduled: Obj = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+        print(f"pod {meta['name']} Pending: {scheduled.get('message', 'not scheduled yet')}", file=out)

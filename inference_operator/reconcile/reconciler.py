@@ -202,11 +202,12 @@ class Reconciler:
         return left if left > 0 else None
 
     def _pod_problem(self, isvc: InferenceService, view: DeploymentView) -> PodProblem | None:
-        """Ask the pods why replicas are missing, once the rollout has made no progress for
-        ``STUCK_AFTER`` (most young pods are simply starting). The answer is kept until the
+        """Ask the pods why replicas are missing, or why a rollout does not finish, once it has
+        made no progress for ``STUCK_AFTER`` (most young pods are simply starting). The answer is kept until the
         Deployment's status moves, or as long as ``PodsRead.still_holds`` says (podcheck.py):
         1,000 Degraded objects must not LIST their pods on every pass."""
-        if not view.observed or view.ready >= isvc.spec.replicas or self._stuck_in(view) is not None:
+        rolling = view.total > view.updated  # old pods still run: a new one may be stuck behind them
+        if not view.observed or (view.ready >= isvc.spec.replicas and not rolling) or self._stuck_in(view) is not None:
             self._pods_read.pop(isvc.uid, None)
             return None
         now = self.clock.now()

@@ -209,6 +209,8 @@ def deployment_condition(isvc: InferenceService, dep: DeploymentView, problem: P
     if dep.updated < desired or dep.total > dep.updated:
         old = dep.total - dep.updated
         tail = f", {old} old replicas still running" if old > 0 else ""
+        if problem is not None:  # e.g. the surge pod waits for GPUs the old pods hold
+            tail += f"; {problem.message}"
         return Cond(
             t,
             "False",

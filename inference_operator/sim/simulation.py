@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from inference_operator.api.constants import DEPLOYMENT, KIND
@@ -35,6 +35,8 @@ from inference_operator.reconcile.watches import WATCHES, Watch
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.backend import Event, FakeBackend, Timeline, TimelineEntry
 from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.cluster.cluster import SimulatedCluster
+from inference_operator.sim.cluster.nodes import NodeShape, default_layout
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.sim.platform import SimulatedDeploymentController
 from inference_operator.sim.quiescence import run_until_quiescent
@@ -64,9 +66,19 @@ class Simulation:
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
         tracer: Callable[[FakeClock], Tracer] | None = None,
         interpose: Interposer | None = None,
+        cluster: bool = False,
+        node_layout: Sequence[NodeShape] | None = None,
+        termination_seconds: float | None = None,
     ) -> None:
         """``tracer`` makes the flight recorder, given the simulation's clock (default: none);
-        ``interpose`` puts wrappers between the operator and the world (see :mod:`.wiring`)."""
+        ``interpose`` puts wrappers between the operator and the world (see :mod:`.wiring`).
+
+        ``cluster`` (or a ``node_layout``) runs the simulated cluster of :mod:`.cluster` instead
+        of the timer-based Deployment controller: Nodes (``node_layout``, default ``nodes``
+        nodes of ``gpus_per_node`` GPUs), a scheduler, ReplicaSets and Pods as stored objects,
+        kubelets that make pods ready ``ready_after`` seconds after binding and stop deleted
+        ones after ``termination_seconds`` (None: their whole grace period).
+        """
         self.clock = FakeClock()
         self.tracer: Tracer = tracer(self.clock) if tracer is not None else NULL_TRACER
         self.api = FakeApiServer(self.clock)
@@ -85,24 +97,41 @@ class Simulation:
         # The controller-manager's own watch of every Deployment, not the operator's
         # label-selected one: it outlives operator restarts and sees foreign Deployments too.
         self.cluster_deployments = SharedInformer(self.api, DEPLOYMENT)
-        self.platform = SimulatedDeploymentController(
-            self.api,
-            self.cluster_deployments,
-            self.clock,
-            ready_after=ready_after,
-            gpus_per_node=gpus_per_node,
-            nodes=nodes,
-        )
+        self.cluster: SimulatedCluster | None = None
+        self.platform: SimulatedDeploymentController | SimulatedCluster
+        if cluster or node_layout is not None:
+            self.cluster = SimulatedCluster(
+                api=self.api,
+                clock=self.clock,
+                deployments=self.cluster_deployments,
+                layout=default_layout(nodes=nodes, gpus_per_node=gpus_per_node) if node_layout is None else node_layout,
+                ready_after=ready_after,
+                stop_seconds=termination_seconds,
+            )
+            self.api.reset_counters()
+            self.platform = self.cluster
+        else:
+            self.platform = SimulatedDeploymentController(
+                self.api,
+                self.cluster_deployments,
+                self.clock,
+                ready_after=ready_after,
+                gpus_per_node=gpus_per_node,
+                nodes=nodes,
+            )
         self.platform.tracer = self.tracer
         if self.tracer.enabled:
             self.api.on_collected = self._collected
         # False simulates a kube-controller-manager that is down: Deployments never get status.
         self.deployment_controller = deployment_controller
-        self.platform_controller = Controller(
-            "deployment-controller",
-            self.platform.reconcile,
-            RateLimitingQueue(self.clock, name="deployment-controller"),
-        )
+        if self.cluster is not None:
+            self.platform_controller = self.cluster.deployment_controller
+        else:
+            self.platform_controller = Controller(
+                "deployment-controller",
+                cast(SimulatedDeploymentController, self.platform).reconcile,
+                RateLimitingQueue(self.clock, name="deployment-controller"),
+            )
         self.cluster_deployments.add_event_handler(
             on_add=self._deployment_changed,
             on_update=lambda _old, new: self._deployment_changed(new),
@@ -259,28 +288,39 @@ class Simulation:
 
     # -- time -----------------------------------------------------------------------------------
 
+    def _controllers(self) -> list[Controller]:
+        """The cluster's controllers first (without the controller-manager's when it is down),
+        then the operator's."""
+        if self.cluster is None:
+            cluster = [self.platform_controller] if self.deployment_controller else []
+        else:
+            cluster = self.cluster.controllers
+            if not self.deployment_controller:
+                cluster = [c for c in cluster if c.name not in ("deployment-controller", "replicaset-controller")]
+        return [*cluster, self.controller]
+
     def step(self) -> bool:
         """Deliver pending watch events, then process one ready key (the cluster's first);
         False when no key is ready. Time does not move."""
         self.pump()
-        controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
-        return any(c.step() for c in controllers)
+        return any(c.step() for c in self._controllers())
 
     def next_due(self) -> float | None:
         """When the earliest delayed key becomes ready (None: no delayed work)."""
-        controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
+        controllers = self._controllers()
         dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
         return min(dues) if dues else None
 
     def pump(self) -> int:
         """Deliver pending watch events: the controller-manager's first, then the operator's."""
-        return self.cluster_deployments.pump() + sum(informer.pump() for informer in self.informers.values())
+        cluster = self.cluster_deployments.pump() + (self.cluster.pump() if self.cluster is not None else 0)
+        return cluster + sum(informer.pump() for informer in self.informers.values())
 
     def run_until_quiescent(self, *, max_steps: int = 10_000_000, until: float | None = None) -> int:
         """Run until no work is left (advancing the fake clock over waits); returns reconciles run."""
         before = self.controller.reconcile_total
         run_until_quiescent(
-            [self.platform_controller, self.controller] if self.deployment_controller else [self.controller],
+            self._controllers(),
             clock=self.clock,
             pump=self.pump,
             max_steps=max_steps,

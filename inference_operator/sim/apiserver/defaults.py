@@ -21,6 +21,7 @@ from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import configdata
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.knownfields import prune_unknown
+from inference_operator.sim.apiserver.nodevalidation import validate_node
 from inference_operator.sim.apiserver.podtemplate import canonical_quantity, default_deployment
 from inference_operator.sim.apiserver.validation import validate_deployment, validate_service
 
@@ -115,7 +116,8 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
 
     ``old`` is the stored object on update (``None`` on create): Services keep their
     allocated cluster IP and node ports when an update leaves them out. Only ``spec`` is
-    modified (``status`` may be shared with the stored object and must stay untouched).
+    modified (``status`` may be shared with the stored object and must stay untouched; a
+    created Node's status is replaced by a canonical copy, never changed in place).
     """
     if kind == "Deployment":
         default_deployment(obj)
@@ -123,12 +125,18 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
         _default_service(obj, old, allocator)
     elif kind in ("ConfigMap", "Secret"):
         configdata.prepare(kind, obj, old)
+    elif kind == "Node":
+        validate_node(obj)  # before canonical form: a quantity that does not parse is refused as sent
+        if old is None:
+            _canonical_node_resources(obj)
     if extra is not None:
         extra(obj)
     if kind == "Deployment":
         validate_deployment(obj, old)
     elif kind == "Service":
         validate_service(obj)
+    elif kind == "Node":
+        validate_node(obj)
 
 
 # --- omitempty ---------------------------------------------------------------------------
@@ -259,6 +267,21 @@ def _drop_type_dependent_fields(spec: Obj, old_spec: Obj, old_ports: dict[Any, O
         and allocate == old_spec.get("allocateLoadBalancerNodePorts")
     ):
         spec.pop("allocateLoadBalancerNodePorts", None)
+
+
+# --- Node ------------------------------------------------------------------------------------
+
+
+def _canonical_node_resources(obj: Obj) -> None:
+    """A created Node's capacity and allocatable, stored in canonical form (a new status dict:
+    the caller's may be shared)."""
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return
+    status = obj["status"] = dict(status)
+    for field in ("capacity", "allocatable"):
+        if isinstance(status.get(field), dict):
+            status[field] = {name: canonical_quantity(value) for name, value in status[field].items()}
 
 
 # --- helpers -----------------------------------------------------------------------------------

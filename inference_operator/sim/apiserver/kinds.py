@@ -29,6 +29,8 @@ class KindTraits:
     """A Go-typed kind: empty optional fields are dropped (``omitempty``)."""
     returns_deleted_object: bool = False
     """A DELETE that removes the object answers with it (else with a success ``Status``)."""
+    status_on_create: bool = False
+    """A create keeps the status it carries (a kubelet registers its Node with capacity and conditions)."""
 
 
 _WORKLOAD = KindTraits(built_in=True)
@@ -49,7 +51,7 @@ KIND_TRAITS: Final[dict[str, KindTraits]] = {
     "Event": _PLAIN,
     "Lease": _PLAIN,
     "Namespace": KindTraits(tracks_generation=False, namespaced=False, built_in=True),
-    "Node": KindTraits(tracks_generation=False, namespaced=False, built_in=True),
+    "Node": KindTraits(tracks_generation=False, namespaced=False, built_in=True, status_on_create=True),
     # Go-typed, but what matters in it is JSON that keeps its empties (``default: {}``,
     # ``subresources: {status: {}}``): stored as sent, like a custom resource.
     "CustomResourceDefinition": KindTraits(namespaced=False),

@@ -269,7 +269,15 @@ class FakeApiServer(StoredWrites):
             self.gc_writes += self._gc.run()
             return thaw_object(result)
 
-    def delete(self, kind: str, namespace: str, name: str, *, propagation: Propagation = "Background") -> Obj:
+    def delete(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        propagation: Propagation = "Background",
+        grace_period_seconds: int | None = None,
+    ) -> Obj:
         """Delete an object, or only mark it while finalizers remain. Dependents are collected.
 
         ``Background`` removes the object, then its dependents; ``Foreground`` marks the object
@@ -278,7 +286,8 @@ class FakeApiServer(StoredWrites):
         Namespace goes with its content (:mod:`.namespaces`). The answer is the real server's:
         the object while it is only marked (also when it already was; a Namespace marked
         ``Terminating``), the deleted object for kinds that return it (Services), else a success
-        ``Status``.
+        ``Status``. A Pod running on a node is marked for its grace period (``grace_period_seconds``,
+        else its own) and removed by a later delete with 0 (:mod:`.graceful`).
         """
         with self._lock:
             key = keys.key_for(kind, namespace, name)
@@ -287,7 +296,7 @@ class FakeApiServer(StoredWrites):
                     marked, changed = self._namespaces.delete(self._stored(key))
                     answer = thaw_object(freeze(marked))
                 else:
-                    changed, answer = self._delete(key, propagation)
+                    changed, answer = self._delete(key, propagation, grace=grace_period_seconds)
             except ApiError as err:
                 self._log("delete", key, error=err)
                 raise

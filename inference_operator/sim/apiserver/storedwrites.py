@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from inference_operator.core.jsoncopy import freeze
 from inference_operator.core.objects import Obj
-from inference_operator.sim.apiserver import strategy
+from inference_operator.sim.apiserver import graceful, strategy
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
 from inference_operator.sim.apiserver.keys import Key
 from inference_operator.sim.apiserver.kinds import traits_of
@@ -39,8 +39,9 @@ class StoredWrites(ObjectStore):
             return self._frozen[key], False
         meta = candidate["metadata"]
         rv = self._next_resource_version()
-        if "deletionTimestamp" in meta and not meta.get("finalizers"):
-            # Like the real API server: the update turns into the delete. The watch reports the
+        if "deletionTimestamp" in meta and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+            # Like the real API server: the update turns into the delete (unless a pod's grace
+            # period still runs: its kubelet writes status while it stops). The watch reports the
             # last stored state; the writer gets what it wrote (its resourceVersion unchanged).
             self._remove(key, stored, rv)
             return freeze(candidate), True
@@ -50,11 +51,13 @@ class StoredWrites(ObjectStore):
             self._gc.check(key)
         return blob, True
 
-    def _delete(self, key: Key, propagation: Propagation) -> tuple[bool, Obj]:
-        """(changed, the answer): see :meth:`delete`."""
+    def _delete(self, key: Key, propagation: Propagation, *, grace: int | None = None) -> tuple[bool, Obj]:
+        """(changed, the answer): see :meth:`delete`. A running Pod is only marked (:mod:`.graceful`)."""
         stored = self._stored(key)
         uid = stored["metadata"]["uid"]
         finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
+        if key[0] == "Pod" and (seconds := graceful.grace_period(stored, requested=grace)) > 0:
+            return self._mark_terminating(key, stored, finalizers, seconds), thaw_object(self._frozen[key])
         if not finalizers:
             last = self._remove(key, stored, self._next_resource_version())
             if traits_of(key[0]).returns_deleted_object:
@@ -64,6 +67,21 @@ class StoredWrites(ObjectStore):
         answer = thaw_object(self._frozen[key])  # the marked object, whatever the collector does next
         self._gc.marked(uid, finalizers)
         return changed, answer
+
+    def _mark_terminating(self, key: Key, stored: Obj, finalizers: Sequence[str], grace: int) -> bool:
+        """Mark a running pod with the deadline its kubelet has to stop it (or a shorter one)."""
+        old_meta: Obj = stored["metadata"]
+        deadline = graceful.shortened_deadline(old_meta, now=self.clock.wall(), grace=grace)
+        if deadline is None:
+            return False
+        meta = {**old_meta, "deletionTimestamp": deadline, "deletionGracePeriodSeconds": grace}
+        if finalizers:
+            meta["finalizers"] = list(finalizers)
+        meta["resourceVersion"] = self._next_resource_version()
+        self._put(key, {**stored, "metadata": meta}, stored, "MODIFIED")
+        if finalizers:
+            self._gc.marked(old_meta["uid"], list(finalizers))
+        return True
 
     def _mark_deleting(self, key: Key, stored: Obj, finalizers: Sequence[str]) -> bool:
         old_meta: Obj = stored["metadata"]

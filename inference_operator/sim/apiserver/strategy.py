@@ -155,7 +155,7 @@ def prepare_create(key: Key, obj: Obj, *, allocator: defaults.Allocator, default
     validate_metadata(kind, meta)
     for field in _SERVER_FIELDS:
         meta.pop(field, None)
-    if traits.status_subresource:
+    if traits.status_subresource and not traits.status_on_create:
         new.pop("status", None)
         status = defaults.initial_status(kind)
         if status is not None:

@@ -1,0 +1,302 @@
+"""The Deployment controller: rolls a Deployment's ReplicaSets as kube-controller-manager does.
+
+One pass per Deployment, in ``syncDeployment``'s order: a scaling event (``spec.replicas``
+differs from the ``desired-replicas`` annotation of an active ReplicaSet) only resizes; else
+Recreate (old ReplicaSets to 0, wait until their pods are gone, then the new one to full size) or
+RollingUpdate (grow the new ReplicaSet, else shrink the old ones), then the status with its
+``Progressing`` condition (``NewReplicaSetCreated``, ``FoundNewReplicaSet``, ``ReplicaSetUpdated``,
+``NewReplicaSetAvailable``, ``ProgressDeadlineExceeded``), ``Available`` and ``ReplicaFailure``.
+The numbers come from :mod:`.deployments`; this module reads the caches and writes. The
+revision annotation rides on the status write (the real controller writes it through
+``UpdateStatus`` too). Old ReplicaSets beyond ``revisionHistoryLimit`` are not cleaned up.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from inference_operator.core.clock import format_timestamp, parse_timestamp
+from inference_operator.core.errors import AlreadyExists
+from inference_operator.core.objects import Obj, key_of
+from inference_operator.core.ports import Result
+from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.cluster import deployments as arithmetic
+from inference_operator.sim.cluster.deployments import RSView
+from inference_operator.sim.cluster.replicasets import (
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    REVISION,
+    build_replicaset,
+    controller_of,
+    pod_template_hash,
+    template_without_hash,
+)
+from inference_operator.sim.informer import SharedInformer
+
+__all__ = ["DeploymentController"]
+
+
+def _view(rs: Obj) -> RSView:
+    status = rs.get("status") or {}
+    annotation = (rs["metadata"].get("annotations") or {}).get(DESIRED_REPLICAS)
+    return RSView(
+        name=rs["metadata"]["name"],
+        replicas=int(rs["spec"].get("replicas", 1)),
+        available=int(status.get("availableReplicas") or 0),
+        ready=int(status.get("readyReplicas") or 0),
+        actual=int(status.get("replicas") or 0),
+        created=str(rs["metadata"].get("creationTimestamp") or ""),
+        desired_annotation=int(annotation) if annotation is not None and str(annotation).isdigit() else None,
+    )
+
+
+class DeploymentController:
+    """Reconciles one Deployment per key (``namespace/name``)."""
+
+    def __init__(
+        self,
+        *,
+        api: FakeApiServer,
+        clock: FakeClock,
+        deployments: SharedInformer,
+        replicasets: SharedInformer,
+        pods_of: Callable[[Obj], list[Obj]],
+    ) -> None:
+        self.api = api
+        self.clock = clock
+        self.deployments = deployments
+        self.replicasets = replicasets
+        self.pods_of = pods_of
+        """ReplicaSet → its pods (all of them, terminating ones too): Recreate waits for them."""
+        self._owned: defaultdict[str, set[str]] = defaultdict(set)  # Deployment uid → ReplicaSet names
+
+    def observe_replicaset(self, old: Obj | None, new: Obj | None) -> str | None:
+        """Keep the owner index; the key of the Deployment to look at again, if any."""
+        for rs, present in ((old, False), (new, True)):
+            ref = controller_of(rs) if rs is not None else None
+            if rs is None or ref is None or ref.get("kind") != "Deployment":
+                continue
+            if present:
+                self._owned[str(ref["uid"])].add(rs["metadata"]["name"])
+            elif new is None or controller_of(new) != ref:
+                self._owned[str(ref["uid"])].discard(rs["metadata"]["name"])
+        rs = new if new is not None else old
+        ref = controller_of(rs) if rs is not None else None
+        if rs is None or ref is None or ref.get("kind") != "Deployment":
+            return None
+        return key_of(rs["metadata"]["namespace"], str(ref["name"]))
+
+    def replicasets_of(self, dep: Obj) -> list[Obj]:
+        namespace = dep["metadata"]["namespace"]
+        found = [self.replicasets.get(namespace, n) for n in sorted(self._owned.get(dep["metadata"]["uid"], ()))]
+        return [rs for rs in found if rs is not None]
+
+    # --- one pass -----------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        dep = self.deployments.get(namespace, name)
+        if dep is None or "deletionTimestamp" in dep["metadata"]:
+            return Result()
+        spec = dep["spec"]
+        replicas = int(spec.get("replicas", 1))
+        surge, unavailable = arithmetic.fenceposts(spec)
+        all_rs = self.replicasets_of(dep)
+        template = spec["template"]
+        new_obj = next((rs for rs in all_rs if template_without_hash(rs["spec"]["template"]) == template), None)
+        olds = [rs for rs in all_rs if rs is not new_obj]
+        status_extra: Obj = {}
+        active = [rs for rs in all_rs if int(rs["spec"].get("replicas", 1)) > 0]
+        if any((_view(rs).desired_annotation or replicas) != replicas for rs in active):
+            plan = arithmetic.scaling_plan(
+                replicas=replicas, surge=surge, new=_view(new_obj) if new_obj else None, olds=[_view(rs) for rs in olds]
+            )
+            for rs in active:
+                self._scale(rs, plan.get(rs["metadata"]["name"], _view(rs).replicas), dep, surge)
+            return self._sync_status(dep, new_obj, olds, estimate=False)
+        recreate = (spec.get("strategy") or {}).get("type") == "Recreate"
+        if recreate:
+            if any(_view(rs).replicas for rs in olds):
+                for rs in olds:
+                    self._scale(rs, 0, dep, surge)
+                return self._sync_status(dep, new_obj, olds, estimate=True)
+            if any(self.pods_of(rs) for rs in olds):
+                return self._sync_status(dep, new_obj, olds, estimate=True)
+        if new_obj is None:
+            new_obj, status_extra = self._create_new(dep, olds, surge=surge, recreate=recreate)
+            if new_obj is None:
+                return Result(requeue=True)
+        elif not any(c.get("type") == "Progressing" for c in (dep.get("status") or {}).get("conditions") or ()):
+            status_extra = {
+                "progressing": (arithmetic.FOUND_NEW_RS, f'Found new replica set "{new_obj["metadata"]["name"]}"')
+            }
+        new = _view(new_obj)
+        if new.replicas != replicas:
+            target = (
+                replicas
+                if new.replicas > replicas
+                else arithmetic.new_rs_replicas(
+                    replicas=replicas,
+                    surge=surge,
+                    all_replicas=sum(_view(rs).replicas for rs in all_rs if rs is not new_obj) + new.replicas,
+                    new_replicas=new.replicas,
+                    recreate=recreate,
+                )
+            )
+            if target != new.replicas:
+                new_obj = self._scale(new_obj, target, dep, surge)
+                return self._sync_status(dep, new_obj, olds, estimate=True, extra=status_extra)
+        if not recreate:
+            plan = arithmetic.old_replicasets_scale_down(
+                replicas=replicas, max_unavailable=unavailable, new=_view(new_obj), olds=[_view(rs) for rs in olds]
+            )
+            for rs in olds:
+                if rs["metadata"]["name"] in plan:
+                    self._scale(rs, plan[rs["metadata"]["name"]], dep, surge)
+        return self._sync_status(dep, new_obj, olds, estimate=True, extra=status_extra)
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def _create_new(self, dep: Obj, olds: list[Obj], *, surge: int, recreate: bool) -> tuple[Obj | None, Obj]:
+        status = dep.get("status") or {}
+        collisions = status.get("collisionCount")
+        template_hash = pod_template_hash(dep["spec"]["template"], collision_count=collisions)
+        revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in olds]
+        replicas = int(dep["spec"].get("replicas", 1))
+        size = arithmetic.new_rs_replicas(
+            replicas=replicas,
+            surge=surge,
+            all_replicas=sum(_view(rs).replicas for rs in olds),
+            new_replicas=0,
+            recreate=recreate,
+        )
+        manifest = build_replicaset(
+            dep, template_hash=template_hash, replicas=size, revision=max(revisions, default=0) + 1, max_surge=surge
+        )
+        try:
+            created = self.api.create(manifest, field_manager=CONTROLLER_MANAGER)
+        except AlreadyExists:  # a hash collision: count it and try again with another hash
+            written = {**dep, "status": {**status, "collisionCount": int(collisions or 0) + 1}}
+            self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
+            return None, {}
+        message = f'Created new replica set "{created["metadata"]["name"]}"'
+        return created, {"progressing": (arithmetic.NEW_RS_CREATED, message)}
+
+    def _scale(self, rs: Obj, replicas: int, dep: Obj, surge: int) -> Obj:
+        desired = str(dep["spec"].get("replicas", 1))
+        annotations = rs["metadata"].get("annotations") or {}
+        wanted = {DESIRED_REPLICAS: desired, MAX_REPLICAS: str(int(desired) + surge)}
+        if int(rs["spec"].get("replicas", 1)) == replicas and all(annotations.get(k) == v for k, v in wanted.items()):
+            return rs
+        patch = {"spec": {"replicas": replicas}, "metadata": {"annotations": wanted}}
+        meta = rs["metadata"]
+        return self.api.patch("ReplicaSet", meta["namespace"], meta["name"], patch, field_manager=CONTROLLER_MANAGER)
+
+    def _sync_status(
+        self, dep: Obj, new_obj: Obj | None, olds: list[Obj], *, estimate: bool, extra: Obj | None = None
+    ) -> Result:
+        spec, meta = dep["spec"], dep["metadata"]
+        replicas = int(spec.get("replicas", 1))
+        generation = int(meta.get("generation") or 1)
+        _, unavailable = arithmetic.fenceposts(spec)
+        now = format_timestamp(self.clock.wall())
+        old_status = dep.get("status") or {}
+        new = _view(new_obj) if new_obj is not None else None
+        status = arithmetic.calculate_status(
+            generation=generation,
+            replicas=replicas,
+            max_unavailable=unavailable,
+            new=new,
+            olds=[_view(rs) for rs in olds],
+            old_status=old_status,
+            now=now,
+        )
+        rs_name = new_obj["metadata"]["name"] if new_obj is not None else ""
+        every = [*([new_obj] if new_obj is not None else []), *olds]
+        status["terminatingReplicas"] = sum(
+            int((rs.get("status") or {}).get("terminatingReplicas") or 0) for rs in every
+        )
+        if extra and "progressing" in extra:
+            reason, message = extra["progressing"]
+            status["conditions"] = arithmetic.set_condition(
+                status["conditions"], arithmetic.progressing_condition("True", reason, message, now)
+            )
+        if estimate:
+            status["conditions"] = self._progress(dep, status, rs_name, now)
+        failures = [
+            c
+            for rs in every
+            for c in (rs.get("status") or {}).get("conditions") or ()
+            if c.get("type") == "ReplicaFailure"
+        ]
+        conditions = [c for c in status["conditions"] if c.get("type") != "ReplicaFailure"]
+        if failures:
+            conditions = arithmetic.set_condition(
+                conditions, {**failures[0], "lastUpdateTime": failures[0].get("lastTransitionTime")}
+            )
+        status["conditions"] = conditions
+        revision = (new_obj["metadata"].get("annotations") or {}).get(REVISION) if new_obj is not None else None
+        annotations = dict(meta.get("annotations") or {})
+        if revision is not None and annotations.get(REVISION) != revision:
+            annotations[REVISION] = revision
+        if status != old_status or annotations != (meta.get("annotations") or {}):
+            written = {**dep, "metadata": {**meta, "annotations": annotations}, "status": status}
+            self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
+            return Result()
+        after = self._stuck_for(dep, status) if estimate else None
+        return Result(requeue_after=after) if after is not None else Result()
+
+    def _stuck_for(self, dep: Obj, status: Obj) -> float | None:
+        """``requeueStuckDeployment``: a pass that changed nothing looks again one second after
+        the progress deadline would pass (None: no deadline, complete, or already timed out).
+        Where the real one requeues at once (less than a second left), this one waits a second."""
+        deadline = dep["spec"].get("progressDeadlineSeconds")
+        old = (dep.get("status") or {}).get("conditions") or ()
+        current = next((c for c in old if c.get("type") == "Progressing"), None)
+        replicas, generation = int(dep["spec"].get("replicas", 1)), int(dep["metadata"].get("generation") or 1)
+        if deadline is None or current is None or current.get("reason") == arithmetic.TIMED_OUT:
+            return None
+        if arithmetic.deployment_complete(status, replicas=replicas, generation=generation):
+            return None
+        since = parse_timestamp(str(current.get("lastUpdateTime"))).timestamp()
+        after = since + float(deadline) - self.clock.wall().timestamp()
+        return max(after, 0.0) + 1.0
+
+    def _progress(self, dep: Obj, status: Obj, rs_name: str, now: str) -> list[Obj]:
+        """``syncRolloutStatus``'s Progressing estimate: the conditions to write."""
+        spec, old = dep["spec"], dep.get("status") or {}
+        replicas, generation = int(spec.get("replicas", 1)), int(dep["metadata"].get("generation") or 1)
+        conditions: list[Obj] = list(status["conditions"])
+        current = next((c for c in old.get("conditions") or () if c.get("type") == "Progressing"), None)
+        if (
+            status.get("replicas", 0) == status.get("updatedReplicas", 0)
+            and current
+            and current.get("reason") == arithmetic.NEW_RS_AVAILABLE
+        ):
+            return conditions
+        deadline = spec.get("progressDeadlineSeconds")
+        if arithmetic.deployment_complete(status, replicas=replicas, generation=generation):
+            message = f'ReplicaSet "{rs_name}" has successfully progressed.'
+            cond = arithmetic.progressing_condition("True", arithmetic.NEW_RS_AVAILABLE, message, now)
+            return arithmetic.set_condition(conditions, cond)
+        if arithmetic.deployment_progressing(old, status):
+            cond = arithmetic.progressing_condition(
+                "True", arithmetic.RS_UPDATED, f'ReplicaSet "{rs_name}" is progressing.', now
+            )
+            if current is not None and current.get("status") == "True":
+                cond["lastTransitionTime"] = current.get("lastTransitionTime")
+            kept = [c for c in conditions if c.get("type") != "Progressing"]
+            return [*kept, cond]
+        progressing = next((c for c in conditions if c.get("type") == "Progressing"), None)
+        if deadline is None or progressing is None or progressing.get("reason") == arithmetic.NEW_RS_AVAILABLE:
+            return conditions
+        if progressing.get("reason") == arithmetic.TIMED_OUT:
+            return conditions
+        since = parse_timestamp(str(progressing.get("lastUpdateTime"))).timestamp()
+        if since + float(deadline) < self.clock.wall().timestamp():  # DeploymentTimedOut: strictly past
+            message = f'ReplicaSet "{rs_name}" has timed out progressing.'
+            cond = arithmetic.progressing_condition("False", arithmetic.TIMED_OUT, message, now)
+            return arithmetic.set_condition(conditions, cond)
+        return conditions

@@ -1,0 +1,182 @@
+"""The kube-scheduler stand-in: binds each pending pod to a node that fits, or says why none does.
+
+It keeps the scheduler's cache as the real one does: what every node holds is the sum of the
+requests of the pods bound to it that have not finished, terminating ones included (their
+containers still run), updated from the pod watch. A pod that fits no node gets
+``PodScheduled=False``, reason ``Unschedulable``, with :func:`.fit.fit_error`'s message; it is
+tried again when something could make room or change the answer: a pod leaving a node, a node
+added or changed (the real scheduler's queueing hints, without their fine print). Binding sets
+``spec.nodeName`` and ``PodScheduled=True``, as the binding subresource does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from inference_operator.core.clock import format_timestamp
+from inference_operator.core.objects import Obj, key_of
+from inference_operator.core.ports import Result
+from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.cluster import podstate
+from inference_operator.sim.cluster.fit import NodeStatus, choose_node, feasible_nodes_to_find, filter_node, fit_error
+from inference_operator.sim.cluster.nodes import allocatable, scheduling_taints
+from inference_operator.sim.cluster.resources import Resources, add, pod_requests, subtract
+from inference_operator.sim.informer import SharedInformer
+
+__all__ = ["SCHEDULER", "Scheduler"]
+
+SCHEDULER = "default-scheduler"
+
+
+class Scheduler:
+    """Schedules one pod per key (``namespace/name``)."""
+
+    def __init__(
+        self,
+        *,
+        api: FakeApiServer,
+        clock: FakeClock,
+        nodes: SharedInformer,
+        pods: SharedInformer,
+        retry: Callable[[str], None],
+    ) -> None:
+        self.api = api
+        self.clock = clock
+        self.nodes = nodes
+        self.pods = pods
+        self.retry = retry
+        """Queues a pod key again (the controller's enqueue)."""
+        self._held: dict[str, tuple[str, Resources]] = {}  # pod uid → (node, requests)
+        self.used: dict[str, Resources] = {}  # node → requests of the pods it holds
+        self.count: dict[str, int] = {}  # node → pods it holds
+        self._pending: set[str] = set()  # keys of pods waiting for room
+        self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
+        self._next_start = 0  # where the next search through the nodes begins
+
+    def _node_info(self, node: Obj) -> tuple[Resources, list[Obj]]:
+        """A node's allocatable and scheduling taints, parsed once per version of it."""
+        name, rv = str(node["metadata"]["name"]), str(node["metadata"].get("resourceVersion", ""))
+        cached = self._nodes.get(name)
+        if cached is None or cached[0] != rv:
+            cached = self._nodes[name] = (rv, allocatable(node), scheduling_taints(node))
+        return cached[1], cached[2]
+
+    # --- the cache ----------------------------------------------------------------------------
+
+    def observe_pod(self, old: Obj | None, new: Obj | None) -> None:
+        """Account for a pod event; a pod that leaves a node lets the waiting ones try again."""
+        pod = new if new is not None else old
+        if pod is None:
+            return
+        uid = pod["metadata"]["uid"]
+        holds = new is not None and bool(podstate.node_of(new)) and not podstate.is_terminal(new)
+        before = self._held.pop(uid, None)
+        if before is not None:
+            node, requests = before
+            self.used[node] = subtract(self.used.get(node, {}), requests)
+            self.count[node] = self.count.get(node, 0) - 1
+        if holds and new is not None:
+            node, requests = podstate.node_of(new), pod_requests(new.get("spec") or {})
+            self._held[uid] = (node, requests)
+            self.used[node] = add(self.used.get(node, {}), requests)
+            self.count[node] = self.count.get(node, 0) + 1
+        key = key_of(pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if new is None or podstate.node_of(new) or not podstate.is_active(new):
+            self._pending.discard(key)
+        elif new is not None:
+            self.retry(key)
+        if before is not None and not holds:
+            self.retry_pending()
+
+    def retry_pending(self) -> None:
+        """Queue every pod waiting for room (a node came, changed, or a pod left one)."""
+        for key in sorted(self._pending):
+            self.retry(key)
+
+    # --- scheduling ---------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        pod = self.pods.get(namespace, name)
+        if pod is None or podstate.node_of(pod) or not podstate.is_active(pod):
+            return Result()
+        if (pod.get("spec") or {}).get("schedulerName", SCHEDULER) != SCHEDULER:
+            return Result()
+        spec = pod.get("spec") or {}
+        requests = pod_requests(spec)
+        nodes = sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"]))
+        wanted = feasible_nodes_to_find(len(nodes))
+        fitting: list[Obj] = []
+        statuses: list[NodeStatus] = []
+        start = self._next_start % len(nodes) if nodes else 0
+        processed = 0
+        for node in nodes[start:] + nodes[:start]:
+            if len(fitting) >= wanted:
+                break
+            processed += 1
+            node_name = str(node["metadata"]["name"])
+            capacity, taints = self._node_info(node)
+            status = filter_node(
+                spec,
+                requests,
+                node,
+                requested=self.used.get(node_name, {}),
+                pods_on_node=self.count.get(node_name, 0),
+                capacity=capacity,
+                taints=taints,
+            )
+            if status is None:
+                fitting.append(node)
+            else:
+                statuses.append(status)
+        self._next_start = start + processed
+        key = key_of(namespace, name)
+        if fitting:
+            self._pending.discard(key)
+            chosen = str(choose_node(fitting, requests, self.used, self.count)["metadata"]["name"])
+            self._bind(pod, chosen)
+            return Result()
+        self._pending.add(key)
+        self._unschedulable(pod, fit_error(statuses))
+        return Result()
+
+    def _bind(self, pod: Obj, node: str) -> None:
+        meta = pod["metadata"]
+        bound = self.api.patch(
+            "Pod", meta["namespace"], meta["name"], {"spec": {"nodeName": node}}, field_manager=SCHEDULER
+        )
+        condition = {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastTransitionTime": format_timestamp(self.clock.wall()),
+        }
+        self._set_condition(bound, condition)
+
+    def _unschedulable(self, pod: Obj, message: str) -> None:
+        current = podstate.condition(pod, "PodScheduled")
+        if current is not None and current.get("reason") == "Unschedulable" and current.get("message") == message:
+            return
+        self._set_condition(
+            pod,
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastTransitionTime": format_timestamp(self.clock.wall()),
+                "reason": "Unschedulable",
+                "message": message,
+            },
+        )
+
+    def _set_condition(self, pod: Obj, condition: Obj) -> None:
+        status = dict(pod.get("status") or {})
+        status.setdefault("phase", "Pending")
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        status["conditions"] = [condition, *conditions]
+        meta = pod["metadata"]
+        self.api.patch_status(
+            "Pod",
+            meta["namespace"],
+            meta["name"],
+            {"status": {"phase": status["phase"], "conditions": status["conditions"]}},
+            field_manager=SCHEDULER,
+        )
