@@ -9,12 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
-import yaml
-
-from inference_operator.api.constants import API_VERSION, KIND
-from inference_operator.api.models import SpecError, check_name, parse_spec
 from inference_operator.core.process import limit_malloc_arenas, tune_gc
 from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS
 
@@ -28,44 +24,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def load_manifest(path: str) -> dict[str, Any]:
-    """Read one InferenceService manifest and validate it as the API server would."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read: {err.strerror}") from None
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{path}:{where} not valid YAML: {getattr(err, 'problem', err)}") from None
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise UsageError(f"{path}: expected exactly one InferenceService object, found {len(docs)} documents")
-    obj = docs[0]
-    if obj.get("kind") != KIND or obj.get("apiVersion") != API_VERSION:
-        raise UsageError(
-            f"{path}: expected apiVersion {API_VERSION} and kind {KIND}, got {obj.get('apiVersion')} {obj.get('kind')}"
-        )
-    name = (obj.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
-        raise UsageError(f"{path}: metadata.name is required")
-    try:
-        check_name(name)
-        parse_spec(obj.get("spec"))
-    except SpecError as err:
-        raise UsageError(f"{path}: invalid InferenceService {name}: {err.message}") from None
-    return obj
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from inference_operator.demo import run_manifest, run_scenarios
+    from inference_operator.demo import ManifestRefused, run_manifest, run_scenarios
+    from inference_operator.manifests import ManifestError, read_manifests
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
     if args.trace is not None:
         _check_writable(args.trace, "--trace")
     if args.file:
-        code = run_manifest(load_manifest(args.file), sys.stdout, ready_after=args.ready_after, trace=args.trace)
+        try:
+            manifest = read_manifests(args.file)
+            code = run_manifest(manifest, sys.stdout, ready_after=args.ready_after, trace=args.trace)
+        except (ManifestError, ManifestRefused) as err:
+            raise UsageError(str(err)) from None
         if args.trace is not None:
             print(f"trace written to {args.trace}", file=sys.stderr)
         return code

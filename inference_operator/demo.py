@@ -2,7 +2,8 @@
 
 Each scenario builds a fresh Simulation, acts like a user (``kubectl apply``, ``delete``,
 ``scale``), runs the control loop until it is quiet, prints what the operator did and when, and
-checks the outcome. ``run_manifest`` does the same for a user's own InferenceService file.
+checks the outcome. ``run_manifest`` does the same for a user's own manifest (read by
+:mod:`.manifests`): its objects applied in order, each namespace it names created first.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, TextIO
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import ApiError
+from inference_operator.manifests import Manifest
 from inference_operator.sim import Simulation
 from inference_operator.sim.clock import FakeClock
 from inference_operator.trace.recorder import Recorder, Tracer
@@ -213,28 +216,68 @@ def run_scenarios(
     return failed
 
 
-def run_manifest(manifest: Obj, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
-    """Apply a user's InferenceService to a fresh simulation and show how it converges
-    (``trace``: recording it to that file)."""
+class ManifestRefused(Exception):
+    """The simulated API server refused an object of the manifest; the message is the one line
+    ``kubectl apply`` prints for it."""
+
+
+def _refusal(err: ApiError, obj: Obj, source: str) -> str:
+    meta = obj.get("metadata") or {}
+    message = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return (
+        f"{source}: Error from server ({err.reason or 'InternalError'}): error when applying "
+        f'{obj.get("kind")} "{meta.get("name")}": {message}'
+    )
+
+
+def _apply(sim: Simulation, obj: Obj, source: str) -> None:
+    """``kubectl apply`` of one object; first the ``kubectl create namespace`` a user would
+    type when the object names a namespace the cluster does not have yet."""
+    namespace = obj["metadata"].get("namespace") if obj["kind"] != "Namespace" else None
+    if namespace and sim.get("Namespace", "", namespace) is None:
+        sim.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        sim.note(f"kubectl create namespace {namespace}")
+    try:
+        sim.apply(obj)
+    except ApiError as err:
+        raise ManifestRefused(_refusal(err, obj, source)) from None
+
+
+def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
+    """Apply a user's manifest (its objects in order) to a fresh simulation and show how each
+    InferenceService in it converges (``trace``: recording it to that file); 0 when all are Ready.
+
+    :class:`ManifestRefused` when the simulated API server refuses an object."""
     report = Report("manifest", trace=trace)
     sim = report.simulation(ready_after=ready_after)
     try:
-        sim.apply(manifest)
+        for line in manifest.dropped:
+            sim.note(f"dropped what the API server sets itself, as kubectl apply does: {line}")
+        for obj in manifest.objects:
+            _apply(sim, obj, manifest.source)
         sim.run_until_quiescent()
     finally:
         report.close()
-    meta = manifest["metadata"]
-    obj = sim.get(KIND, meta.get("namespace", NS), meta["name"]) or {}
     for entry in sim.timeline:
         print(entry, file=out)
-    status = obj.get("status") or {}
-    print(
-        f"phase={status.get('phase')} ready={status.get('readyReplicas')}/{obj['spec'].get('replicas', 1)} "
-        f"url={status.get('url')}",
-        file=out,
+    keys = list(
+        dict.fromkeys(
+            (o["metadata"].get("namespace") or NS, o["metadata"]["name"]) for o in manifest.inference_services
+        )
     )
-    for c in status.get("conditions") or []:
-        print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
+    ready = 0
+    for namespace, name in keys:
+        obj = sim.get(KIND, namespace, name) or {}
+        status = obj.get("status") or {}
+        prefix = f"{namespace}/{name}: " if len(keys) > 1 else ""
+        print(
+            f"{prefix}phase={status.get('phase')} ready={status.get('readyReplicas')}/"
+            f"{(obj.get('spec') or {}).get('replicas', 1)} url={status.get('url')}",
+            file=out,
+        )
+        for c in status.get("conditions") or []:
+            print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
+        ready += status.get("phase") == "Ready"
     for key, why in sim.stalled().items():
         print(f"{key} did not converge: it {why}", file=out)
-    return 0 if status.get("phase") == "Ready" else 1
+    return 0 if ready == len(keys) else 1
