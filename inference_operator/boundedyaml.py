@@ -233,10 +233,11 @@ def _as_json(value: Any, where: str) -> Any:
     raise YamlLimitError(f"{where or 'the document'}: {shown} is no JSON value")
 
 
-def load_documents(text: str) -> Iterator[Any]:
+def load_documents(text: str, *, loader: Any = None) -> Iterator[Any]:
     """The documents of ``text`` as JSON values (empty documents skipped), read with
-    :class:`BoundedLoader`; raises ``yaml.YAMLError`` or :class:`YamlLimitError`."""
-    loader: Any = BoundedLoader(text)
+    :class:`BoundedLoader` (or ``loader``, a class like it); raises ``yaml.YAMLError`` or
+    :class:`YamlLimitError`."""
+    loader = (loader or BoundedLoader)(text)
     try:
         while loader.check_data():
             try:

@@ -1,22 +1,32 @@
 """The ``inference-operator`` command line: ``demo``, ``crd``, ``trace view`` (and, on a cluster, ``run``).
 
-Errors a user can fix (a bad option, an unreadable or invalid manifest) print one line on
-stderr and exit with code 2; no tracebacks for those.
+Bad input of any kind (an option, a number out of range or not finite, a path that cannot be
+read or written, a manifest that is malformed, oversized, an alias bomb or invalid) prints one
+line on stderr naming the input and the problem, and exits with code 2, before any work starts
+where it can be checked then. Exit code 1 is an outcome, not an input error: ``demo`` whose
+objects did not become Ready, ``run`` that found no API server within --connect-timeout.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
 
+from inference_operator.cliargs import OutputPathError, check_output, liveness_url, port, ready_after
 from inference_operator.core.process import limit_malloc_arenas, tune_gc
-from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS
+from inference_operator.demo import SCENARIO_NAMES
+from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS, OperatorConfig
 
 
 class UsageError(Exception):
     """A problem with what the user typed or pointed us at; exit code 2."""
+
+
+class ClusterGone(Exception):
+    """``run`` found no API server to talk to; exit code 1 (nothing the user typed was wrong)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,13 +34,24 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
+def _check_output(path: str | None, flag: str) -> None:
+    """An output path must be writable: say so before running anything."""
+    if path is not None:
+        try:
+            check_output(path, flag)
+        except OutputPathError as err:
+            raise UsageError(str(err)) from None
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from inference_operator.demo import ManifestRefused, run_manifest, run_scenarios
+    from inference_operator.demo import ManifestRefused, run_manifest, run_scenarios, trace_paths
     from inference_operator.manifests import ManifestError, read_manifests
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
     if args.trace is not None:
-        _check_writable(args.trace, "--trace")
+        names = [args.file] if args.file else list(args.scenario or SCENARIO_NAMES)
+        for path in trace_paths(args.trace, names).values():
+            _check_output(path, "--trace")
     if args.file:
         try:
             manifest = read_manifests(args.file)
@@ -49,19 +70,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _check_writable(path: str, flag: str) -> None:
-    """A trace file's directory must exist and be writable: say so before running anything."""
-    where = Path(path).resolve().parent
-    if not where.is_dir():
-        raise UsageError(f"{flag} {path}: directory {where} does not exist")
-    if Path(path).is_dir():
-        raise UsageError(f"{flag} {path}: is a directory, give a file name")
-
-
 def _cmd_trace_view(args: argparse.Namespace) -> int:
     """Write (or with --serve, serve on 127.0.0.1) the trace viewer's page; see traceview.py."""
     from inference_operator.trace.view import ViewError, load_records, render_page, serve_page, write_page
 
+    _check_output(args.output if args.output is not None else f"{args.file}.html", "-o")
     try:
         if args.serve:
             html = render_page(load_records(args.file), title=Path(args.file).name)
@@ -77,7 +90,7 @@ def _cmd_trace_view(args: argparse.Namespace) -> int:
         out = write_page(args.file, args.output)
     except ViewError as err:
         raise UsageError(str(err)) from None
-    except OSError as err:  # the port taken, the output not writable
+    except OSError as err:  # the output not writable after all
         raise UsageError(f"{args.file}: {err.strerror or err}") from None
     print(f"viewer written to {out}", file=sys.stderr)
     return 0
@@ -86,9 +99,13 @@ def _cmd_trace_view(args: argparse.Namespace) -> int:
 def _cmd_crd(args: argparse.Namespace) -> int:
     from inference_operator.api.crd import crd_yaml
 
+    _check_output(args.output, "-o")
     text = crd_yaml()
     if args.output:
-        Path(args.output).write_text(text)
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"-o {args.output}: cannot write: {err.strerror or err}") from None
     else:
         sys.stdout.write(text)
     return 0
@@ -110,6 +127,7 @@ RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
     "trace": "TRACE",
     "trace_max_bytes": "TRACE_MAX_BYTES",
     "trace_files": "TRACE_FILES",
+    "connect_timeout": "CONNECT_TIMEOUT",
 }
 
 
@@ -139,6 +157,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = OperatorConfig.from_env()
     except ConfigError as err:
         raise UsageError(flag_error(str(err), given)) from None
+    _find_cluster(config)
 
     import kopf
 
@@ -155,8 +174,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _find_cluster(config: OperatorConfig) -> None:
+    """Reach the API server before Kopf starts (see kube/preflight.py): a bad kubeconfig is a
+    usage error (2), a server that does not answer within --connect-timeout exits 1."""
+    from inference_operator.kube.preflight import (
+        ClusterUnreachable,
+        KubeconfigError,
+        load_client,
+        version_probe,
+        wait_for_cluster,
+    )
+
+    try:
+        api_client = load_client()
+    except KubeconfigError as err:
+        raise UsageError(str(err)) from None
+    try:
+        found = wait_for_cluster(
+            str(api_client.configuration.host),
+            version_probe(api_client),
+            connect_timeout=config.connect_timeout,
+            say=lambda line: print(line, file=sys.stderr),
+        )
+    except ClusterUnreachable as err:
+        raise ClusterGone(str(err)) from None
+    finally:
+        api_client.close()
+    print(f"found the API server at {found.host} {found.version}".rstrip(), file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from inference_operator.demo import SCENARIO_NAMES
 
     parser = _Parser(prog="inference-operator", description="Run GPU inference servers from InferenceService objects.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -169,7 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this scenario (repeatable); default: all four",
     )
     demo.add_argument("-f", "--file", help="simulate your own InferenceService manifest instead ('-' for stdin)")
-    demo.add_argument("--ready-after", type=float, default=5.0, help="seconds pods take to become ready (default 5)")
+    demo.add_argument(
+        "--ready-after", type=ready_after, default=5.0, help="seconds pods take to become ready, 0-86400 (default 5)"
+    )
     demo.add_argument(
         "--trace",
         metavar="FILE",
@@ -211,7 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--trace-max-bytes", metavar="SIZE", help="bytes per trace file, e.g. 16Mi (default 16Mi)")
     run.add_argument("--trace-files", metavar="N", help="trace files kept, the newest first (default 4)")
-    run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    run.add_argument("--liveness", type=liveness_url, help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    run.add_argument(
+        "--connect-timeout",
+        metavar="SECONDS",
+        help="wait this long for the API server at start, one line per failed attempt, then exit 1 "
+        "(default 30; 0: one attempt)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
 
@@ -223,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("file", metavar="FILE", help="a trace from demo --trace or run --trace")
     view.add_argument("-o", "--output", metavar="OUT.html", help="where to write the page (default: FILE.html)")
     view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C, print its URL")
-    view.add_argument("--port", type=int, default=0, help="port for --serve (default: any free one)")
+    view.add_argument("--port", type=port, default=0, help="port for --serve, 0-65535 (default 0: any free one)")
     view.set_defaults(func=_cmd_trace_view)
 
     crd = sub.add_parser("crd", help="print the CustomResourceDefinition generated from the API models")
@@ -245,10 +300,21 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except ClusterGone as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 def entrypoint() -> NoReturn:
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        code = 130  # Ctrl-C: the shell's code for SIGINT, without a traceback
+    except BrokenPipeError:  # `… | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":

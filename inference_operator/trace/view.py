@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inference_operator.core.files import InputFileError, check_regular_file
 from inference_operator.trace.sink import TraceError, read_trace, ring_files
 
 __all__ = ["ViewError", "embed_json", "load_records", "render_page", "serve_page", "write_page"]
@@ -36,6 +37,8 @@ _CSS_SLOT = "/*VIEWER_CSS*/"
 _JS_SLOT = "/*VIEWER_JS*/"
 _MODEL_SLOT = "/*MODEL_JS*/"
 _TITLE_SLOT = "TRACE_TITLE"
+MAX_TRACE_FILE_BYTES = 1 << 30
+"""A ring file holds at most ``TRACE_MAX_BYTES`` (1 GiB at most); anything larger is no trace of ours."""
 
 
 class ViewError(Exception):
@@ -50,9 +53,14 @@ def load_records(path: str | os.PathLike[str]) -> list[Obj]:
         raise ViewError(f"{path}: no such file")
     if file.is_dir():
         raise ViewError(f"{path}: is a directory, not a trace file")
-    ring = len(ring_files(file)) > 1
+    files = ring_files(file)
     try:
-        records = read_trace(file, ring=ring)
+        for part in files:  # a FIFO would block the read, /dev/zero never end
+            check_regular_file(str(part), limit=MAX_TRACE_FILE_BYTES)
+    except InputFileError as err:
+        raise ViewError(str(err)) from None
+    try:
+        records = read_trace(file, ring=len(files) > 1)
     except TraceError as err:
         raise ViewError(str(err)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -84,7 +92,12 @@ def render_page(records: list[Obj], *, title: str) -> str:
     js = _template("viewer.js").replace("</", "<\\/")
     model = _template("model.js").replace("</", "<\\/")
     values = {_TITLE_SLOT: safe_title, _CSS_SLOT: css, _MODEL_SLOT: model, _JS_SLOT: js}
-    values[_DATA_SLOT] = embed_json(records)
+    try:
+        values[_DATA_SLOT] = embed_json(records)
+    except RecursionError:
+        raise ViewError(f"{title}: a record is nested too deeply to show") from None
+    except ValueError as err:  # NaN in records not read from a file
+        raise ViewError(f"{title}: a record is not JSON: {err}") from None
     missing = [slot for slot in values if slot not in page]
     if missing:
         raise RuntimeError(f"viewer template: no slot {missing}")
