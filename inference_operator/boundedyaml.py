@@ -13,7 +13,8 @@ resolutions, and the nesting depth, aliases included; a recursive alias is refus
 bound it stops with :class:`YamlLimitError` naming the line.
 
 It also reads values the way ``kubectl`` sends them to the API server (YAML converted to JSON):
-timestamps stay strings (``creationTimestamp: 2024-05-01T10:00:00Z`` is no datetime); a key
+timestamps stay strings (``creationTimestamp: 2024-05-01T10:00:00Z`` is no datetime), ``y`` and
+``n`` are booleans as ``yes`` and ``no`` are (kubectl's YAML 1.1 has them so); a key
 given twice is an error, not a silent "last one wins"; the result holds only JSON values
 (:func:`load_documents`): no NaN or infinity, no binary, no sets, string keys (integer and
 boolean keys become their JSON text, as ``kubectl`` does).
@@ -22,6 +23,7 @@ boolean keys become their JSON text, as ``kubectl`` does).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any, Final, cast
 
@@ -45,6 +47,13 @@ MAX_DEPTH: Final = 100
 
 _TIMESTAMP: Final = "tag:yaml.org,2002:timestamp"
 _MERGE: Final = "tag:yaml.org,2002:merge"
+_BOOL: Final = "tag:yaml.org,2002:bool"
+_KUBECTL_BOOLS: Final = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+"""The booleans of kubectl's YAML (go-yaml v2, YAML 1.1): PyYAML's, plus ``y`` and ``n``."""
+_KUBECTL_BOOL: Final = re.compile("^(?:" + "|".join(_KUBECTL_BOOLS) + ")$")
 
 
 class YamlLimitError(ValueError):
@@ -60,9 +69,11 @@ class _Bounds(Composer, SafeConstructor, Resolver):
     that builds maps with JSON keys; the loaders below add a parser."""
 
     yaml_implicit_resolvers = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_TIMESTAMP, _BOOL)]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
+    for first in "yYnNtTfFoO":
+        yaml_implicit_resolvers.setdefault(first, []).insert(0, (_BOOL, _KUBECTL_BOOL))
 
     def _start_counting(self) -> None:
         Composer.__init__(self)
@@ -169,7 +180,15 @@ def _timestamp_as_string(loader: _Bounds, node: ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
+def _kubectl_bool(loader: _Bounds, node: ScalarNode) -> bool:
+    value = str(loader.construct_scalar(node))
+    if value not in _KUBECTL_BOOLS:  # an explicit !!bool tag on something else
+        raise YamlLimitError(f"{_line(node.start_mark)}{value!r} is not a boolean")
+    return _KUBECTL_BOOLS[value]
+
+
 _Bounds.add_constructor(_TIMESTAMP, _timestamp_as_string)  # type: ignore[type-var]
+_Bounds.add_constructor(_BOOL, _kubectl_bool)  # type: ignore[type-var]
 
 CParser: Any
 try:  # libyaml's parser, when PyYAML was built with it: a megabyte in a fraction of a second

@@ -153,8 +153,13 @@ def test_integer_and_boolean_keys_become_their_json_text(load: Callable[[str], l
 
 
 def test_a_merged_key_is_overridden_by_the_maps_own(load: Callable[[str], list[Any]]) -> None:
-    assert load("b: &b {x: 1, y: 1}\nm: {<<: *b, y: 2}\n")[0]["m"] == {"x": 1, "y": 2}
+    assert load("b: &b {p: 1, q: 1}\nm: {<<: *b, q: 2}\n")[0]["m"] == {"p": 1, "q": 2}
 
 
 def test_empty_documents_are_skipped(load: Callable[[str], list[Any]]) -> None:
     assert load("---\n---\na: 1\n---\n") == [{"a": 1}]
+
+
+def test_y_and_n_are_booleans_as_kubectl_reads_them(load: Callable[[str], list[Any]]) -> None:
+    text = "a: y\nb: N\nc: yes\nd: 'y'\ne: Off\nf: yellow\ng: tRue\n"
+    assert load(text) == [{"a": True, "b": False, "c": True, "d": "y", "e": False, "f": "yellow", "g": "tRue"}]

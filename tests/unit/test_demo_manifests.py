@@ -117,7 +117,7 @@ def test_one_plain_manifest_prints_no_new_lines(tmp_path: Path, capsys: pytest.C
         ("- a\n- b\n", "document 1: is a list, not an object"),
         ("apiVersion: v1\nkind: List\nitems: 3\n", "List.items is a number, not a list"),
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: 1}\n", "data must map keys to strings"),
-        ("apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n", "no InferenceService in it (found Namespace)"),
+        ("apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n", "no InferenceService in it (found Namespace)"),
         ("", "no InferenceService in it (found nothing)"),
         (
             HEAD + "metadata: {name: a, labels: {x: 1}}\nspec: {image: v, model: m}\n",
