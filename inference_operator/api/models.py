@@ -23,9 +23,11 @@ MAX_REPLICAS = 1000
 MAX_LIST_ITEMS = 64
 MAX_USER_ID = 2147483647  # int32, what a pod's securityContext.runAsUser holds
 
-# The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory).
+# The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory), without
+# the minus sign: a container's requests and limits must not be negative, so a Deployment built
+# from a negative one would be refused; admission refuses it first (and `minimum: 0` the integers).
 QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"^(\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 _QUANTITY_RE = re.compile(QUANTITY_PATTERN)
@@ -197,6 +199,17 @@ ENV_NAMES_UNIQUE = Rule(
     check=lambda s: len({e.name for e in s.env}) == len(s.env),
 )
 SPEC_RULES = (ARGS_NOT_RESERVED, ENV_NAMES_UNIQUE)
+MAX_LABEL_KEY_LENGTH = 316  # a DNS subdomain prefix (253), '/', a name (63)
+_CEL_LABEL_KEY = LABEL_KEY_PATTERN.replace("\\", "\\\\")  # inside a CEL string literal
+NODE_SELECTOR_KEYS = Rule(
+    # Structural schemas have no propertyNames, so the keys' syntax is a CEL rule; its cost is
+    # bounded by maxProperties and the key size.
+    cel=f"self.all(k, size(k) <= {MAX_LABEL_KEY_LENGTH} && k.matches('{_CEL_LABEL_KEY}'))",
+    message="every key must be a label key: an optional DNS subdomain and '/', then a name of letters, digits, "
+    "'-', '_' and '.' that starts and ends with a letter or digit",
+    field_path="",
+    check=lambda selector: all(len(k) <= MAX_LABEL_KEY_LENGTH and re.match(LABEL_KEY_PATTERN, k) for k in selector),
+)
 
 
 class InferenceServiceSpec(_Model):
@@ -228,7 +241,10 @@ class InferenceServiceSpec(_Model):
         default_factory=list, max_length=MAX_LIST_ITEMS, description="Environment variables of the server container."
     )
     nodeSelector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
-        default_factory=dict, description="Schedule only on nodes with these labels."
+        default_factory=dict,
+        max_length=MAX_LIST_ITEMS,
+        description="Schedule only on nodes with these labels.",
+        json_schema_extra=_rules(NODE_SELECTOR_KEYS),
     )
     tolerations: list[Toleration] = Field(
         default_factory=list,
@@ -267,7 +283,7 @@ class InferenceServiceSpec(_Model):
     @classmethod
     def _label_keys(cls, v: dict[str, str]) -> dict[str, str]:
         for key in v:
-            if not re.match(LABEL_KEY_PATTERN, key) or len(key) > 316:
+            if not re.match(LABEL_KEY_PATTERN, key) or len(key) > MAX_LABEL_KEY_LENGTH:
                 raise ValueError(at(key, f"{key!r} is not a valid label key"))
         return v
 

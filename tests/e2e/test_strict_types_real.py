@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
-from tests.unit.test_admitted_realizable import CRD, KNOWN_GAPS, Obj, admission, parser, specs
+from tests.unit.test_admitted_realizable import CLOSED_GAPS, CRD, KNOWN_GAPS, Obj, admission, parser, specs
 from tests.unit.test_strict_types import BASE, CASES, manifest
 
 from .conftest import Cluster
@@ -96,3 +96,9 @@ def test_kubectl_and_demo_read_y_in_yaml_alike(cluster: Cluster) -> None:
     with pytest.raises(ManifestError) as info:
         read_manifests(str(path))
     assert line in str(info.value)
+
+
+@pytest.mark.parametrize("fields", list(CLOSED_GAPS.values()), ids=list(CLOSED_GAPS))
+def test_what_the_operator_cannot_build_is_refused_by_the_real_server(cluster: Cluster, fields: Obj) -> None:
+    ok, stderr = dry_run_create(cluster, {**BASE, **fields})
+    assert not ok and "spec." in stderr, stderr

@@ -141,9 +141,9 @@ def test_the_parser_and_the_crd_schema_accept_and_refuse_the_same_specs(fields: 
     assert (by_server is None, by_parser is None) == (accepted, accepted), (by_server, by_parser)
 
 
-@pytest.mark.xfail(strict=True, reason="item 2 of issue 21: a negative integer quantity passes the schema")
-def test_a_negative_integer_quantity_is_refused_by_both() -> None:
-    spec = {**BASE, "resources": {"requests": {"cpu": -1}}}
+@pytest.mark.parametrize("cpu", [-1, "-1", "-500m"])
+def test_a_negative_quantity_is_refused_by_both(cpu: int | str) -> None:
+    spec = {**BASE, "resources": {"requests": {"cpu": cpu}}}
     assert server_refusal(spec) is not None and parser_refusal(spec) is not None
 
 
