@@ -9,7 +9,8 @@ is generated); ``trace view`` of a trace with NaN, deep nesting, a FIFO, an unwr
 environment (the variable or flag named), a bad ``--liveness``, a bad namespace, and a
 kubeconfig that is missing, a FIFO or an alias bomb (no connection is tried); ``lb-registry``
 with an infinite ``--timeout``, a FIFO or ``/dev/zero`` token file, a port out of range in its
-URL. The line names the input and the problem; nothing else is printed.
+URL, and its own entry point (``python -m inference_operator.lb.registry``) likewise. The line
+names the input and the problem; nothing else is printed.
 """
 
 from __future__ import annotations
@@ -136,3 +137,15 @@ def test_a_kubeconfig_that_cannot_be_read_safely_is_refused_before_connecting(
     assert main(["run"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: kubeconfig {kubeconfig.format(d=files)}: ") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [["serve", "--port", "99999"], [], ["list", "--timeout", "nan"]])
+def test_the_registrys_own_entry_point_answers_in_one_line_too(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    from inference_operator.lb.registry import main as registry_main
+
+    with pytest.raises(SystemExit) as info:
+        registry_main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("error: python -m ")

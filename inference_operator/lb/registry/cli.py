@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from inference_operator.core.bounds import argument
@@ -196,11 +197,18 @@ def _template(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad arguments: one line on stderr and exit code 2 (argparse prints the usage too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m inference_operator.lb.registry", description="The reference load balancer registry."
     )
-    configure_parser(parser)
+    configure_parser(parser, parser_class=_OneLineParser)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code
