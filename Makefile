@@ -10,7 +10,7 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps venv images-test lint typecheck unit integration e2e fuzz crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
+.PHONY: demo test deps venv images-test lint typecheck unit static integration e2e fuzz crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
@@ -42,16 +42,20 @@ chromium: ## Headless Chromium for the trace viewer's browser tests (the Debian 
 images: ## Without Docker: the base, operator and images/* images as OCI archives (buildah; cached)
 	bash hack/build-images.sh
 
-lint: deps controlplane
+lint: deps controlplane ## ruff, the import contracts (lint-imports, pyproject.toml), helm lint
 	$(PYTHON) -m ruff check inference_operator tests bench hack
 	$(PYTHON) -m ruff format --check inference_operator tests bench hack
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 	PATH="$$(bash hack/build-controlplane.sh 2>/dev/null | tail -1):$$PATH" helm lint --strict charts/inference-operator
 
 typecheck: deps
 	$(PYTHON) -m mypy
 
-unit: deps ## Offline tests on the simulator
+unit: deps ## Offline tests on the simulator (never needs the control plane)
 	$(PYTHON) -m pytest -q tests/unit
+
+static: deps controlplane ## Static checks of what ships: the chart (helm template), packaging, Makefile, admission policy, node config, the test layout, the import contracts
+	$(PYTHON) -m pytest -q tests/static
 
 integration: deps chromium ## Loopback-only tests (HTTP load balancer and registry, the trace viewer in Chromium)
 	$(PYTHON) -m pytest -q tests/integration
@@ -82,7 +86,7 @@ conformance: deps controlplane ## The differential suite alone: every check on t
 	$(PYTHON) -m pytest -q tests/e2e/test_conformance.py
 
 conformance-record: deps controlplane ## Re-record the real server's answers for the offline replay (needs KUBECONFIG, e.g. from make cluster-up)
-	$(PYTHON) -m tests.e2e.conformance.record --kubeconfig "$${KUBECONFIG:?set KUBECONFIG to a running cluster, e.g. from make cluster-up}"
+	$(PYTHON) -m tests.shared.conformance.record --kubeconfig "$${KUBECONFIG:?set KUBECONFIG to a running cluster, e.g. from make cluster-up}"
 
 crd: ## Regenerate deploy/crds (and the chart's copy) from the API models
 	$(PYTHON) -m inference_operator crd -o deploy/crds/serving.inference-operator.dev_inferenceservices.yaml
@@ -119,4 +123,4 @@ kind-down:
 	kind delete cluster --name $(KIND_CLUSTER)
 
 clean: ## Remove what builds and tests leave behind, and the virtual environment
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(VENV)
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(VENV)

@@ -15,7 +15,7 @@ over a window of simulated time (default 5 minutes) in the simulator:
 For each it prints reconciles and the requests that would reach the API server, per simulated
 second: pod LISTs (``Backend.list_pods``, counted by wrapping the pod source), other reads and
 writes the operator sent (counted by a wrapper put in front of the FakeApiServer with
-``Simulation.interpose``; "changed" are those that changed something), and Event requests
+the Simulation's ``Interposer``; "changed" are those that changed something), and Event requests
 (after the Event correlator: a create, or a patch counting a repeat). The informer resyncs as
 the operator's does (every 300 s). The issue's target is at most 1 request per second on
 average for 1,000 Degraded objects.
@@ -48,6 +48,7 @@ from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvide
 from inference_operator.core.process import tune_gc
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.wiring import Interposer
 
 Obj = dict[str, Any]
 READS = frozenset({"get", "list"})
@@ -105,6 +106,12 @@ class Outage:
         self.calls: Counter[str] = Counter()
         self.failed = 0
 
+    def begin(self, *, start: float, end: float) -> None:
+        """A new outage from ``start`` until ``end``, counted from zero."""
+        self.start, self.end = start, end
+        self.calls.clear()
+        self.failed = 0
+
     def _check(self, call: str) -> None:
         self.calls[call] += 1
         if self.start <= self.clock.now() < self.end:
@@ -159,10 +166,10 @@ class Row:
 class Meter:
     """Counts what the operator in a simulation asks of the API server, through its seams."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, api: CountingApi) -> None:
+        """``api`` is what the simulation's operator writes through (its Interposer put it there)."""
         self.sim = sim
-        self.api = CountingApi(sim.api)
-        sim.interpose(api=self.api)
+        self.api = api
         self.pod_lists = 0
         self.event_requests = 0
         self.warnings_raised = 0
@@ -299,11 +306,31 @@ def diff(end: Counts, start: Counts) -> Counts:
     return Counts(*(b - a for a, b in zip(vars(start).values(), vars(end).values(), strict=True)))
 
 
-def make_simulation(*, bucket: bool) -> Simulation:
-    sim = Simulation(ready_after=5.0)
+@dataclass
+class Bench:
+    """A simulation whose operator writes through a counting API and calls a balancer that can
+    be given an outage (both put in place when the simulation is made, as its Interposer)."""
+
+    sim: Simulation
+    api: CountingApi
+    outage: Outage
+
+
+def make_simulation(*, bucket: bool) -> Bench:
+    made: dict[str, Any] = {}
+
+    def counting(sim: Simulation) -> CountingApi:
+        made["api"] = CountingApi(sim.api)
+        return made["api"]  # type: ignore[no-any-return]
+
+    def outage(sim: Simulation) -> Outage:
+        made["outage"] = Outage(sim.lb, sim.clock, start=math.inf, end=math.inf)
+        return made["outage"]  # type: ignore[no-any-return]
+
+    sim = Simulation(ready_after=5.0, interpose=Interposer(api=counting, load_balancer=outage))
     if not bucket:  # per-key backoff only: the queue as it was before the token bucket
         sim.controller.queue = RateLimitingQueue(sim.clock, name="inferenceservice", qps=math.inf)
-    return sim
+    return Bench(sim, made["api"], made["outage"])
 
 
 def create(sim: Simulation, n: int) -> list[tuple[str, str]]:
@@ -326,12 +353,13 @@ def expect_all(sim: Simulation, phase: str, n: int, when: str) -> None:
 
 
 def run_degraded(n: int, window: float, resync: float) -> Row:
-    sim = make_simulation(bucket=True)
+    bench = make_simulation(bucket=True)
+    sim = bench.sim
     create(sim, n)
     sim.run_until_quiescent()
     expect_all(sim, "Ready", n, "before the pods crash")
     deployments = [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in sim.api.list(DEPLOYMENT)]
-    meter = Meter(sim)
+    meter = Meter(sim, bench.api)
     start = meter.counts()
     warned_before = meter.warnings_by_object()
     driver = Driver(sim, resync=resync, first_resync=start.time + resync / 2)
@@ -357,8 +385,9 @@ def run_lb_outages(n: int, window: float, resync: float, *, bucket: bool) -> lis
     over), then an outage while they are Ready, then one while they are deleted. Between
     cases, three idle hours pass with nothing due, so no backoff, token or spam-filter state
     carries over."""
-    sim = make_simulation(bucket=bucket)
-    meter = Meter(sim)
+    bench = make_simulation(bucket=bucket)
+    sim = bench.sim
+    meter = Meter(sim, bench.api)
     rows = []
     for case in LB_CASES:
         if case != "created":
@@ -366,15 +395,14 @@ def run_lb_outages(n: int, window: float, resync: float, *, bucket: bool) -> lis
                 raise SystemExit(f"work still due at {sim.now:g} s before the {case!r} outage")
             sim.clock.set(sim.now + IDLE_BETWEEN_CASES)
             expect_all(sim, "Ready", n, f"before the {case!r} outage")
-        rows.append(run_lb_outage(sim, meter, n, window, resync, case, bucket=bucket))
+        rows.append(run_lb_outage(sim, meter, bench.outage, n, window, resync, case, bucket=bucket))
     return rows
 
 
 def run_lb_outage(
-    sim: Simulation, meter: Meter, n: int, window: float, resync: float, case: str, *, bucket: bool
+    sim: Simulation, meter: Meter, outage: Outage, n: int, window: float, resync: float, case: str, *, bucket: bool
 ) -> Row:
-    outage = Outage(sim.lb, sim.clock, start=sim.now, end=sim.now + window)
-    sim.interpose(load_balancer=outage)
+    outage.begin(start=sim.now, end=sim.now + window)
     start = meter.counts()
     warned_before = meter.warnings_by_object()
     driver = Driver(sim, resync=resync, first_resync=start.time + resync / 2)

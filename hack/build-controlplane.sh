@@ -259,5 +259,6 @@ main() {
   printf '%s\n' "$bin_dir"
 }
 
-# `exit` on the same line: bash must not read past it if this file is edited mid-run.
-main "$@"; exit
+# `exit` on the same line: bash must not read past it if this file is edited mid-run. Sourced
+# (tests/static/test_build_controlplane.py), the script only defines its functions.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then main "$@"; exit; fi

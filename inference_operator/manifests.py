@@ -28,12 +28,12 @@ import yaml
 
 from inference_operator.api.constants import API_VERSION, KIND
 from inference_operator.api.models import SpecError, check_name, parse_spec
-from inference_operator.boundedyaml import YamlLimitError, load_documents
+from inference_operator.core.boundedyaml import YamlLimitError, load_documents
 from inference_operator.core.files import InputFileError, read_text_file
+from inference_operator.core.objects import Obj
 
 __all__ = ["MAX_MANIFEST_BYTES", "SERVER_POPULATED", "Manifest", "ManifestError", "read_manifests"]
 
-Obj = dict[str, Any]
 
 MAX_MANIFEST_BYTES: Final = 1 << 20
 """A manifest larger than this is no manifest (an exported InferenceService is about 5 KiB)."""

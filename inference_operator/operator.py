@@ -14,17 +14,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import kopf
 
-from inference_operator.api.constants import DEPLOYMENT, GROUP, KIND, OWNER_LABEL, PLURAL, SERVICE, VERSION
+from inference_operator.core.objects import Obj
 from inference_operator.core.process import limit_malloc_arenas
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
+from inference_operator.reconcile.watches import WATCHES, Watch
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
 
@@ -78,8 +79,9 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     # List pre-existing objects in pages, not all at once: a restart with thousands of objects
     # would otherwise hold every one of them twice over while parsing.
     settings.watching.chunk_size = LIST_PAGE_SIZE
-    settings.watching.label_selectors["apps", "deployments"] = OWNER_LABEL
-    settings.watching.label_selectors["v1", "services"] = OWNER_LABEL
+    for watch in WATCHES:
+        if watch.label_selector:  # children: only those carrying the owner label are listed and watched
+            settings.watching.label_selectors[watch.group or watch.version, watch.plural] = watch.label_selector
     settings.peering.standalone = True  # replicas coordinate through our own Lease, not Kopf peering
     if config.namespaces:
         # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
@@ -114,16 +116,25 @@ def probe(**_: Any) -> dict[str, int]:
     return liveness(runtime())
 
 
-@kopf.on.event(GROUP, VERSION, PLURAL)
-async def inference_service_event(event: kopf.RawEvent, **_: Any) -> None:
-    runtime().on_event(KIND, event.get("type"), cast(Obj, event["object"]))
+def _kopf_resource(watch: Watch) -> tuple[str, ...]:
+    """How Kopf names a resource: ``(group, version, plural)``, or ``(version, plural)`` for the
+    core group."""
+    return (watch.group, watch.version, watch.plural) if watch.group else (watch.version, watch.plural)
 
 
-@kopf.on.event("apps", "v1", "deployments", labels={OWNER_LABEL: kopf.PRESENT})
-async def deployment_event(event: kopf.RawEvent, **_: Any) -> None:
-    runtime().on_event(DEPLOYMENT, event.get("type"), cast(Obj, event["object"]))
+def _watch_handler(watch: Watch) -> Callable[..., Awaitable[None]]:
+    async def on_event(event: kopf.RawEvent, **_: Any) -> None:
+        runtime().on_event(watch.kind, event.get("type"), cast(Obj, event["object"]))
+
+    return on_event
 
 
-@kopf.on.event("v1", "services", labels={OWNER_LABEL: kopf.PRESENT})
-async def service_event(event: kopf.RawEvent, **_: Any) -> None:
-    runtime().on_event(SERVICE, event.get("type"), cast(Obj, event["object"]))
+# One ``on.event`` handler per watched kind, from the reconciler's own declaration of what wakes
+# it (the simulator's informers are wired from the same list). Children are filtered by their
+# owner label here too, besides the server-side selector set at startup.
+for _watch in WATCHES:
+    kopf.on.event(
+        *_kopf_resource(_watch),
+        id=f"{_watch.plural}-event",
+        labels={_watch.label_selector: kopf.PRESENT} if _watch.label_selector else None,
+    )(_watch_handler(_watch))

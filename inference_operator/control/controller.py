@@ -4,7 +4,9 @@
 
 - the reconciler raised → ``add_rate_limited`` (per-key exponential backoff);
 - ``requeue_after`` → ``forget`` then ``add_after``;
-- ``requeue`` → ``add`` (immediately, as the seed's operator-mini does);
+- ``requeue`` (without a delay) → ``add_rate_limited``, as controller-runtime's ``AddRateLimited``:
+  the key comes back after its backoff, and its failures are not forgotten, so a pass that
+  keeps asking again without saying when cannot spin;
 - otherwise → ``forget`` (converged).
 
 The same loop runs on worker threads against a real cluster and step by step, on a fake
@@ -72,7 +74,6 @@ class Controller:
         self.failing: dict[str, tuple[int, str]] = {}
         """Keys whose last pass failed: consecutive failures and the last error, for people."""
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
 
     def forget_waits(self) -> None:
         """Latencies count from now for every key already queued: a standby that starts to lead
@@ -155,7 +156,7 @@ class Controller:
             self.queue.add_after(key, result.requeue_after)
             return PassEnd("requeue_after", requeue_after=result.requeue_after)
         if result.requeue:
-            self.queue.add(key)
+            self.queue.add_rate_limited(key)
             return PassEnd("requeue")
         self.queue.forget(key)
         return PassEnd("success")
@@ -186,26 +187,3 @@ class Controller:
             return not self.queue.shutting_down
         self.process(key)
         return True
-
-    # -- worker threads (real clusters) -------------------------------------------------------
-
-    def start(self, workers: int) -> None:
-        for i in range(workers):
-            t = threading.Thread(target=self._worker, name=f"{self.name}-worker-{i}", daemon=True)
-            t.start()
-            self._threads.append(t)
-
-    def _worker(self) -> None:
-        while self.process_next_work_item(timeout=1.0):
-            pass
-
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Graceful: workers finish the item in hand, then exit. True if all stopped in time."""
-        self.queue.shut_down()
-        for t in self._threads:
-            t.join(timeout)
-        alive = [t.name for t in self._threads if t.is_alive()]
-        if alive:
-            log.error("Workers did not stop in time controller=%s workers=%s", self.name, alive)
-        self._threads = [t for t in self._threads if t.is_alive()]
-        return not alive

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_operator.api.constants import API_VERSION, FINALIZER, KIND
+from inference_operator.api.constants import FINALIZER, GROUP, KIND
 
 Obj = dict[str, Any]
+"""A Kubernetes object as the API speaks it, a plain JSON-like dict: the package's one alias for
+it, imported from here by every layer at core and above (api/ and ssa/, which do not import core,
+write ``dict[str, Any]``)."""
 
 
 def key_of(namespace: str, name: str) -> str:
@@ -50,20 +53,22 @@ def controller_owner_uid(obj: Obj) -> str | None:
     return None
 
 
+def controller_owner_key(obj: Obj, *, group: str, kind: str) -> str | None:
+    """The workqueue key of the object's controlling owner, if that owner is a ``kind`` of
+    API group ``group`` (any version); owners live in the object's own namespace."""
+    for ref in meta(obj).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind and ref.get("apiVersion", "").startswith(group + "/"):
+            return key_of(meta(obj).get("namespace", "default"), ref["name"])
+    return None
+
+
 def owner_key(obj: Obj) -> str | None:
     """The workqueue key of the InferenceService that controls this child, if any.
 
     Children are mapped to their parent through the controller ownerReference, which also
     carries the parent's uid (so a re-created parent is never confused with the old one).
     """
-    for ref in meta(obj).get("ownerReferences") or []:
-        if (
-            ref.get("controller")
-            and ref.get("kind") == KIND
-            and ref.get("apiVersion", "").startswith(API_VERSION.split("/")[0] + "/")
-        ):
-            return key_of(meta(obj).get("namespace", "default"), ref["name"])
-    return None
+    return controller_owner_key(obj, group=GROUP, kind=KIND)
 
 
 def _relevant_metadata(obj: Obj) -> tuple[Any, ...]:

@@ -25,16 +25,15 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from inference_operator.core.clock import Clock
 from inference_operator.core.errors import Conflict, Forbidden
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider, Registration
 
 log = logging.getLogger(__name__)
 EXPIRY_MARGIN = 0.05  # seconds past another holder's expiry before a follower tries to take over
-
-Obj = dict[str, Any]
 
 
 class LeaseStore(Protocol):

@@ -26,34 +26,31 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Protocol
+from typing import Protocol
 
-from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
+from inference_operator.api.constants import KIND
 from inference_operator.control.controller import Controller
-from inference_operator.control.metrics import MeasuredLoadBalancer, Metrics
+from inference_operator.control.metrics import Metrics
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import Clock, RealClock
-from inference_operator.core.objects import changed_beyond_status, obj_key, owner_key
+from inference_operator.core.handler import WatchEvent
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider
-from inference_operator.kube.backend import EVENT_POSTER, KubeBackend
+from inference_operator.kube.backend import EVENT_POSTER
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
-from inference_operator.kube.crashpoint import CrashPoint, with_crash_point
-from inference_operator.kube.election import ElectionSettings, LeaderElector, LeaderOnlyLoadBalancer
+from inference_operator.kube.crashpoint import CrashPoint
+from inference_operator.kube.election import ElectionSettings, LeaderElector
 from inference_operator.kube.health import ThreadGroup
 from inference_operator.kube.metricsserver import MetricsServer, live
-from inference_operator.lb.memory import InMemoryLoadBalancer
+from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
-from inference_operator.trace.recorder import NULL_TRACER, Recorder, Tracer
-from inference_operator.trace.sink import RingSink
-from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
+from inference_operator.reconcile.watches import WATCHED_KINDS, watch_of
+from inference_operator.trace.recorder import Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
-CHILD_KINDS = (DEPLOYMENT, SERVICE)
-WATCHED_KINDS = (KIND, *CHILD_KINDS)
 LIST_PAGE_SIZE = 250
 HOUSEKEEPING = "housekeeping"
 ELECTION = "leader-election"
@@ -66,35 +63,17 @@ class Server(Protocol):
     def stop(self) -> None: ...
 
 
-def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
-    if config.lb_provider == "http":
-        from inference_operator.lb.http import HttpLoadBalancer
-
-        assert config.lb_url is not None  # checked by OperatorConfig
-        return HttpLoadBalancer(
-            config.lb_url,
-            timeout=config.lb_timeout,
-            token=config.lb_token,
-            ca_file=config.lb_ca_file,
-            identity=config.identity,
-        )
-    return InMemoryLoadBalancer()
-
-
-def make_tracer(config: OperatorConfig, clock: Clock) -> Tracer:
-    """The flight recorder ``config`` asks for: a ring of files, or none."""
-    if not config.trace_file:
-        return NULL_TRACER
-    sink = RingSink(config.trace_file, max_bytes=config.trace_max_bytes, files=config.trace_files)
-    log.info(
-        "Recording a trace file=%s max_bytes=%d files=%d", config.trace_file, config.trace_max_bytes, config.trace_files
-    )
-    return Recorder(sink, clock, backend="cluster")
-
-
-def label_selector(kind: str) -> str | None:
-    """Children are watched and listed by the owner label only."""
-    return None if kind == KIND else OWNER_LABEL
+def watch_event(event_type: str | None, obj: Obj, *, before: Obj | None, after: Obj | None) -> WatchEvent | None:
+    """The change a Kopf event made to the cache, as the watch rule reads it; None: no change
+    (an event older than the cache, a re-list of what was known). ``before``/``after`` are what
+    the cache held for the name before and after the event."""
+    if event_type == "DELETED":
+        return WatchEvent("delete", old=obj, new=None)
+    if after is before or after is None:
+        return None
+    if before is None:
+        return WatchEvent("create", old=None, new=after)
+    return WatchEvent("update", old=before, new=after)
 
 
 class OperatorRuntime:
@@ -119,11 +98,8 @@ class OperatorRuntime:
         # The crash-point test hook (off unless INFERENCE_OPERATOR_CRASH_AFTER_WRITES is set)
         # counts the API writes and the load balancer's register/release calls together.
         self.crash = CrashPoint(config.crash_after_writes, on=config.crash_on)
-        self.backend = KubeBackend(client, self.cache, self.clock, crash=self.crash)
         self.telemetry = Metrics(self.clock, controller="inferenceservice")
         """The Prometheus metrics (served by ``metrics``, the server, when an address is set)."""
-        self.backend.on_write = self.telemetry.api_write
-        provider = with_crash_point(load_balancer or make_load_balancer(config), self.crash)
         self.leading = threading.Event()
         """Set while this replica may write: it holds the leader lease (or election is off)."""
         self.elector: LeaderElector | None = None
@@ -142,15 +118,24 @@ class OperatorRuntime:
                 on_started=self._started_leading,
                 on_stopped=self._stopped_leading,
             )
-            self.backend.may_write = self.elector.is_leader
-            provider = LeaderOnlyLoadBalancer(provider, self.elector.is_leader)
-        self.lb = MeasuredLoadBalancer(provider, self.telemetry)
         self.tracer = tracer if tracer is not None else make_tracer(config, self.clock)
         """The flight recorder (``--trace``); off by default."""
-        traced = self.tracer.enabled
+        ports = operator_ports(
+            client=client,
+            cache=self.cache,
+            clock=self.clock,
+            provider=load_balancer or make_load_balancer(config),
+            crash=self.crash,
+            telemetry=self.telemetry,
+            is_leader=self.elector.is_leader if self.elector is not None else None,
+            tracer=self.tracer,
+        )
+        self.backend = ports.kube
+        self.lb = ports.load_balancer
+        """The balancer as the reconciler calls it (leader-only, measured, traced when recording)."""
         self.reconciler = Reconciler(
-            TracingBackend(self.backend, self.tracer) if traced else self.backend,
-            TracingLoadBalancer(self.lb, self.tracer) if traced else self.lb,
+            ports.backend,
+            ports.load_balancer,
             self.clock,
             requeue_while_progressing=config.requeue_seconds,
             tracer=self.tracer,
@@ -180,25 +165,17 @@ class OperatorRuntime:
     # -- events ---------------------------------------------------------------------------------
 
     def on_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
-        """A watch event from Kopf: update the cache, enqueue the InferenceService concerned.
+        """A watch event from Kopf: update the cache, enqueue the keys the watch rule names.
 
         Called on Kopf's event loop: it must stay quick and never block."""
-        if event_type is None and kind in WATCHED_KINDS:
+        if event_type is None:
             self._relisted(kind)
         before, after = self.cache.apply_event(kind, event_type, obj)
-        key: str | None
-        if kind == KIND:
-            if after is before and event_type != "DELETED":
-                key = None  # stale, or already known
-            elif before is None or after is None or changed_beyond_status(before, after):
-                key = obj_key(obj)
-            else:
-                key = None
-        else:
-            key = owner_key(after or obj)
+        event = watch_event(event_type, obj, before=before, after=after)
+        keys = watch_of(kind).handler.keys(event) if event is not None else ()
         if self.tracer.enabled:
-            self.tracer.event(kind, event_type or "LISTED", obj, enqueued=key)
-        if key is not None:
+            self.tracer.event(kind, event_type or "LISTED", obj, enqueued=keys[-1] if keys else None)
+        for key in keys:
             self.controller.enqueue(key)
 
     def _relisted(self, kind: str) -> None:
@@ -219,7 +196,7 @@ class OperatorRuntime:
                 listed: list[Obj] = []
                 version = "0"
                 for page, page_version in self.client.iter_pages(
-                    kind, namespace, label_selector=label_selector(kind), page_size=LIST_PAGE_SIZE
+                    kind, namespace, label_selector=watch_of(kind).label_selector, page_size=LIST_PAGE_SIZE
                 ):
                     listed.extend(slim(obj) for obj in page)
                     version = page_version
@@ -313,7 +290,7 @@ class OperatorRuntime:
                     self.cache,
                     kind,
                     namespaces=self.config.namespaces or ("",),
-                    label_selector=label_selector(kind),
+                    label_selector=watch_of(kind).label_selector,
                 )
             except Exception as err:  # noqa: BLE001 - a failed check is retried soon
                 with self._lock:
@@ -329,8 +306,7 @@ class OperatorRuntime:
                 self.consistency.checked(kind, started, self.clock.now())
             self.consistency_drops += len(dropped)
             for obj in dropped:
-                key = obj_key(obj) if kind == KIND else owner_key(obj)
-                if key is not None:
+                for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
                     self.queue.add(key)
         with self._lock:
             next_check = self.consistency.next_due()

@@ -62,7 +62,7 @@ def kubeconfig_paths(env: dict[str, str] | None = None) -> list[str]:
 def check_kubeconfig_files(paths: list[str]) -> None:
     """Each existing kubeconfig is a regular file under the cap and YAML the bounded loader
     reads (the client reads it again, unbounded, after this); :class:`KubeconfigError` if not."""
-    from inference_operator.boundedyaml import YamlLimitError, load_documents
+    from inference_operator.core.boundedyaml import YamlLimitError, load_documents
 
     for path in paths:
         if not os.path.lexists(path):

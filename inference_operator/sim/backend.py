@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, MANAGED_BY
 from inference_operator.control.events import EventCorrelator, build_event
 from inference_operator.core.clock import Clock
 from inference_operator.core.errors import NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider, Registration
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.informer import SharedInformer
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -85,18 +83,27 @@ class FakeBackend:
     """``Backend`` over the FakeApiServer and the simulation's shared informers."""
 
     def __init__(
-        self, api: FakeApiServer, informers: dict[str, SharedInformer], clock: Clock, timeline: Timeline
+        self,
+        api: FakeApiServer,
+        informers: dict[str, SharedInformer],
+        clock: Clock,
+        timeline: Timeline,
+        *,
+        pods: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: [],
+        events: list[Event] | None = None,
     ) -> None:
+        """``pods`` answers :meth:`list_pods` (namespace, label selector); ``events`` are the Events
+        recorded so far (API objects: they outlive an operator process)."""
         self.api = api
         self.informers = informers
         self.clock = clock
         self.timeline = timeline
-        self.events: list[Event] = []
+        self.events: list[Event] = events if events is not None else []
         self._event_index: dict[str, int] = {}  # an Event object's name → its place in ``events``
         self._event_serial = 0
         self.correlator = EventCorrelator(clock)
         self.writes = 0  # mutating requests the operator sent (Events excluded)
-        self.pods_source: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: []
+        self.pods_source = pods
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.informers[kind].get(namespace, name)
@@ -106,12 +113,6 @@ class FakeBackend:
             return self.api.get(kind, namespace, name)
         except NotFound:
             return None
-
-    def create(self, obj: Obj) -> Obj:
-        created = self.api.create(obj)
-        self.writes += 1
-        self.timeline.add(f"created {_describe(created)}")
-        return created
 
     def apply(self, obj: Obj) -> Obj:
         meta = obj["metadata"]

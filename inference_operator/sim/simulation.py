@@ -5,9 +5,12 @@
     sim.run_until_quiescent()
     sim.get("InferenceService", "default", "llama")["status"]["phase"]   # "Ready"
 
-Wiring, as on a real cluster: the FakeApiServer's watch feeds shared informers; InferenceService
-events enqueue their own key, Deployment and Service events enqueue their owner's key; the
-operator's controller and the simulated Deployment controller each drain their own workqueue.
+Wiring, as on a real cluster: the FakeApiServer's watch feeds shared informers, one per kind the
+reconciler watches (``inference_operator.reconcile.watches``, the same declaration the Kopf
+handlers are made from), and each informer's events enqueue the keys that declaration's rule
+names; the operator's controller and the simulated Deployment controller each drain their own
+workqueue. The ports the reconciler talks to are composed once per operator process
+(:mod:`.wiring`).
 """
 
 from __future__ import annotations
@@ -17,27 +20,27 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
 
-from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE
+from inference_operator.api.constants import DEPLOYMENT, KIND
 from inference_operator.api.crd import crd
 from inference_operator.control.controller import Controller, ReconcileFunc
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.errors import NotFound
+from inference_operator.core.handler import WatchEvent
 from inference_operator.core.jsoncopy import deep_copy
-from inference_operator.core.objects import changed_beyond_status, key_of, obj_key, owner_key
+from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.reconcile.reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
+from inference_operator.reconcile.watches import WATCHES, Watch
 from inference_operator.sim.apiserver.server import FakeApiServer
-from inference_operator.sim.backend import Event, FakeBackend, RecordingLoadBalancer, Timeline, TimelineEntry
+from inference_operator.sim.backend import Event, FakeBackend, Timeline, TimelineEntry
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.sim.platform import SimulatedDeploymentController
 from inference_operator.sim.quiescence import run_until_quiescent
+from inference_operator.sim.wiring import Interposer, operator_ports
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
-from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
 
-Obj = dict[str, Any]
-KINDS = (KIND, DEPLOYMENT, SERVICE)
 KUBECTL = "kubectl"
 """The field manager of ``kubectl apply --server-side`` (what :meth:`Simulation.apply` applies as)."""
 
@@ -60,8 +63,10 @@ class Simulation:
         deployment_controller: bool = True,
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
         tracer: Callable[[FakeClock], Tracer] | None = None,
+        interpose: Interposer | None = None,
     ) -> None:
-        """``tracer`` makes the flight recorder, given the simulation's clock (default: none)."""
+        """``tracer`` makes the flight recorder, given the simulation's clock (default: none);
+        ``interpose`` puts wrappers between the operator and the world (see :mod:`.wiring`)."""
         self.clock = FakeClock()
         self.tracer: Tracer = tracer(self.clock) if tracer is not None else NULL_TRACER
         self.api = FakeApiServer(self.clock)
@@ -72,16 +77,11 @@ class Simulation:
         self.lb = InMemoryLoadBalancer()
         self._timeline = Timeline(self.clock)
         self._requeue_while_progressing = requeue_while_progressing
-        # What the operator writes through and registers with: the API server and the balancer
-        # themselves, unless wrappers were put in between (``interpose``, for fault injection).
-        self._operator_api: Any = self.api
-        self._operator_lb: LoadBalancerProvider = self.lb
         self.restarts = 0
         self.reconciles_by_key: Counter[str] = Counter()
         """Reconcile passes per key, over every operator incarnation."""
         self.last_outcome: dict[str, Result | Exception] = {}
         """The result of each key's latest pass, or the exception it raised."""
-        self._build_operator()
         # The controller-manager's own watch of every Deployment, not the operator's
         # label-selected one: it outlives operator restarts and sees foreign Deployments too.
         self.cluster_deployments = SharedInformer(self.api, DEPLOYMENT)
@@ -96,7 +96,6 @@ class Simulation:
         self.platform.tracer = self.tracer
         if self.tracer.enabled:
             self.api.on_collected = self._collected
-        self.backend.pods_source = self.platform.pods
         # False simulates a kube-controller-manager that is down: Deployments never get status.
         self.deployment_controller = deployment_controller
         self.platform_controller = Controller(
@@ -104,12 +103,19 @@ class Simulation:
             self.platform.reconcile,
             RateLimitingQueue(self.clock, name="deployment-controller"),
         )
-        self._wire()
         self.cluster_deployments.add_event_handler(
             on_add=self._deployment_changed,
             on_update=lambda _old, new: self._deployment_changed(new),
             on_delete=self._deployment_changed,
         )
+        # What the operator writes through and registers with: the API server and the balancer
+        # themselves, unless an Interposer puts wrappers in between. They outlive restarts.
+        self._interposer = interpose or Interposer()
+        self._operator_api: Any = self._interposer.api(self) if self._interposer.api else self.api
+        self._operator_lb: LoadBalancerProvider = (
+            self._interposer.load_balancer(self) if self._interposer.load_balancer else self.lb
+        )
+        self._build_operator()
         self.cluster_deployments.start()
         for informer in self.informers.values():
             informer.start()
@@ -118,32 +124,40 @@ class Simulation:
         self.platform_controller.enqueue(obj_key(obj))
 
     def _build_operator(self, events: list[Event] | None = None) -> None:
-        """A fresh operator process: informers, backend, reconciler, controller and its queue."""
+        """A fresh operator process: informers, backend, reconciler, controller and its queue,
+        its informers wired to its queue by the reconciler's watch rule (not yet started)."""
         # As on a real cluster, the operator watches its children by the owner label only.
-        self.informers = {
-            KIND: SharedInformer(self.api, KIND),
-            DEPLOYMENT: SharedInformer(self.api, DEPLOYMENT, label=OWNER_LABEL),
-            SERVICE: SharedInformer(self.api, SERVICE, label=OWNER_LABEL),
-        }
-        self.backend = FakeBackend(cast(FakeApiServer, self._operator_api), self.informers, self.clock, self._timeline)
-        if events is not None:
-            self.backend.events = events  # Events are API objects: they outlive the process
+        self.informers = {w.kind: SharedInformer(self.api, w.kind, label=w.label_selector) for w in WATCHES}
+        self.backend = FakeBackend(
+            cast(FakeApiServer, self._operator_api),
+            self.informers,
+            self.clock,
+            self._timeline,
+            pods=self.platform.pods,
+            events=events,
+        )
+        ports = operator_ports(
+            backend=self.backend,
+            load_balancer=self._operator_lb,
+            timeline=self._timeline,
+            tracer=self.tracer,
+            wrap_backend=self._interposer.backend,
+        )
         self.reconciler = Reconciler(
-            self.backend,
-            RecordingLoadBalancer(self._operator_lb, self._timeline),
+            ports.backend,
+            ports.load_balancer,
             self.clock,
             requeue_while_progressing=self._requeue_while_progressing,
             tracer=self.tracer,
         )
-        if self.tracer.enabled:
-            self.reconciler.backend = TracingBackend(self.backend, self.tracer)
-            self.reconciler.lb = TracingLoadBalancer(self.reconciler.lb, self.tracer)
         self.controller = Controller(
             "inferenceservice",
             self._recorded(self.reconciler.reconcile),
             RateLimitingQueue(self.clock, name="inferenceservice"),
             tracer=self.tracer,
         )
+        for watch in WATCHES:
+            self._wire(watch)
 
     def _recorded(self, reconcile: ReconcileFunc) -> ReconcileFunc:
         """``reconcile``, counting passes per key and keeping each key's latest outcome."""
@@ -161,43 +175,22 @@ class Simulation:
 
         return run
 
-    def _wire(self) -> None:
-        tracer = self.tracer
+    def _wire(self, watch: Watch) -> None:
+        """The informer of ``watch.kind`` enqueues what the watch rule says, as Kopf's handlers do."""
+        tracer, controller = self.tracer, self.controller
 
-        def own(obj: Obj, event: str = "ADDED") -> None:
-            key = obj_key(obj)
+        def handle(event: WatchEvent, name: str) -> None:
+            keys = watch.handler.keys(event)
             if tracer.enabled:
-                tracer.event(KIND, event, obj, enqueued=key)
-            self.controller.enqueue(key)
+                tracer.event(watch.kind, name, event.obj, enqueued=keys[-1] if keys else None)
+            for key in keys:
+                controller.enqueue(key)
 
-        def own_changed(old: Obj, new: Obj) -> None:
-            if changed_beyond_status(old, new):
-                own(new, "MODIFIED")
-            elif tracer.enabled:
-                tracer.event(KIND, "MODIFIED", new, enqueued=None)
-
-        self.informers[KIND].add_event_handler(
-            on_add=own, on_update=own_changed, on_delete=lambda obj: own(obj, "DELETED")
+        self.informers[watch.kind].add_event_handler(
+            on_add=lambda obj: handle(WatchEvent("create", old=None, new=obj), "ADDED"),
+            on_update=lambda old, new: handle(WatchEvent("update", old=old, new=new), "MODIFIED"),
+            on_delete=lambda obj: handle(WatchEvent("delete", old=obj, new=None), "DELETED"),
         )
-
-        for kind in (DEPLOYMENT, SERVICE):
-
-            def owner(obj: Obj, event: str = "ADDED", kind: str = kind) -> None:
-                key = owner_key(obj)
-                if tracer.enabled:
-                    tracer.event(kind, event, obj, enqueued=key)
-                if key is not None:
-                    self.controller.enqueue(key)
-
-            def owner_changed(old: Obj, new: Obj, owner: Callable[..., None] = owner) -> None:
-                if (old_key := owner_key(old)) is not None and old_key != owner_key(new):
-                    self.controller.enqueue(old_key)
-                owner(new, "MODIFIED")
-
-            def owner_gone(obj: Obj, owner: Callable[..., None] = owner) -> None:
-                owner(obj, "DELETED")
-
-            self.informers[kind].add_event_handler(on_add=owner, on_update=owner_changed, on_delete=owner_gone)
 
     def _collected(self, key: tuple[str, str, str], rv: str) -> None:
         kind, namespace, name = key
@@ -241,24 +234,6 @@ class Simulation:
 
     # -- faults and crashes ---------------------------------------------------------------------
 
-    def interpose(self, *, api: Any = None, load_balancer: LoadBalancerProvider | None = None) -> None:
-        """Put wrappers between the operator and the world (see :mod:`.faults`).
-
-        ``api`` receives the operator's writes instead of the FakeApiServer (it must delegate to
-        it; reads still come from the informers), ``load_balancer`` its load balancer calls
-        instead of ``self.lb``. Nothing else goes through them: users, the Deployment controller
-        and the garbage collector talk to the server directly. They stay across
-        :meth:`restart_operator`.
-        """
-        if api is not None:
-            self._operator_api = api
-            self.backend.api = api
-        if load_balancer is not None:
-            self._operator_lb = load_balancer
-            self.reconciler.lb = RecordingLoadBalancer(load_balancer, self._timeline)
-            if self.tracer.enabled:
-                self.reconciler.lb = TracingLoadBalancer(self.reconciler.lb, self.tracer)
-
     def restart_operator(self) -> None:
         """The operator process dies and starts again: all its in-memory state is lost.
 
@@ -270,8 +245,6 @@ class Simulation:
         self.restarts += 1
         self._timeline.add("(operator restarted)")
         self._build_operator(events=self.backend.events)
-        self.backend.pods_source = self.platform.pods
-        self._wire()
         for informer in self.informers.values():
             informer.start()
 
@@ -298,13 +271,6 @@ class Simulation:
         controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
         dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
         return min(dues) if dues else None
-
-    def idle(self) -> bool:
-        """No key is queued, delayed or being processed, and no watch event is pending."""
-        queues = [self.controller.queue, self.platform_controller.queue]
-        return all(len(q) == 0 and q.waiting_len() == 0 and q.processing_len() == 0 for q in queues) and not any(
-            informer.pending() for informer in (self.cluster_deployments, *self.informers.values())
-        )
 
     def pump(self) -> int:
         """Deliver pending watch events: the controller-manager's first, then the operator's."""

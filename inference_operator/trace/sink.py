@@ -19,9 +19,9 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["FileSink", "ListSink", "RingSink", "TraceError", "dumps", "read_trace", "ring_files"]
+from inference_operator.core.objects import Obj
 
-Obj = dict[str, Any]
+__all__ = ["FileSink", "ListSink", "RingSink", "TraceError", "dumps", "read_trace", "ring_files"]
 
 
 class TraceError(ValueError):

@@ -15,7 +15,7 @@ import json
 
 from .conftest import Cluster
 from .harness import FINALIZER, OperatorProcess, finalizers_on_create, probe_object
-from .test_lifecycle import TIMEOUT, llama, wait_ready
+from .workloads import TIMEOUT, llama, wait_ready
 
 
 def test_the_api_server_adds_the_finalizer_on_create(cluster: Cluster, namespace: str) -> None:

@@ -1,6 +1,6 @@
 """The FakeApiServer against the real kube-apiserver: every conformance check, run on both.
 
-Covers: each check in tests/e2e/conformance/checks_*.py does the same API calls on a fresh
+Covers: each check in tests/shared/conformance/checks/*.py does the same API calls on a fresh
 FakeApiServer (with the InferenceService CRD installed, in a fresh namespace) and on the local
 control plane (in a fresh namespace of its own), and the two normalised traces must be equal.
 A check listed in ``not_modelled.NOT_MODELLED`` must disagree (strict xfail) and says why.
@@ -12,12 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from .conformance import checks  # noqa: F401 - registers the checks
-from .conformance.not_modelled import NOT_MODELLED
-from .conformance.registry import CHECKS
-from .conformance.session import diff, new_namespace, run_check
-from .conformance.transports import FakeTransport, RealTransport
-from .conformance.world import fake_server
+from ..shared.conformance import checks  # noqa: F401 - registers the checks
+from ..shared.conformance.not_modelled import NOT_MODELLED
+from ..shared.conformance.registry import CHECKS
+from ..shared.conformance.session import diff, new_namespace, run_check
+from ..shared.conformance.transports import FakeTransport, RealTransport
+from ..shared.conformance.world import fake_server
 from .conftest import Cluster
 
 

@@ -50,6 +50,7 @@ from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster
 from .harness import ROOT, condition, is_ready, wait_until
+from .helm import CHART, Helm, helm_for, names, wait_available, wait_release_gone
 from .images import BASE, OPERATOR, OPERATOR_REPOSITORY, ImageSet
 from .incluster import (
     APPS_NS,
@@ -73,7 +74,6 @@ from .incluster import (
     standin,
     writes_by_operator,
 )
-from .test_install import CHART, Helm, helm_for, names, wait_available, wait_release_gone
 
 sys.path.insert(0, str(ROOT / "hack"))
 

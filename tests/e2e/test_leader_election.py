@@ -21,7 +21,7 @@ from inference_operator.lb.registry import RegistryServer
 
 from .conftest import OPERATOR_NAMESPACE, Cluster, suite_operator
 from .harness import OperatorProcess, is_ready, wait_until
-from .test_lifecycle import llama
+from .workloads import llama
 
 STORM = 12
 LEASE = "inference-operator"  # cluster-wide mode's default Lease name

@@ -10,7 +10,6 @@ drift → `kubectl scale deployment --replicas=99` corrected, a deleted Service 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -19,24 +18,9 @@ from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster
 from .harness import FINALIZER, ROOT, condition, is_ready, wait_until
+from .workloads import TIMEOUT, llama, wait_ready
 
 SAMPLES = sorted((ROOT / "deploy" / "samples").glob("*.yaml"))
-TIMEOUT = 90
-
-
-def llama(name: str, *, replicas: int = 2, image: str = "vllm/vllm-openai:v0.6.3", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "serving.inference-operator.dev/v1",
-        "kind": "InferenceService",
-        "metadata": {"name": name},
-        "spec": {"image": image, "model": "meta-llama/Llama-3.1-8B", "replicas": replicas, "gpu": 1, **spec},
-    }
-
-
-def wait_ready(cluster: Cluster, name: str, ns: str) -> dict[str, Any]:
-    return cluster.kubectl.wait_for(
-        "infsvc", name, ns, is_ready, what=f"InferenceService {ns}/{name} to be Ready", timeout=TIMEOUT
-    )
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.name for s in SAMPLES])

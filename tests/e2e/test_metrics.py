@@ -14,7 +14,7 @@ import urllib.request
 
 from .conftest import Cluster
 from .harness import OperatorProcess, is_ready
-from .test_lifecycle import llama
+from .workloads import llama
 
 C = 'controller="inferenceservice"'
 

@@ -16,7 +16,7 @@ from inference_operator.lb.registry import RegistryServer
 
 from .conftest import RBAC_DIR, Cluster, leader_election_rbac, token_kubeconfig
 from .harness import OperatorProcess, operator_env
-from .test_lifecycle import TIMEOUT, llama, wait_ready
+from .workloads import TIMEOUT, llama, wait_ready
 
 SA = "inference-operator-ns"
 

@@ -13,7 +13,7 @@ from inference_operator.lb.registry import RegistryServer
 
 from .conftest import Cluster
 from .harness import FINALIZER, OperatorProcess, condition, wait_until
-from .test_lifecycle import TIMEOUT, llama, wait_ready
+from .workloads import TIMEOUT, llama, wait_ready
 
 
 def test_deletion_waits_for_a_stopped_operator_then_completes(

@@ -1,4 +1,4 @@
-"""The scenario suite on both backends: each scenario in tests/e2e/scenarios (catalogue.py) runs on
+"""The scenario suite on both backends: each scenario in tests/shared/scenarios (catalogue.py) runs on
 the simulator and on the real control plane, and the two observations must be equal.
 
 Covers: the demo's four (create, scale + upgrade, delete, drift) and the unhappy path (a foreign
@@ -9,7 +9,7 @@ a balancer outage after a lost record, a balancer refusing releases during a del
 than a node has). Each run also checks its own expected outcome, so agreeing on a wrong outcome
 fails too. What is compared: per step, the Ready transitions, phase and readyReplicas, the
 children's relevant fields, the load balancer calls and record, and the Events' type/reason.
-How the two are normalised where they legitimately differ in timing (see scenarios/observe.py):
+How the two are normalised where they legitimately differ in timing (see tests/shared/scenarios/observe.py):
 
 - the Ready reasons that only say "not there yet" collapse into one ``False/Progressing`` and
   repeats collapse: which one a status write catches depends on how fast pods become ready;
@@ -45,11 +45,11 @@ import yaml
 
 from inference_operator.lb.registry import RegistryServer
 
+from ..shared.scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS
+from ..shared.scenarios.simworld import SimWorld
+from .clusterworld import ClusterWorld
 from .conftest import Cluster
 from .harness import OperatorProcess
-from .scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS
-from .scenarios.clusterworld import ClusterWorld
-from .scenarios.simworld import SimWorld
 
 
 @pytest.fixture()

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
-from tests.unit.test_admitted_realizable import CLOSED_GAPS, CRD, KNOWN_GAPS, Obj, admission, parser, specs
-from tests.unit.test_strict_types import BASE, CASES, manifest
+from tests.shared.specgen import CLOSED_GAPS, CRD, KNOWN_GAPS, admission, parser, specs
+from tests.shared.strictcases import BASE, CASES, manifest
 
 from .conftest import Cluster
 

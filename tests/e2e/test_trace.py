@@ -29,7 +29,7 @@ from ..browser import chromium
 from ..viewerpage import ARTIFACTS, check_clean, open_viewer, step_through
 from .conftest import Cluster, suite_operator
 from .harness import OperatorProcess
-from .test_lifecycle import llama, wait_ready
+from .workloads import llama, wait_ready
 
 SECRET = "s3cret-e2e-value"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .conftest import RESYNC_SECONDS, Cluster
 from .harness import OperatorProcess
-from .test_lifecycle import llama, wait_ready
+from .workloads import llama, wait_ready
 
 COUNT = 3
 

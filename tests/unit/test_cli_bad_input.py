@@ -23,8 +23,7 @@ import pytest
 
 from inference_operator.cli import RUN_FLAGS, main
 from inference_operator.kube.config import ENV_PREFIX
-
-from .test_bounded_input import alias_bomb
+from tests.shared.yamlbombs import alias_bomb
 
 HEAD = "apiVersion: serving.inference-operator.dev/v1\nkind: InferenceService\nmetadata: {name: a}\n"
 

@@ -69,7 +69,7 @@ app.kubernetes.io/part-of: inference-operator
 
 {{/*
 What the operator needs in a namespace it watches, and nothing else: the same rules as
-deploy/rbac/namespaced/role.yaml (tests/unit/test_chart.py keeps them identical).
+deploy/rbac/namespaced/role.yaml (tests/static/test_chart.py keeps them identical).
 No wildcards, no Secrets, no escalate/bind/impersonate; children are never deleted by the
 operator (the garbage collector does that).
 */}}

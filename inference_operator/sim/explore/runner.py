@@ -77,7 +77,7 @@ class Finding:
     error: str
 
     def as_test(self) -> str:
-        """The sequence as a pytest function, ready to paste into tests/unit/test_explorer.py."""
+        """The sequence as a pytest function, ready to paste into tests/unit/sim/explore/test_explorer.py."""
         body = list(self.steps)
         if body and body[0].startswith("state = ") and body[0].endswith("()"):
             body[0] = f"{body[0][:-2]}(invariants={{{self.invariant!r}}})"

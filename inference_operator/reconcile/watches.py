@@ -1,0 +1,69 @@
+"""What wakes the InferenceService reconciler: the kinds it watches and how each maps to a key.
+
+kubebuilder says it in one place, beside the reconciler: ``For(&InferenceService{})``,
+``Owns(&Deployment{})``, ``Owns(&Service{})``. This is that declaration. Both backends iterate
+it — the Kopf handlers and the real cluster's cache on one side, the simulator's informers on
+the other — so "which watch event enqueues which key" is one rule, not two that can drift.
+
+Children are watched through a server-side label selector (the owner label), so the operator
+never caches the cluster's other Deployments and Services; the selector is part of the rule too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inference_operator.api.constants import (
+    DEPLOYMENT,
+    DEPLOYMENT_API_VERSION,
+    GROUP,
+    KIND,
+    OWNER_LABEL,
+    PLURAL,
+    SERVICE,
+    SERVICE_API_VERSION,
+    VERSION,
+)
+from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, EventHandler
+from inference_operator.core.objects import changed_beyond_status
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watched kind: where it is served, which objects of it, and the keys its events wake."""
+
+    kind: str
+    api_version: str
+    plural: str
+    handler: EventHandler
+    label_selector: str | None = None
+    """A label key: only objects carrying it (any value) are listed and watched; None: all.
+    A bare key is also the API's selector syntax for "has this label"."""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+_OWNED = EnqueueForOwner(owner_group=GROUP, owner_kind=KIND)
+
+WATCHES: tuple[Watch, ...] = (
+    Watch(KIND, f"{GROUP}/{VERSION}", PLURAL, EnqueueForObject(changed=changed_beyond_status)),
+    Watch(DEPLOYMENT, DEPLOYMENT_API_VERSION, "deployments", _OWNED, label_selector=OWNER_LABEL),
+    Watch(SERVICE, SERVICE_API_VERSION, "services", _OWNED, label_selector=OWNER_LABEL),
+)
+"""The primary kind first, then the children it owns."""
+
+WATCHED_KINDS: tuple[str, ...] = tuple(w.kind for w in WATCHES)
+
+
+def watch_of(kind: str) -> Watch:
+    """The declaration for ``kind`` (a kind the reconciler does not watch is a programming error)."""
+    for watch in WATCHES:
+        if watch.kind == kind:
+            return watch
+    raise KeyError(f"the InferenceService reconciler does not watch {kind}")

@@ -1,0 +1,282 @@
+"""The scenario world on the real control plane: kubectl, the session's operator and registry.
+
+A user's actions are kubectl commands in the scenario's own namespace. Looking is done two ways:
+
+- the InferenceServices of the namespace are **watched** from before the first action, on a
+  thread, so every status write is seen and no Ready transition can be missed by sampling;
+- the object, its children and the registry are **read** (one GET each) while polling for the
+  step's condition, with a deadline.
+
+A step is over when its condition holds, the watch has caught up with the object's version that
+satisfied it, and the operator is idle: nothing queued and no reconcile, Event or API write for
+a few polls in a row (its /metrics), so that what a pass does after the condition became true
+(an Event on its way) is still part of the step. The registry counts calls per key; the world's
+own calls (a record forgotten on purpose) are subtracted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import yaml
+
+from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.lb.http import HttpLoadBalancer
+from inference_operator.lb.registry import RegistryServer
+
+from ..shared.scenarios.observe import Observation, Snapshot, make_step, step_transitions, transition_token
+from ..shared.scenarios.world import Refusal, refusal_of
+from .conftest import Cluster
+from .harness import OperatorProcess, wait_until
+
+Obj = dict[str, Any]
+TIMEOUT = 90.0
+PATHS = {
+    KIND: "/apis/serving.inference-operator.dev/v1/namespaces/{ns}/inferenceservices",
+    DEPLOYMENT: "/apis/apps/v1/namespaces/{ns}/deployments",
+    SERVICE: "/api/v1/namespaces/{ns}/services",
+    "Event": "/api/v1/namespaces/{ns}/events",
+}
+QUIET_POLLS = 3  # operator counters unchanged (and nothing queued) this many polls in a row
+QUIET_COUNTERS = ("reconcile_total", "api_writes_total", "events_posted_total", "workqueue_depth")
+
+
+class _Http:
+    """Raw JSON GETs and watches with the kubeconfig's credentials and connection pool."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        self.host = configuration.host.rstrip("/")
+        self.pool = client.ApiClient(configuration).rest_client.pool_manager
+
+    def get(self, path: str, **params: str) -> Obj | None:
+        url = self.host + path + (f"?{urlencode(params)}" if params else "")
+        response = self.pool.request("GET", url, headers={"Accept": "application/json"}, timeout=30)
+        if response.status == 404:
+            return None
+        if response.status != 200:
+            raise AssertionError(f"GET {path} answered {response.status}: {response.data[:300]!r}")
+        data: Obj = json.loads(response.data)
+        return data
+
+
+class InferenceServiceWatch:
+    """Every watch event of the namespace's InferenceServices, from a resourceVersion on."""
+
+    def __init__(self, http: _Http, namespace: str) -> None:
+        self._http = http
+        self._path = PATHS[KIND].format(ns=quote(namespace))
+        listed = http.get(self._path) or {}
+        self._rv = listed["metadata"]["resourceVersion"]
+        self._events: list[tuple[str, Obj]] = []
+        self._taken: dict[str, int] = {}  # per name, how many of its events were taken
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._error: Exception | None = None
+        self._thread = threading.Thread(target=self._run, name=f"watch-{namespace}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._watch_once()
+        except Exception as err:  # noqa: BLE001 - reported by the next take()
+            self._error = err
+
+    def _watch_once(self) -> None:
+        params = {"watch": "true", "resourceVersion": self._rv, "timeoutSeconds": "2", "allowWatchBookmarks": "true"}
+        url = f"{self._http.host}{self._path}?{urlencode(params)}"
+        response = self._http.pool.request("GET", url, preload_content=False, timeout=10)
+        try:
+            buffer = b""
+            for chunk in response.stream(4096):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        self._take_line(json.loads(line))
+        finally:
+            response.release_conn()
+
+    def _take_line(self, event: Obj) -> None:
+        if event["type"] == "ERROR":
+            raise AssertionError(f"the watch of InferenceServices failed: {event['object']}")
+        obj = event["object"]
+        with self._lock:
+            self._rv = obj["metadata"]["resourceVersion"]
+            if event["type"] != "BOOKMARK":
+                self._events.append((event["type"], obj))
+
+    def seen(self, name: str, resource_version: str | None) -> bool:
+        """The watch delivered this version of the object (None: it is absent, so its deletion if
+        it ever existed)."""
+        with self._lock:
+            mine = [(kind, obj) for kind, obj in self._events if obj["metadata"]["name"] == name]
+        if resource_version is None:
+            return not mine or mine[-1][0] == "DELETED"
+        return any(obj["metadata"]["resourceVersion"] == resource_version for _, obj in mine)
+
+    def take(self, name: str) -> list[tuple[str, Obj]]:
+        """The events of ``name`` not taken yet."""
+        if self._error is not None:
+            raise self._error
+        with self._lock:
+            mine = [e for e in self._events if e[1]["metadata"]["name"] == name]
+            taken, self._taken[name] = self._taken.get(name, 0), len(mine)
+        return mine[taken:]
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class ClusterWorld:
+    """:class:`~tests.shared.scenarios.world.World` on the e2e control plane, in ``namespace`` (which must exist)."""
+
+    backend = "cluster"
+
+    def __init__(
+        self, cluster: Cluster, namespace: str, *, registry: RegistryServer, operator: OperatorProcess
+    ) -> None:
+        self.cluster = cluster
+        self.kubectl = cluster.kubectl
+        self.namespace = namespace
+        self.registry = registry
+        self.operator = operator
+        self.observation = Observation()
+        self._http = _Http(str(cluster.kubeconfig))
+        self._watch = InferenceServiceWatch(self._http, namespace)
+        self._last_token: dict[str, str] = {}
+        self._own_calls: dict[str, dict[str, int]] = {}
+        self._lb_seen: dict[str, dict[str, int]] = {}
+        self._events_seen: dict[str, int] = {}
+
+    def close(self) -> None:
+        """Stop watching; disarm load balancer faults a failed scenario may have left armed."""
+        self._watch.stop()
+        self.registry.set_faults()
+
+    # -- a user's actions ---------------------------------------------------------------------
+
+    def apply(self, manifest: Obj) -> Refusal | None:
+        result = self.kubectl.apply(manifest, self.namespace, check=False)
+        if result.returncode == 0:
+            return None
+        words = result.stderr.strip()
+        code = 422 if " is invalid: " in words else 403 if "forbidden" in words else 0
+        return refusal_of(code, words)
+
+    def create(self, manifest: Obj) -> None:
+        self.kubectl.run("create", "-n", self.namespace, "-f", "-", stdin=yaml.safe_dump(manifest))
+
+    def delete(self, kind: str, name: str) -> None:
+        self.kubectl.run("delete", kind.lower(), name, "-n", self.namespace, "--wait=false")
+
+    def patch(self, kind: str, name: str, patch: Obj) -> None:
+        self.kubectl.run("patch", kind.lower(), name, "-n", self.namespace, "--type=merge", "-p", json.dumps(patch))
+
+    def scale_deployment(self, name: str, replicas: int) -> None:
+        self.kubectl.run("scale", "deployment", name, "-n", self.namespace, f"--replicas={replicas}")
+
+    def forbid_services(self, quota: str) -> None:
+        self.kubectl.run("create", "quota", quota, "--hard=services=0", "-n", self.namespace)
+        wait_until(
+            lambda: ((self.kubectl.get("quota", quota, self.namespace) or {}).get("status") or {}).get("hard"),
+            timeout=30,
+            what="the quota controller to fill in the quota's status",
+        )
+
+    def allow_services(self, quota: str) -> None:
+        self.kubectl.run("delete", "quota", quota, "-n", self.namespace)
+
+    def forget_lb_record(self, name: str) -> None:
+        HttpLoadBalancer(self.registry.url).release(self._key(name))
+        own = self._own_calls.setdefault(name, {})
+        own["release"] = own.get("release", 0) + 1
+
+    def fail_lb_calls(self, *, registers: int = 0, releases: int = 0) -> None:
+        self.registry.set_faults(fail_registers=registers, fail_releases=releases)
+
+    # -- looking ----------------------------------------------------------------------------
+
+    def _key(self, name: str) -> str:
+        return f"{self.namespace}/{name}"
+
+    def _get(self, kind: str, name: str) -> Obj | None:
+        return self._http.get(f"{PATHS[kind].format(ns=quote(self.namespace))}/{quote(name)}")
+
+    def snapshot(self, name: str) -> Snapshot:
+        return Snapshot(
+            isvc=self._get(KIND, name),
+            deployment=self._get(DEPLOYMENT, name),
+            service=self._get(SERVICE, name),
+            registered=self._key(name) in self.registry.registrations(),
+        )
+
+    def settle(self, step: str, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
+        def holds() -> Snapshot | None:
+            snapshot = self.snapshot(name)
+            return snapshot if until(snapshot) else None
+
+        wait_until(holds, timeout=TIMEOUT, what=f"{what} ({name} in {self.namespace})")
+        self._wait_quiet()
+        snapshot = wait_until(holds, timeout=TIMEOUT, what=f"{what} to still hold once the operator was idle")
+        version = ((snapshot.isvc or {}).get("metadata") or {}).get("resourceVersion")
+        wait_until(
+            lambda: self._watch.seen(name, version),
+            timeout=30,
+            what=f"the watch to deliver version {version} of {name}",
+        )
+        tokens = [transition_token(obj, deleted=kind == "DELETED") for kind, obj in self._watch.take(name)]
+        transitions, last = step_transitions(tokens, after=self._last_token.get(name))
+        if last is not None:
+            self._last_token[name] = last
+        self.observation.steps.append(
+            make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
+        )
+        return snapshot
+
+    def _wait_quiet(self) -> None:
+        history: list[tuple[float, ...]] = []
+
+        def quiet() -> bool:
+            stats = self.operator.stats()
+            # A labelled counter shows no sample before its first increment (a fresh operator
+            # has written nothing): absent is zero. The queue depth is always there.
+            backlog = stats["workqueue_depth"] + stats["events_pending"]  # Events on their way too
+            history.append((*(stats.get(c, 0.0) for c in QUIET_COUNTERS[:-1]), backlog))
+            recent = history[-QUIET_POLLS:]
+            return len(recent) == QUIET_POLLS and len(set(recent)) == 1 and recent[-1][-1] == 0
+
+        wait_until(quiet, timeout=TIMEOUT, what="the operator to be idle")
+
+    def _lb_calls(self, name: str) -> dict[str, int]:
+        key, own = self._key(name), self._own_calls.get(name, {})
+        stats = self.registry.stats()
+        totals = {
+            "register": stats["register_calls"].get(key, 0) - own.get("register", 0),
+            "release": stats["release_calls"].get(key, 0) - own.get("release", 0),
+        }
+        seen = self._lb_seen.get(name, {})
+        self._lb_seen[name] = totals
+        return {call: totals[call] - seen.get(call, 0) for call in totals}
+
+    def _events(self, name: str) -> list[str]:
+        """``type/reason`` of the object's Events posted or repeated since the last step."""
+        listed = self._http.get(
+            PATHS["Event"].format(ns=quote(self.namespace)),
+            fieldSelector=f"involvedObject.kind={KIND},involvedObject.name={name}",
+        )
+        out = []
+        for event in (listed or {}).get("items") or []:
+            uid, count = event["metadata"]["uid"], int(event.get("count") or 1)
+            if self._events_seen.get(uid) != count:
+                out.append(f"{event['type']}/{event['reason']}")
+                self._events_seen[uid] = count
+        return out
