@@ -10,7 +10,7 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
 
-.PHONY: demo test deps venv images-test lint typecheck unit static integration e2e crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
+.PHONY: demo test deps venv images-test lint typecheck unit static integration e2e fuzz crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
@@ -69,6 +69,10 @@ images-test: ## Go checks and tests of the images/ module (the vLLM stand-in, th
 
 test: deps lint typecheck images-test controlplane chromium ## Everything: lint, types, Go, unit, integration and e2e tests
 	$(PYTHON) -m pytest -q tests
+
+FUZZ_EXAMPLES ?= 200
+fuzz: deps ## Longer fuzz of every command with bad input (subprocesses with memory and time limits): make fuzz FUZZ_EXAMPLES=500
+	INFERENCE_OPERATOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -q tests/unit/test_fuzz_cli.py
 
 SEED ?= 0
 EXAMPLES ?= 150

@@ -1,26 +1,32 @@
 """The ``inference-operator`` command line: ``demo``, ``crd``, ``trace view`` (and, on a cluster, ``run``).
 
-Errors a user can fix (a bad option, an unreadable or invalid manifest) print one line on
-stderr and exit with code 2; no tracebacks for those.
+Bad input of any kind (an option, a number out of range or not finite, a path that cannot be
+read or written, a manifest that is malformed, oversized, an alias bomb or invalid) prints one
+line on stderr naming the input and the problem, and exits with code 2, before any work starts
+where it can be checked then. Exit code 1 is an outcome, not an input error: ``demo`` whose
+objects did not become Ready, ``run`` that found no API server within --connect-timeout.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
-import yaml
-
-from inference_operator.api.constants import API_VERSION, KIND
-from inference_operator.api.models import SpecError, check_name, parse_spec
+from inference_operator.cliargs import OutputPathError, check_output, liveness_url, port, ready_after
 from inference_operator.core.process import limit_malloc_arenas, tune_gc
-from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS
+from inference_operator.demo import SCENARIO_NAMES
+from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS, OperatorConfig
 
 
 class UsageError(Exception):
     """A problem with what the user typed or pointed us at; exit code 2."""
+
+
+class ClusterGone(Exception):
+    """``run`` found no API server to talk to; exit code 1 (nothing the user typed was wrong)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,62 +34,30 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def load_manifests(path: str) -> list[dict[str, Any]]:
-    """Read InferenceServices (at least one) and any Nodes to run them on, in file order.
-
-    InferenceServices are validated here as the API server would; Nodes by the simulator's
-    API server when they are created (:func:`~inference_operator.demo.run_manifests`).
-    """
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read: {err.strerror}") from None
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{path}:{where} not valid YAML: {getattr(err, 'problem', err)}") from None
-    if not all(isinstance(doc, dict) for doc in docs):
-        raise UsageError(f"{path}: expected InferenceService and Node objects, found something else")
-    manifests = [doc if _is_node(doc) else _checked_inference_service(path, doc) for doc in docs]
-    if not any(doc.get("kind") == KIND for doc in manifests):
-        raise UsageError(f"{path}: expected at least one InferenceService object, found {len(docs)} documents")
-    return manifests
-
-
-def _is_node(doc: dict[str, Any]) -> bool:
-    return doc.get("kind") == "Node" and doc.get("apiVersion") == "v1"
-
-
-def _checked_inference_service(path: str, obj: dict[str, Any]) -> dict[str, Any]:
-    if obj.get("kind") != KIND or obj.get("apiVersion") != API_VERSION:
-        raise UsageError(
-            f"{path}: expected apiVersion {API_VERSION} and kind {KIND}, got {obj.get('apiVersion')} {obj.get('kind')}"
-        )
-    name = (obj.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
-        raise UsageError(f"{path}: metadata.name is required")
-    try:
-        check_name(name)
-        parse_spec(obj.get("spec"))
-    except SpecError as err:
-        raise UsageError(f"{path}: invalid InferenceService {name}: {err.message}") from None
-    return obj
+def _check_output(path: str | None, flag: str) -> None:
+    """An output path must be writable: say so before running anything."""
+    if path is not None:
+        try:
+            check_output(path, flag)
+        except OutputPathError as err:
+            raise UsageError(str(err)) from None
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from inference_operator.core.errors import ApiError
-    from inference_operator.demo import run_manifests, run_scenarios
+    from inference_operator.demo import ManifestRefused, run_manifest, run_scenarios, trace_paths
+    from inference_operator.manifests import ManifestError, read_manifests
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
     if args.trace is not None:
-        _check_writable(args.trace, "--trace")
+        names = [args.file] if args.file else list(args.scenario or SCENARIO_NAMES)
+        for path in trace_paths(args.trace, names).values():
+            _check_output(path, "--trace")
     if args.file:
         try:
-            code = run_manifests(load_manifests(args.file), sys.stdout, ready_after=args.ready_after, trace=args.trace)
-        except ApiError as err:  # a Node the API server refuses
-            raise UsageError(f"{args.file}: {err}") from None
+            manifest = read_manifests(args.file)
+            code = run_manifest(manifest, sys.stdout, ready_after=args.ready_after, trace=args.trace)
+        except (ManifestError, ManifestRefused) as err:
+            raise UsageError(str(err)) from None
         if args.trace is not None:
             print(f"trace written to {args.trace}", file=sys.stderr)
         return code
@@ -96,21 +70,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _check_writable(path: str, flag: str) -> None:
-    """A trace file's directory must exist and be writable: say so before running anything."""
-    where = Path(path).resolve().parent
-    if not where.is_dir():
-        raise UsageError(f"{flag} {path}: directory {where} does not exist")
-    if Path(path).is_dir():
-        raise UsageError(f"{flag} {path}: is a directory, give a file name")
-    if Path(path).is_symlink():
-        raise UsageError(f"{flag} {path}: is a symbolic link; a trace is never written through one, give a file name")
-
-
 def _cmd_trace_view(args: argparse.Namespace) -> int:
     """Write (or with --serve, serve on 127.0.0.1) the trace viewer's page; see traceview.py."""
     from inference_operator.trace.view import ViewError, load_records, render_page, serve_page, write_page
 
+    _check_output(args.output if args.output is not None else f"{args.file}.html", "-o")
     try:
         if args.serve:
             html = render_page(load_records(args.file), title=Path(args.file).name)
@@ -126,7 +90,7 @@ def _cmd_trace_view(args: argparse.Namespace) -> int:
         out = write_page(args.file, args.output)
     except ViewError as err:
         raise UsageError(str(err)) from None
-    except OSError as err:  # the port taken, the output not writable
+    except OSError as err:  # the output not writable after all
         raise UsageError(f"{args.file}: {err.strerror or err}") from None
     print(f"viewer written to {out}", file=sys.stderr)
     return 0
@@ -135,9 +99,13 @@ def _cmd_trace_view(args: argparse.Namespace) -> int:
 def _cmd_crd(args: argparse.Namespace) -> int:
     from inference_operator.api.crd import crd_yaml
 
+    _check_output(args.output, "-o")
     text = crd_yaml()
     if args.output:
-        Path(args.output).write_text(text)
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"-o {args.output}: cannot write: {err.strerror or err}") from None
     else:
         sys.stdout.write(text)
     return 0
@@ -159,6 +127,7 @@ RUN_FLAGS = {  # flag dest -> environment variable read by OperatorConfig
     "trace": "TRACE",
     "trace_max_bytes": "TRACE_MAX_BYTES",
     "trace_files": "TRACE_FILES",
+    "connect_timeout": "CONNECT_TIMEOUT",
 }
 
 
@@ -188,6 +157,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = OperatorConfig.from_env()
     except ConfigError as err:
         raise UsageError(flag_error(str(err), given)) from None
+    _find_cluster(config)
 
     import kopf
 
@@ -204,8 +174,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _find_cluster(config: OperatorConfig) -> None:
+    """Reach the API server before Kopf starts (see kube/preflight.py): a bad kubeconfig is a
+    usage error (2), a server that does not answer within --connect-timeout exits 1."""
+    from inference_operator.kube.preflight import (
+        ClusterUnreachable,
+        KubeconfigError,
+        load_client,
+        version_probe,
+        wait_for_cluster,
+    )
+
+    try:
+        api_client = load_client()
+    except KubeconfigError as err:
+        raise UsageError(str(err)) from None
+    try:
+        found = wait_for_cluster(
+            str(api_client.configuration.host),
+            version_probe(api_client),
+            connect_timeout=config.connect_timeout,
+            say=lambda line: print(line, file=sys.stderr),
+        )
+    except ClusterUnreachable as err:
+        raise ClusterGone(str(err)) from None
+    finally:
+        api_client.close()
+    print(f"found the API server at {found.host} {found.version}".rstrip(), file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from inference_operator.demo import SCENARIO_NAMES
 
     parser = _Parser(prog="inference-operator", description="Run GPU inference servers from InferenceService objects.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -220,10 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "-f",
         "--file",
-        help="simulate your own InferenceService manifests instead ('-' for stdin); with Node manifests beside "
-        "them, on those nodes, with a scheduler, ReplicaSets and Pods",
+        help="simulate your own manifest instead ('-' for stdin): InferenceServices and what they need "
+        "(Namespaces, ConfigMaps, Secrets); with Nodes beside them, on those nodes, with a scheduler, "
+        "ReplicaSets and Pods",
     )
-    demo.add_argument("--ready-after", type=float, default=5.0, help="seconds pods take to become ready (default 5)")
+    demo.add_argument(
+        "--ready-after", type=ready_after, default=5.0, help="seconds pods take to become ready, 0-86400 (default 5)"
+    )
     demo.add_argument(
         "--trace",
         metavar="FILE",
@@ -269,7 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--trace-max-bytes", metavar="SIZE", help="bytes per trace file, e.g. 16Mi (default 16Mi)")
     run.add_argument("--trace-files", metavar="N", help="trace files kept, the newest first (default 4)")
-    run.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    run.add_argument("--liveness", type=liveness_url, help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    run.add_argument(
+        "--connect-timeout",
+        metavar="SECONDS",
+        help="wait this long for the API server at start, one line per failed attempt, then exit 1 "
+        "(default 30; 0: one attempt)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
 
@@ -281,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("file", metavar="FILE", help="a trace from demo --trace or run --trace")
     view.add_argument("-o", "--output", metavar="OUT.html", help="where to write the page (default: FILE.html)")
     view.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C, print its URL")
-    view.add_argument("--port", type=int, default=0, help="port for --serve (default: any free one)")
+    view.add_argument("--port", type=port, default=0, help="port for --serve, 0-65535 (default 0: any free one)")
     view.set_defaults(func=_cmd_trace_view)
 
     crd = sub.add_parser("crd", help="print the CustomResourceDefinition generated from the API models")
@@ -303,10 +310,21 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except ClusterGone as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 def entrypoint() -> NoReturn:
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        code = 130  # Ctrl-C: the shell's code for SIGINT, without a traceback
+    except BrokenPipeError:  # `… | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Each scenario builds a fresh Simulation, acts like a user (``kubectl apply``, ``delete``,
 ``scale``), runs the control loop until it is quiet, prints what the operator did and when, and
-checks the outcome. ``run_manifest`` does the same for a user's own InferenceService file.
+checks the outcome. ``run_manifest`` does the same for a user's own manifest (read by
+:mod:`.manifests`): its objects applied in order, each namespace it names created first.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any, TextIO
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.api.samples import make_inference_service
+from inference_operator.core.errors import ApiError
 from inference_operator.core.objects import Obj
+from inference_operator.manifests import Manifest
 from inference_operator.sim import Simulation
 from inference_operator.sim.clock import FakeClock
 from inference_operator.trace.recorder import Recorder, Tracer
@@ -213,52 +216,84 @@ def run_scenarios(
     return failed
 
 
-def run_manifest(manifest: Obj, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
-    """:func:`run_manifests` for one InferenceService."""
-    return run_manifests([manifest], out, ready_after=ready_after, trace=trace)
+class ManifestRefused(Exception):
+    """The simulated API server refused an object of the manifest; the message is the one line
+    ``kubectl apply`` prints for it."""
 
 
-def run_manifests(manifests: list[Obj], out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
-    """Apply a user's InferenceServices to a fresh simulation and show how they converge
-    (``trace``: recording it to that file); 0 when all are Ready.
+def _refusal(err: ApiError, obj: Obj, source: str) -> str:
+    meta = obj.get("metadata") or {}
+    message = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return (
+        f"{source}: Error from server ({err.reason or 'InternalError'}): error when applying "
+        f'{obj.get("kind")} "{meta.get("name")}": {message}'
+    )
 
-    Node manifests among them make the simulation run the simulated cluster on exactly those
-    nodes (created first, validated by the API server): pods that fit nowhere stay Pending,
-    and the pods that do not run are listed with the scheduler's words.
-    """
-    nodes = [m for m in manifests if m.get("kind") == "Node"]
-    services = [m for m in manifests if m.get("kind") != "Node"]
+
+def _apply(sim: Simulation, obj: Obj, source: str) -> None:
+    """``kubectl apply`` of one object; first the ``kubectl create namespace`` a user would
+    type when the object names a namespace the cluster does not have yet."""
+    namespace = obj["metadata"].get("namespace") if obj["kind"] != "Namespace" else None
+    if namespace and sim.get("Namespace", "", namespace) is None:
+        sim.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        sim.note(f"kubectl create namespace {namespace}")
+    try:
+        sim.apply(obj)
+    except ApiError as err:
+        raise ManifestRefused(_refusal(err, obj, source)) from None
+
+
+def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
+    """Apply a user's manifest (its objects in order) to a fresh simulation and show how each
+    InferenceService in it converges (``trace``: recording it to that file); 0 when all are Ready.
+
+    Nodes in the manifest make the simulation run the simulated cluster on exactly those nodes
+    (created first, as kubelets register them): pods that fit nowhere stay Pending, and the pods
+    are listed on their nodes or with the scheduler's words.
+
+    :class:`ManifestRefused` when the simulated API server refuses an object."""
+    nodes = manifest.nodes
     report = Report("manifest", trace=trace)
     sim = report.simulation(ready_after=ready_after, **({"node_layout": []} if nodes else {}))
     try:
+        for line in manifest.dropped:
+            sim.note(f"dropped what the API server sets itself, as kubectl apply does: {line}")
         for node in nodes:
-            sim.api.create(node, field_manager="kubelet")
-        for manifest in services:
-            sim.apply(manifest)
+            try:
+                sim.api.create(node, field_manager="kubelet")
+            except ApiError as err:
+                raise ManifestRefused(_refusal(err, node, manifest.source)) from None
+        for obj in manifest.objects:
+            if obj["kind"] != "Node":
+                _apply(sim, obj, manifest.source)
         sim.run_until_quiescent()
     finally:
         report.close()
     for entry in sim.timeline:
         print(entry, file=out)
-    ready = True
-    for manifest in services:
-        meta = manifest["metadata"]
-        obj = sim.get(KIND, meta.get("namespace", NS), meta["name"]) or {}
+    keys = list(
+        dict.fromkeys(
+            (o["metadata"].get("namespace") or NS, o["metadata"]["name"]) for o in manifest.inference_services
+        )
+    )
+    ready = 0
+    for namespace, name in keys:
+        obj = sim.get(KIND, namespace, name) or {}
         status = obj.get("status") or {}
-        prefix = f"{meta['name']}: " if len(services) > 1 else ""
+        prefix = f"{namespace}/{name}: " if len(keys) > 1 else ""
         print(
-            f"{prefix}phase={status.get('phase')} ready={status.get('readyReplicas')}/{obj['spec'].get('replicas', 1)} "
-            f"url={status.get('url')}",
+            f"{prefix}phase={status.get('phase')} ready={status.get('readyReplicas')}/"
+            f"{(obj.get('spec') or {}).get('replicas', 1)} url={status.get('url')}",
             file=out,
         )
         for c in status.get("conditions") or []:
             print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
-        ready = ready and status.get("phase") == "Ready"
+        ready += status.get("phase") == "Ready"
     if nodes:
         _print_pods(sim, out)
     for key, why in sim.stalled().items():
         print(f"{key} did not converge: it {why}", file=out)
-    return 0 if ready else 1
+    return 0 if ready == len(keys) else 1
 
 
 def _print_pods(sim: Simulation, out: TextIO) -> None:

@@ -35,8 +35,13 @@ def _structural(node: Any, defs: dict[str, Schema]) -> Any:
         rest = {k: v for k, v in node.items() if k != "anyOf"}
         if rest.get("default", ...) is None:
             rest.pop("default")
-        if node.get("x-kubernetes-int-or-string"):
-            return {**rest, "anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN}
+        if node.get("x-kubernetes-int-or-string"):  # a quantity: never negative, as integer or as string
+            return {
+                **rest,
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+                "pattern": QUANTITY_PATTERN,
+                "minimum": 0,
+            }
         if len(branches) == 1:
             return _structural({**branches[0], **rest}, defs)
         types = sorted({b.get("type") for b in branches})

@@ -14,18 +14,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inference_operator.api.constants import MAX_CONDITION_MESSAGE, MAX_LB_ADDRESS, MAX_LB_ID, MAX_LB_TARGET
+from inference_operator.api.fielderrors import WHOLE, Integer, at, format_validation_error, int_or_string, without_nulls
 
 MAX_GPUS_PER_REPLICA = 16
 MAX_REPLICAS = 1000
 MAX_LIST_ITEMS = 64
 MAX_USER_ID = 2147483647  # int32, what a pod's securityContext.runAsUser holds
 
-# The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory).
+# The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory), without
+# the minus sign: a container's requests and limits must not be negative, so a Deployment built
+# from a negative one would be refused; admission refuses it first (and `minimum: 0` the integers).
 QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"^(\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 _QUANTITY_RE = re.compile(QUANTITY_PATTERN)
@@ -67,28 +70,27 @@ def _rules(*rules: Rule) -> dict[str, Any]:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    """Strict: a value of the wrong JSON type is refused, never coerced (``"3"`` is no integer,
+    ``"yes"`` no boolean), as the CRD's schema refuses it; see :mod:`.fielderrors`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, strict=True)
 
 
 Quantity = Annotated[
     int | str,
+    BeforeValidator(int_or_string),
     Field(json_schema_extra={"x-kubernetes-int-or-string": True}),
 ]
 
 ResourceName = Literal["cpu", "memory", "ephemeral-storage"]
 
 
-def _at(path: str, message: str) -> str:
-    """Tag a validator message with the sub-field it is about; see format_validation_error."""
-    return f"@{path}@ {message}"
-
-
 def _check_quantities(values: dict[str, int | str] | None, where: str) -> dict[str, int | str] | None:
     for key, value in (values or {}).items():
-        if isinstance(value, bool) or (isinstance(value, int) and value < 0):
-            raise ValueError(_at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
+        if isinstance(value, int) and value < 0:
+            raise ValueError(at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
         if isinstance(value, str) and not _QUANTITY_RE.match(value):
-            raise ValueError(_at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
+            raise ValueError(at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
     return values
 
 
@@ -168,7 +170,7 @@ class Toleration(_Model):
     operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Exists or Equal (default).")
     value: str | None = Field(default=None, max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    tolerationSeconds: int | None = Field(default=None, ge=0)
+    tolerationSeconds: Annotated[int, Field(ge=0), WHOLE] | None = None
 
     model_config = ConfigDict(json_schema_extra=_rules(TOLERATION_EXISTS_NO_VALUE))
 
@@ -198,6 +200,17 @@ ENV_NAMES_UNIQUE = Rule(
     check=lambda s: len({e.name for e in s.env}) == len(s.env),
 )
 SPEC_RULES = (ARGS_NOT_RESERVED, ENV_NAMES_UNIQUE)
+MAX_LABEL_KEY_LENGTH = 316  # a DNS subdomain prefix (253), '/', a name (63)
+_CEL_LABEL_KEY = LABEL_KEY_PATTERN.replace("\\", "\\\\")  # inside a CEL string literal
+NODE_SELECTOR_KEYS = Rule(
+    # Structural schemas have no propertyNames, so the keys' syntax is a CEL rule; its cost is
+    # bounded by maxProperties and the key size.
+    cel=f"self.all(k, size(k) <= {MAX_LABEL_KEY_LENGTH} && k.matches('{_CEL_LABEL_KEY}'))",
+    message="every key must be a label key: an optional DNS subdomain and '/', then a name of letters, digits, "
+    "'-', '_' and '.' that starts and ends with a letter or digit",
+    field_path="",
+    check=lambda selector: all(len(k) <= MAX_LABEL_KEY_LENGTH and re.match(LABEL_KEY_PATTERN, k) for k in selector),
+)
 
 
 class InferenceServiceSpec(_Model):
@@ -209,11 +222,11 @@ class InferenceServiceSpec(_Model):
         description="Container image of the inference server, e.g. vllm/vllm-openai:v0.7.0.",
     )
     model: str = Field(min_length=1, max_length=512, description="Model to serve; passed as --model.")
-    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="Number of server replicas.")
-    port: int = Field(
+    replicas: Integer = Field(default=1, ge=0, le=MAX_REPLICAS, description="Number of server replicas.")
+    port: Integer = Field(
         default=8000, ge=1, le=65535, description="Container port the server listens on; passed as --port."
     )
-    gpu: int = Field(default=0, ge=0, le=MAX_GPUS_PER_REPLICA, description="nvidia.com/gpu per replica.")
+    gpu: Integer = Field(default=0, ge=0, le=MAX_GPUS_PER_REPLICA, description="nvidia.com/gpu per replica.")
     healthPath: str = Field(
         default="/health",
         min_length=1,
@@ -229,14 +242,17 @@ class InferenceServiceSpec(_Model):
         default_factory=list, max_length=MAX_LIST_ITEMS, description="Environment variables of the server container."
     )
     nodeSelector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
-        default_factory=dict, description="Schedule only on nodes with these labels."
+        default_factory=dict,
+        max_length=MAX_LIST_ITEMS,
+        description="Schedule only on nodes with these labels.",
+        json_schema_extra=_rules(NODE_SELECTOR_KEYS),
     )
     tolerations: list[Toleration] = Field(
         default_factory=list,
         max_length=MAX_LIST_ITEMS,
         description="Tolerate these node taints (GPU nodes are often tainted).",
     )
-    progressDeadlineSeconds: int = Field(
+    progressDeadlineSeconds: Integer = Field(
         default=1800,
         ge=10,
         le=86400,
@@ -257,10 +273,8 @@ class InferenceServiceSpec(_Model):
             "non-root USER, or set runAsUser."
         ),
     )
-    runAsUser: int | None = Field(
+    runAsUser: Annotated[int, Field(ge=1, le=MAX_USER_ID), WHOLE] | None = Field(
         default=None,
-        ge=1,
-        le=MAX_USER_ID,
         description="Run the server as this user id (never 0): for images whose USER is a name, not a number.",
     )
 
@@ -270,15 +284,15 @@ class InferenceServiceSpec(_Model):
     @classmethod
     def _label_keys(cls, v: dict[str, str]) -> dict[str, str]:
         for key in v:
-            if not re.match(LABEL_KEY_PATTERN, key) or len(key) > 316:
-                raise ValueError(_at(key, f"{key!r} is not a valid label key"))
+            if not re.match(LABEL_KEY_PATTERN, key) or len(key) > MAX_LABEL_KEY_LENGTH:
+                raise ValueError(at(key, f"{key!r} is not a valid label key"))
         return v
 
     @model_validator(mode="after")
     def _cross_field(self) -> InferenceServiceSpec:
         for rule in SPEC_RULES:
             if not rule.check(self):
-                raise ValueError(_at(rule.field_path.lstrip("."), rule.message))
+                raise ValueError(at(rule.field_path.lstrip("."), rule.message))
         return self
 
 
@@ -324,20 +338,6 @@ class SpecError(ValueError):
         self.message = message
 
 
-def format_validation_error(error: ValidationError, prefix: str = "spec") -> str:
-    """One line per problem, each naming the field path, e.g. ``spec.replicas: must be >= 0``."""
-    parts = []
-    for err in error.errors(include_url=False):
-        loc = ".".join([prefix, *(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"])])
-        loc = loc.replace(".[", "[")
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if msg.startswith("@"):
-            sub, _, msg = msg[1:].partition("@ ")
-            loc = f"{loc}.{sub}" if sub else loc
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
-
-
 NAME_RULE = Rule(
     cel=f"size(self.metadata.name) <= {MAX_NAME_LENGTH} && self.metadata.name.matches('{NAME_PATTERN}')",
     message=NAME_MESSAGE,
@@ -358,7 +358,9 @@ def parse_spec(spec: Any) -> InferenceServiceSpec:
     if not isinstance(spec, dict):
         raise SpecError("spec: must be an object with at least image and model")
     try:
-        return InferenceServiceSpec.model_validate(spec)
+        # Nulls are dropped first, as the API server drops them from a custom resource before
+        # defaulting: `replicas: null` means "not set" (the default), not a wrong type.
+        return InferenceServiceSpec.model_validate(without_nulls(spec))
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc)) from None
 

@@ -23,6 +23,7 @@
 | INFERENCE_OPERATOR_TRACE              | --trace           | (off)    |
 | INFERENCE_OPERATOR_TRACE_MAX_BYTES    | --trace-max-bytes | 16Mi     |
 | INFERENCE_OPERATOR_TRACE_FILES        | --trace-files     | 4        |
+| INFERENCE_OPERATOR_CONNECT_TIMEOUT    | --connect-timeout | 30       |
 | INFERENCE_OPERATOR_CRASH_AFTER_WRITES | (none: test hook) | 0 (off)  |
 | INFERENCE_OPERATOR_CRASH_ON           | (none: test hook) | (any)    |
 
@@ -39,11 +40,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
+import stat
 import urllib.parse
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from inference_operator.core.bounds import parse_number
 
 ENV_PREFIX = "INFERENCE_OPERATOR_"
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -55,18 +61,18 @@ class ConfigError(ValueError):
     """A setting has a bad value; the message names the variable and what is allowed."""
 
 
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False) -> float:
+def _number(
+    env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float, integer: bool = False
+) -> float:
+    """A finite number in ``[minimum, maximum]``: NaN and infinities are refused (NaN passes
+    every comparison, and an infinite timeout overflows the first wait that uses it)."""
     raw = env.get(ENV_PREFIX + name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        kind = "a whole number" if integer else "a number"
-        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be {kind}") from None
-    if value < minimum:
-        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be at least {minimum:g}")
-    return value
+        return parse_number(raw, low=minimum, high=maximum, integer=integer)
+    except ValueError as err:
+        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: {err}") from None
 
 
 def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -80,13 +86,43 @@ def _address(env: Mapping[str, str], name: str) -> str:
     value = env.get(ENV_PREFIX + name) or ""
     if value:
         _, sep, port = value.rpartition(":")
-        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535:
             raise ConfigError(f"{ENV_PREFIX}{name}={value!r}: must be HOST:PORT or :PORT, e.g. 0.0.0.0:9090")
     return value
 
 
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_IDENTITY = re.compile(r"^[\x21-\x7e]{1,253}$")
+
+
+def _check_namespace(name: str, value: str) -> None:
+    if not _NAMESPACE.match(value):
+        raise ConfigError(
+            f"{ENV_PREFIX}{name}={value!r}: {value!r} is not a namespace name (at most 63 lowercase letters, "
+            "digits and '-', starting and ending with a letter or digit)"
+        )
+
+
+def _check_url(url: str) -> None:
+    """An http(s) URL with a host and, if any, a port in range (urllib raises on a bad port)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: {err}") from None
+    if not parts.hostname or any(c.isspace() for c in url):
+        raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: must name a host, e.g. http://lb-registry:9090")
+    if port == 0:
+        raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: port 0 is no port to connect to")
+
+
 _SIZE_UNITS = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "K": 10**3, "M": 10**6, "G": 10**9}
 MIN_TRACE_BYTES = 1024
+MAX_TRACE_BYTES = 2**30
+MAX_WORKERS = 256
+"""Reconcile threads: each holds a connection; past a few dozen they only contend for the GIL."""
+MAX_SECONDS = 86400.0
+"""Periods and timeouts: a day at most (an infinite or astronomic wait overflows the thread's wait)."""
 
 
 def _size(env: Mapping[str, str], name: str, default: int) -> int:
@@ -99,11 +135,13 @@ def _size(env: Mapping[str, str], name: str, default: int) -> int:
         if raw.endswith(suffix):
             number, unit = raw[: -len(suffix)], suffix
             break
-    if not number.isdigit():
+    if not (number.isascii() and number.isdigit()) or len(number) > 20:
         raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be a whole number of bytes, optionally with Ki, Mi or Gi")
     value = int(number) * _SIZE_UNITS[unit]
     if value < MIN_TRACE_BYTES:
         raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be at least {MIN_TRACE_BYTES} bytes")
+    if value > MAX_TRACE_BYTES:
+        raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: must be at most 1Gi")
     return value
 
 
@@ -121,9 +159,9 @@ def _trace_file(env: Mapping[str, str]) -> str:
 def _election_timings(env: Mapping[str, str]) -> dict[str, float]:
     """Lease duration, renew deadline and retry period, which only work in that order: a leader
     must give up (renew deadline) before anyone else may take over (lease duration)."""
-    duration = _number(env, "LEASE_DURATION", 15, minimum=1, integer=True)  # the Lease holds whole seconds
-    deadline = _number(env, "RENEW_DEADLINE", 10.0, minimum=0.5)
-    retry = _number(env, "RETRY_PERIOD", 2.0, minimum=0.1)
+    duration = _number(env, "LEASE_DURATION", 15, minimum=1, maximum=3600, integer=True)  # whole seconds in a Lease
+    deadline = _number(env, "RENEW_DEADLINE", 10.0, minimum=0.5, maximum=3600)
+    retry = _number(env, "RETRY_PERIOD", 2.0, minimum=0.1, maximum=3600)
     if not retry < deadline < duration:
         raise ConfigError(
             f"{ENV_PREFIX}RETRY_PERIOD={retry:g} < {ENV_PREFIX}RENEW_DEADLINE={deadline:g} < "
@@ -194,6 +232,8 @@ class OperatorConfig:
     trace_files: int = 4
     crash_after_writes: int = 0
     crash_on: str = ""
+    connect_timeout: float = 30.0
+    """``run``: how long to wait for the API server at start before giving up (0: one attempt)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -204,6 +244,8 @@ class OperatorConfig:
             raise ConfigError(f"{ENV_PREFIX}LB_PROVIDER=http needs {ENV_PREFIX}LB_URL (e.g. http://lb-registry:9090)")
         if url and not url.startswith(("http://", "https://")):
             raise ConfigError(f"{ENV_PREFIX}LB_URL={url!r}: must start with http:// or https://")
+        if url:
+            _check_url(url)
         token = env.get(ENV_PREFIX + "LB_TOKEN") or None
         if token is not None and (token != token.strip() or "\n" in token or "\r" in token):
             raise ConfigError(f"{ENV_PREFIX}LB_TOKEN must be one line without surrounding whitespace")
@@ -218,27 +260,40 @@ class OperatorConfig:
                 raise ConfigError(f"{ENV_PREFIX}LB_CA_FILE is set, but {ENV_PREFIX}LB_URL is not https://")
             if not os.access(ca_file, os.R_OK):
                 raise ConfigError(f"{ENV_PREFIX}LB_CA_FILE={ca_file!r}: no readable file there")
+            if not stat.S_ISREG(os.stat(ca_file).st_mode):
+                raise ConfigError(f"{ENV_PREFIX}LB_CA_FILE={ca_file!r}: not a regular file")
         namespaces = tuple(n for n in (env.get(ENV_PREFIX + "NAMESPACES") or "").replace(",", " ").split() if n)
+        for namespace in namespaces:
+            _check_namespace("NAMESPACES", namespace)
+        lease_namespace = env.get(ENV_PREFIX + "LEASE_NAMESPACE") or env.get("POD_NAMESPACE") or _own_namespace()
+        _check_namespace("LEASE_NAMESPACE", lease_namespace)
+        identity = env.get(ENV_PREFIX + "IDENTITY") or env.get("POD_NAME") or _default_identity()
+        if not _IDENTITY.match(identity):
+            raise ConfigError(
+                f"{ENV_PREFIX}IDENTITY={identity!r}: must be 1 to 253 printable characters without spaces "
+                "(it goes into the Lease and the User-Agent header)"
+            )
         return cls(
-            workers=int(_number(env, "WORKERS", 4, minimum=1, integer=True)),
-            resync_seconds=_number(env, "RESYNC_SECONDS", 300.0, minimum=0),
-            requeue_seconds=_number(env, "REQUEUE_SECONDS", 5.0, minimum=0.1),
+            workers=int(_number(env, "WORKERS", 4, minimum=1, maximum=MAX_WORKERS, integer=True)),
+            resync_seconds=_number(env, "RESYNC_SECONDS", 300.0, minimum=0, maximum=MAX_SECONDS),
+            requeue_seconds=_number(env, "REQUEUE_SECONDS", 5.0, minimum=0.1, maximum=MAX_SECONDS),
             lb_provider=provider,
             lb_url=url,
-            lb_timeout=_number(env, "LB_TIMEOUT", 5.0, minimum=0.1),
+            lb_timeout=_number(env, "LB_TIMEOUT", 5.0, minimum=0.1, maximum=600),
             lb_token=token,
             lb_ca_file=ca_file,
             namespaces=namespaces,
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
             metrics_address=_address(env, "METRICS_ADDRESS"),
             leader_election=_choice(env, "LEADER_ELECTION", "true", ("true", "false")) == "true",
-            lease_namespace=env.get(ENV_PREFIX + "LEASE_NAMESPACE") or env.get("POD_NAMESPACE") or _own_namespace(),
+            lease_namespace=lease_namespace,
             lease_name=env.get(ENV_PREFIX + "LEASE_NAME") or default_lease_name(namespaces),
             **_election_timings(env),
-            identity=env.get(ENV_PREFIX + "IDENTITY") or env.get("POD_NAME") or _default_identity(),
+            identity=identity,
             trace_file=_trace_file(env),
             trace_max_bytes=_size(env, "TRACE_MAX_BYTES", 16 * 2**20),
-            trace_files=int(_number(env, "TRACE_FILES", 4, minimum=1, integer=True)),
-            crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, integer=True)),
+            trace_files=int(_number(env, "TRACE_FILES", 4, minimum=1, maximum=1000, integer=True)),
+            crash_after_writes=int(_number(env, "CRASH_AFTER_WRITES", 0, minimum=0, maximum=10**9, integer=True)),
+            connect_timeout=_number(env, "CONNECT_TIMEOUT", 30.0, minimum=0, maximum=3600),
             crash_on=env.get(ENV_PREFIX + "CRASH_ON") or "",
         )

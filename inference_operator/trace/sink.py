@@ -20,7 +20,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from inference_operator.core.objects import Obj
 
@@ -161,6 +161,21 @@ class RingSink:
             self._file.close()
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _record(line: str, file: Path, number: int) -> Any:
+    """One line's JSON value: strict JSON (a trace is written without NaN or infinities, so a
+    line with one is not ours), and nested no deeper than the parser's recursion allows."""
+    try:
+        return json.loads(line, parse_constant=_no_constant)
+    except RecursionError:
+        raise TraceError(f"{file}: line {number}: nested too deeply to be a trace record") from None
+    except ValueError as err:  # JSONDecodeError too
+        raise TraceError(f"{file}: line {number}: not a trace (not JSON lines: {err})") from None
+
+
 def read_trace(path: str | os.PathLike[str], *, ring: bool = False) -> list[Obj]:
     """The records of a trace file (``ring``: of all the ring's files, oldest first, with the
     repeated headers after the first dropped). Checks the header's format and version."""
@@ -170,7 +185,7 @@ def read_trace(path: str | os.PathLike[str], *, ring: bool = False) -> list[Obj]
     records: list[Obj] = []
     for n, file in enumerate(files):
         with file.open(encoding="utf-8") as f:
-            lines = [json.loads(line) for line in f if line.strip()]
+            lines = [_record(line, file, number) for number, line in enumerate(f, start=1) if line.strip()]
         if not all(isinstance(line, dict) for line in lines):
             raise TraceError(f"{file}: a line is not a JSON object")
         if not lines or lines[0].get("type") != "header":

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inference_operator.core.files import InputFileError, check_regular_file
 from inference_operator.core.objects import Obj
 from inference_operator.trace.sink import TraceError, read_trace, ring_files
 
@@ -40,6 +41,8 @@ _MODEL_SLOT = "/*MODEL_JS*/"
 _TITLE_SLOT = "TRACE_TITLE"
 _CSP_STYLE_SLOT = "CSP_STYLE_HASH"
 _CSP_SCRIPT_SLOT = "CSP_SCRIPT_HASHES"
+MAX_TRACE_FILE_BYTES = 1 << 30
+"""A ring file holds at most ``TRACE_MAX_BYTES`` (1 GiB at most); anything larger is no trace of ours."""
 
 
 class ViewError(Exception):
@@ -54,9 +57,14 @@ def load_records(path: str | os.PathLike[str]) -> list[Obj]:
         raise ViewError(f"{path}: no such file")
     if file.is_dir():
         raise ViewError(f"{path}: is a directory, not a trace file")
-    ring = len(ring_files(file)) > 1
+    files = ring_files(file)
     try:
-        records = read_trace(file, ring=ring)
+        for part in files:  # a FIFO would block the read, /dev/zero never end
+            check_regular_file(str(part), limit=MAX_TRACE_FILE_BYTES)
+    except InputFileError as err:
+        raise ViewError(str(err)) from None
+    try:
+        records = read_trace(file, ring=len(files) > 1)
     except TraceError as err:
         raise ViewError(str(err)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -97,7 +105,12 @@ def render_page(records: list[Obj], *, title: str) -> str:
     # so markup that got into the page some other way could never run or restyle it.
     values[_CSP_STYLE_SLOT] = csp_hash(css)
     values[_CSP_SCRIPT_SLOT] = f"{csp_hash(model)} {csp_hash(js)}"
-    values[_DATA_SLOT] = embed_json(records)
+    try:
+        values[_DATA_SLOT] = embed_json(records)
+    except RecursionError:
+        raise ViewError(f"{title}: a record is nested too deeply to show") from None
+    except ValueError as err:  # NaN in records not read from a file
+        raise ViewError(f"{title}: a record is not JSON: {err}") from None
     missing = [slot for slot in values if slot not in page]
     if missing:
         raise RuntimeError(f"viewer template: no slot {missing}")

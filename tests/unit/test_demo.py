@@ -83,11 +83,11 @@ def test_a_bad_option_is_one_line_and_exit_code_two(capsys: pytest.CaptureFixtur
     [
         (None, "cannot read"),
         ("spec: [unclosed", "not valid YAML"),
-        ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", "expected apiVersion serving.inference-operator.dev/v1"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", "Pod x: demo -f simulates InferenceService"),
         (
             "apiVersion: serving.inference-operator.dev/v1\nkind: InferenceService\nmetadata: {name: x}\n"
             "spec: {image: vllm, model: m, replicas: -1}\n",
-            "spec.replicas: Input should be greater than or equal to 0",
+            "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
         ),
         (
             "apiVersion: serving.inference-operator.dev/v1\nkind: InferenceService\nmetadata: {}\n"

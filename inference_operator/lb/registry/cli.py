@@ -7,13 +7,19 @@ that tests and the e2e suite drive directly. ``python -m inference_operator.lb.r
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import re
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
+from urllib.parse import urlsplit
 
+from inference_operator.core.bounds import argument
+from inference_operator.core.files import InputFileError, check_regular_file, read_text_file
 from inference_operator.core.ports import LoadBalancerError
 from inference_operator.core.text import one_line
 from inference_operator.lb.http import HttpLoadBalancer
@@ -29,9 +35,9 @@ def configure_parser(
         dest="registry_command", metavar="{serve,list}", required=True, parser_class=parser_class
     )
     serve = sub.add_parser("serve", help="run the registry until SIGINT or SIGTERM")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--host", type=_host, default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=9090, help="port to bind, 0 for any free one (default 9090)")
-    serve.add_argument("--state", type=Path, metavar="FILE", help="file keeping registrations across restarts")
+    serve.add_argument("--state", type=_state_file, metavar="FILE", help="file keeping registrations across restarts")
     serve.add_argument("--fail-registers", type=_count, default=0, metavar="N", help="answer the next N PUTs with 503")
     serve.add_argument(
         "--fail-releases", type=_count, default=0, metavar="N", help="answer the next N DELETEs with 503"
@@ -44,16 +50,21 @@ def configure_parser(
         help="address given to new registrations (default %(default)s)",
     )
     serve.add_argument(
-        "--token-file", type=Path, metavar="FILE", help="require 'Authorization: Bearer <the file's content>'"
+        "--token-file", type=_small_file, metavar="FILE", help="require 'Authorization: Bearer <the file's content>'"
     )
-    serve.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve https with this certificate (chain)")
-    serve.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's private key")
+    serve.add_argument("--tls-cert", type=_small_file, metavar="PEM", help="serve https with this certificate (chain)")
+    serve.add_argument("--tls-key", type=_small_file, metavar="PEM", help="the certificate's private key")
     serve.set_defaults(func=_cmd_serve)
     listing = sub.add_parser("list", help="print the registrations of a running registry")
-    listing.add_argument("--url", default="http://127.0.0.1:9090", help="registry URL (default %(default)s)")
-    listing.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the answer (default 5)")
-    listing.add_argument("--token-file", type=Path, metavar="FILE", help="bearer token to send, from a file")
-    listing.add_argument("--ca-file", metavar="PEM", help="CA bundle for an https registry")
+    listing.add_argument("--url", type=_url, default="http://127.0.0.1:9090", help="registry URL (default %(default)s)")
+    listing.add_argument(
+        "--timeout",
+        type=argument(low=0, high=600, above=True, unit="seconds"),
+        default=5.0,
+        help="seconds to wait for the answer, up to 600 (default 5)",
+    )
+    listing.add_argument("--token-file", type=_small_file, metavar="FILE", help="bearer token to send, from a file")
+    listing.add_argument("--ca-file", type=_small_file, metavar="PEM", help="CA bundle for an https registry")
     listing.set_defaults(func=_cmd_list)
 
 
@@ -115,20 +126,75 @@ def _read_token(path: Path | None) -> str | None:
     """The token in ``path`` (one line, surrounding whitespace dropped), None without a path."""
     if path is None:
         return None
-    token = path.read_text().strip()
+    try:
+        token = read_text_file(str(path), limit=MAX_SMALL_FILE_BYTES).strip()
+    except InputFileError as err:
+        raise ValueError(str(err)) from None
     if not token or "\n" in token:
         raise ValueError(f"the token file {path} must hold one non-empty line")
     return token
 
 
+MAX_SMALL_FILE_BYTES = 1 << 20
+"""Tokens, certificates, keys and CA bundles: a few KiB each."""
+
+
+def _small_file(text: str) -> Path:
+    """A file the command reads whole (token, PEM): regular (a FIFO would block the read,
+    /dev/zero never end) and at most 1 MiB; checked when the arguments are parsed."""
+    try:
+        check_regular_file(text, limit=MAX_SMALL_FILE_BYTES)
+    except InputFileError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return Path(text)
+
+
+def _state_file(text: str) -> Path:
+    """The state file: a regular file if it exists, else one its directory lets us create."""
+    path = Path(text)
+    if path.exists() or path.is_symlink():
+        if not path.is_file():
+            raise argparse.ArgumentTypeError(f"{text}: not a regular file")
+    elif not path.absolute().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: directory {path.absolute().parent} does not exist")
+    return path
+
+
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$"
+)
+
+
+def _host(text: str) -> str:
+    """An address to bind: an IP address or a host name."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        if not _HOSTNAME.match(text):
+            raise argparse.ArgumentTypeError(f"{text!r} is neither an IP address nor a host name") from None
+    return text
+
+
+def _url(text: str) -> str:
+    """The registry's http(s) URL, its port (if any) in range."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError when out of range
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be an http:// or https:// URL with a host")
+    return text
+
+
 def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
     return int(text)
 
 
 def _count(text: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
     return int(text)
 
@@ -140,11 +206,18 @@ def _template(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad arguments: one line on stderr and exit code 2 (argparse prints the usage too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m inference_operator.lb.registry", description="The reference load balancer registry."
     )
-    configure_parser(parser)
+    configure_parser(parser, parser_class=_OneLineParser)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -72,7 +72,7 @@ def evaluate(rule: str, value: Any, *, old: Any = _ABSENT, optional_old_self: bo
     return _cached(rule, _dump(value), optional_old_self, _dump(old) if old is not _ABSENT else None)
 
 
-_SELF: Final = re.compile(r"\bself\b(?:\.(\w+))?")
+_SELF: Final = re.compile(r"\bself\b(?:\.(\w+)(\s*\()?)?")
 _OLD_SELF_USE: Final = re.compile(r"\boldSelf\b(\.hasValue\(\))?")
 
 
@@ -84,7 +84,7 @@ def _reads(rule: str) -> tuple[frozenset[str] | None, bool]:
     the name rule run again)."""
     fields: set[str] = set()
     for match in _SELF.finditer(rule):
-        if match.group(1) is None:
+        if match.group(1) is None or match.group(2) is not None:  # self itself, or a macro on it: self.all(k, …)
             return None, True
         fields.add(match.group(1))
     reads_old = any(match.group(1) is None for match in _OLD_SELF_USE.finditer(rule))

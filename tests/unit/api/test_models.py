@@ -40,14 +40,26 @@ def test_defaults_fill_in_what_the_user_left_out() -> None:
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ({"model": "m"}, "spec.image: Field required"),
-        ({"image": "i"}, "spec.model: Field required"),
-        ({**BASE, "image": ""}, "spec.image: String should have at least 1 character"),
-        ({**BASE, "replicas": -1}, "spec.replicas: Input should be greater than or equal to 0"),
-        ({**BASE, "gpu": 17}, "spec.gpu: Input should be less than or equal to 16"),
-        ({**BASE, "port": 70000}, "spec.port: Input should be less than or equal to 65535"),
-        ({**BASE, "replicas": "two"}, "spec.replicas: Input should be a valid integer"),
-        ({**BASE, "healthPath": "health"}, "spec.healthPath: String should match pattern '^/'"),
+        ({"model": "m"}, "spec.image: Required value"),
+        ({"image": "i"}, "spec.model: Required value"),
+        ({**BASE, "image": ""}, 'spec.image: Invalid value: "": spec.image in body should be at least 1 chars long'),
+        (
+            {**BASE, "replicas": -1},
+            "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
+        ),
+        ({**BASE, "gpu": 17}, "spec.gpu: Invalid value: 17: spec.gpu in body should be less than or equal to 16"),
+        (
+            {**BASE, "port": 70000},
+            "spec.port: Invalid value: 70000: spec.port in body should be less than or equal to 65535",
+        ),
+        (
+            {**BASE, "replicas": "two"},
+            'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"',
+        ),
+        (
+            {**BASE, "healthPath": "health"},
+            "spec.healthPath: Invalid value: \"health\": spec.healthPath in body should match '^/'",
+        ),
         (
             {**BASE, "resources": {"limits": {"memory": "lots"}}},
             "spec.resources.limits.memory: 'lots' is not a valid quantity",
@@ -71,11 +83,21 @@ def test_defaults_fill_in_what_the_user_left_out() -> None:
             {**BASE, "tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]},
             "spec.tolerations[0]: a toleration with operator Exists must not set value",
         ),
-        ({**BASE, "serviceAccountName": "admin"}, "spec.serviceAccountName: Extra inputs are not permitted"),
-        ({**BASE, "hostNetwork": True}, "spec.hostNetwork: Extra inputs are not permitted"),
-        ({**BASE, "podSecurity": "Privileged"}, "spec.podSecurity: Input should be 'Baseline' or 'Restricted'"),
-        ({**BASE, "runAsUser": 0}, "spec.runAsUser: Input should be greater than or equal to 1"),
-        ({**BASE, "runAsUser": 2**31}, "spec.runAsUser: Input should be less than or equal to 2147483647"),
+        ({**BASE, "serviceAccountName": "admin"}, "spec.serviceAccountName: field not declared in schema"),
+        ({**BASE, "hostNetwork": True}, "spec.hostNetwork: field not declared in schema"),
+        (
+            {**BASE, "podSecurity": "Privileged"},
+            'spec.podSecurity: Unsupported value: "Privileged": supported values: "Baseline", "Restricted"',
+        ),
+        (
+            {**BASE, "runAsUser": 0},
+            "spec.runAsUser: Invalid value: 0: spec.runAsUser in body should be greater than or equal to 1",
+        ),
+        (
+            {**BASE, "runAsUser": 2**31},
+            "spec.runAsUser: Invalid value: 2147483648: spec.runAsUser in body should be less than or equal to "
+            "2147483647",
+        ),
         ("not-a-map", "spec: must be an object"),
     ],
 )

@@ -197,7 +197,7 @@ def test_the_load_balancer_token_is_read_but_never_shown() -> None:
     ("env", "message"),
     [
         ({"INFERENCE_OPERATOR_WORKERS": "many"}, "INFERENCE_OPERATOR_WORKERS='many': must be a whole number"),
-        ({"INFERENCE_OPERATOR_WORKERS": "0"}, "must be at least 1"),
+        ({"INFERENCE_OPERATOR_WORKERS": "0"}, "must be a whole number from 1 to 256"),
         ({"INFERENCE_OPERATOR_LB_PROVIDER": "f5"}, "must be one of memory, http"),
         ({"INFERENCE_OPERATOR_LB_PROVIDER": "http"}, "needs INFERENCE_OPERATOR_LB_URL"),
         ({"INFERENCE_OPERATOR_LB_URL": "lb:9090"}, "must start with http://"),
@@ -225,6 +225,32 @@ def test_the_load_balancer_token_is_read_but_never_shown() -> None:
             {"INFERENCE_OPERATOR_LB_URL": "https://lb:8443", "INFERENCE_OPERATOR_LB_CA_FILE": "/nonexistent/ca.crt"},
             "INFERENCE_OPERATOR_LB_CA_FILE='/nonexistent/ca.crt': no readable file there",
         ),
+        (
+            {"INFERENCE_OPERATOR_LB_URL": "https://lb:8443", "INFERENCE_OPERATOR_LB_CA_FILE": "/dev/null"},
+            "INFERENCE_OPERATOR_LB_CA_FILE='/dev/null': not a regular file",
+        ),
+        (
+            {"INFERENCE_OPERATOR_LB_TIMEOUT": "nan"},
+            "INFERENCE_OPERATOR_LB_TIMEOUT='nan': must be a number from 0.1 to 600",
+        ),
+        ({"INFERENCE_OPERATOR_LB_TIMEOUT": "inf"}, "INFERENCE_OPERATOR_LB_TIMEOUT='inf': must be a number"),
+        ({"INFERENCE_OPERATOR_RESYNC_SECONDS": "NaN"}, "INFERENCE_OPERATOR_RESYNC_SECONDS='NaN': must be a number"),
+        ({"INFERENCE_OPERATOR_RESYNC_SECONDS": "-inf"}, "INFERENCE_OPERATOR_RESYNC_SECONDS='-inf'"),
+        ({"INFERENCE_OPERATOR_REQUEUE_SECONDS": "1e300"}, "from 0.1 to 86400"),
+        ({"INFERENCE_OPERATOR_WORKERS": "100000000"}, "INFERENCE_OPERATOR_WORKERS='100000000': must be a whole number"),
+        ({"INFERENCE_OPERATOR_WORKERS": "\u0663"}, "INFERENCE_OPERATOR_WORKERS='\u0663': must be a whole number"),
+        ({"INFERENCE_OPERATOR_RETRY_PERIOD": "nan"}, "INFERENCE_OPERATOR_RETRY_PERIOD='nan'"),
+        ({"INFERENCE_OPERATOR_CONNECT_TIMEOUT": "inf"}, "INFERENCE_OPERATOR_CONNECT_TIMEOUT='inf'"),
+        ({"INFERENCE_OPERATOR_TRACE_MAX_BYTES": "99999999999Gi"}, "must be at most 1Gi"),
+        ({"INFERENCE_OPERATOR_METRICS_ADDRESS": ":\u00b2"}, "must be HOST:PORT"),
+        (
+            {"INFERENCE_OPERATOR_LB_URL": "http://lb:99999"},
+            "INFERENCE_OPERATOR_LB_URL='http://lb:99999': Port out of range",
+        ),
+        ({"INFERENCE_OPERATOR_LB_URL": "http://"}, "must name a host"),
+        ({"INFERENCE_OPERATOR_NAMESPACES": "team-a,Team_B"}, "INFERENCE_OPERATOR_NAMESPACES='Team_B'"),
+        ({"INFERENCE_OPERATOR_LEASE_NAMESPACE": "a b"}, "is not a namespace name"),
+        ({"INFERENCE_OPERATOR_IDENTITY": "pod\r\nX-Evil: 1"}, "INFERENCE_OPERATOR_IDENTITY="),
     ],
 )
 def test_bad_settings_name_the_variable_and_what_is_allowed(env: dict[str, str], message: str) -> None:

@@ -190,7 +190,7 @@ def test_trace_settings_default_to_off_and_parse_sizes(tmp_path: Path) -> None:
     [
         ("TRACE_MAX_BYTES", "12x", "whole number of bytes"),
         ("TRACE_MAX_BYTES", "10", "at least 1024"),
-        ("TRACE_FILES", "0", "at least 1"),
+        ("TRACE_FILES", "0", "from 1 to 1000"),
         ("TRACE", "/nonexistent-dir/t.jsonl", "does not exist"),
     ],
 )

@@ -53,4 +53,4 @@ def test_nodes_alone_are_not_enough(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "nodes.yaml"
     path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
     assert main(["demo", "-f", str(path)]) == 2
-    assert "expected at least one InferenceService object, found 1 documents" in capsys.readouterr().err
+    assert "no InferenceService in it (found Node)" in capsys.readouterr().err
