@@ -13,13 +13,18 @@ before nor after.
 Events are buffered as frozen snapshots (:func:`~inference_operator.core.jsoncopy.freeze`) and thawed
 when drained, so every receiver gets its own copy and none can touch the store. A watch shares
 the server's lock: the server is safe to share between threads, and so are its watches.
+
+A watch may also carry a ``transform`` (an informer's cache transform, as client-go's
+``SetTransform``: the informers drop the managedFields entries the operator never reads). It
+is applied before the snapshot is frozen, once per event for all watches sharing that
+transform: the store's object is left alone, and thawing the slimmer copy is cheaper.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from inference_operator.core.jsoncopy import freeze, thaw
@@ -29,6 +34,9 @@ __all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
 
 Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Transform = Callable[[Obj], Obj]
+"""What a watch's receiver keeps of an object: must return a new object (or ``obj`` itself,
+unchanged), never modify its argument."""
 
 
 class WatchEvent(NamedTuple):
@@ -42,11 +50,17 @@ class Watch:
     """A buffered stream of events for one kind (or all kinds), from creation until :meth:`stop`."""
 
     def __init__(
-        self, broadcaster: Broadcaster, kind: str | None, namespace: str | None, selector: Selector | None = None
+        self,
+        broadcaster: Broadcaster,
+        kind: str | None,
+        namespace: str | None,
+        selector: Selector | None = None,
+        transform: Transform | None = None,
     ) -> None:
         self.kind = kind
         self.namespace = namespace
         self.selector = selector or Selector()
+        self.transform = transform
         self._broadcaster = broadcaster
         self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
         self._stopped = False
@@ -93,7 +107,8 @@ class Watch:
                     event = "ADDED"  # it entered the selector
                 elif not matches_now and old is not None:  # it left: its old state, at the new version
                     rv = new["metadata"]["resourceVersion"]
-                    event, blob = "DELETED", freeze({**old, "metadata": {**old["metadata"], "resourceVersion": rv}})
+                    left = {**old, "metadata": {**old["metadata"], "resourceVersion": rv}}
+                    event, blob = "DELETED", freeze(self.transform(left) if self.transform else left)
         self._events.append((event, blob))
 
 
@@ -107,11 +122,17 @@ class Broadcaster:
         self.lock = lock
         self._watches: list[Watch] = []
 
-    def open(self, kind: str | None, namespace: str | None, selector: Selector | None = None) -> Watch:
+    def open(
+        self,
+        kind: str | None,
+        namespace: str | None,
+        selector: Selector | None = None,
+        transform: Transform | None = None,
+    ) -> Watch:
         """A new watch that receives every event emitted from now on for ``kind`` in ``namespace``
-        (for objects ``selector`` matches)."""
+        (for objects ``selector`` matches), each object passed through ``transform`` if given."""
         with self.lock:
-            watch = Watch(self, kind, namespace, selector)
+            watch = Watch(self, kind, namespace, selector, transform)
             self._watches.append(watch)
             return watch
 
@@ -122,9 +143,17 @@ class Broadcaster:
     def emit(self, event: EventType, kind: str, namespace: str, blob: bytes, *, new: Obj, old: Obj | None) -> None:
         """Offer one change to every matching watch: ``blob`` is ``new`` frozen (the object now, or
         its last state), ``old`` the stored version before it. Call with ``lock`` held."""
+        transformed: dict[Transform, bytes] = {}
         for watch in self._watches:
             if watch.matches(kind, namespace):
-                watch._offer(event, blob, new, old)
+                transform = watch.transform
+                if transform is None:
+                    watch._offer(event, blob, new, old)
+                    continue
+                frozen = transformed.get(transform)
+                if frozen is None:
+                    frozen = transformed[transform] = freeze(transform(new))
+                watch._offer(event, frozen, new, old)
 
 
 def _labels(obj: Obj) -> Mapping[str, str]:
