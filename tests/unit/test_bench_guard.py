@@ -7,11 +7,14 @@ machine vary in speed by more than the regressions worth catching, and a busier 
 machine slows both sides alike.
 
 How the bound was chosen: after the profile-driven fixes of issue 23 the ratio measured
-0.0105-0.0135 at N=1000 on the shared 2-core machine over several runs (median of 3 per
-run, the machine busy with other builds); the ratio was about 0.019 before them, and the
-regression that issue was about was tenfold. 0.025 leaves about 2x headroom over today's
-figure for noise and for a slower CPU whose caches treat the two workloads differently, and
-still fails on a regression of the kind that issue found (anything that doubles the cost).
+0.0163-0.0205 at N=1000 (six runs, median 0.0178) on the project's shared 2-core machine
+while other builds ran; the reference itself then took 0.41-0.61 s of CPU (0.36 s on a
+quieter moment), so absolute CPU moved by 1.7x while the ratio moved by 1.2x. Before those
+fixes the ratio was 0.0275 (one run), and the regression issue 23 was about had
+been tenfold. 0.04 is twice the highest figure seen: room for a noisier CI machine and a CPU
+whose caches favour the small reference more, while anything that doubles the simulator's
+cost per object fails. It would not catch a regression of 1.5x (undoing all of issue 23's
+fixes lands at 0.0275): that is the price of not failing on a busy machine.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 1000
-BOUND = 0.025
+BOUND = 0.04
 
 
 def test_the_simulators_cpu_per_object_at_1k_stays_within_its_bound_relative_to_the_reference() -> None:
