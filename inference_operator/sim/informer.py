@@ -22,7 +22,8 @@ The cache is slimmed, as the real operator's is (``kube/cache.py``, like control
 ``TransformStripManagedFields``): of ``metadata.managedFields`` only the operator's own apply
 entry stays, the one its drift check reads (which fields it owns); the other managers' entries
 are often half an object's size. The transform runs inside the watch, before the event's copy
-is frozen (:mod:`~inference_operator.sim.apiserver.watch`), so informers also thaw less.
+is copied (:mod:`~inference_operator.sim.apiserver.watch`), so informers also copy less, and
+informers of one kind share that copy (their objects being read-only).
 Whoever needs the full entries reads the API server (``Backend.read``), as on a real cluster.
 """
 

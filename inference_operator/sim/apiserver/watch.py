@@ -16,8 +16,11 @@ the server's lock: the server is safe to share between threads, and so are its w
 
 A watch may also carry a ``transform`` (an informer's cache transform, as client-go's
 ``SetTransform``: the informers drop the managedFields entries the operator never reads). It
-is applied before the snapshot is frozen, once per event for all watches sharing that
-transform: the store's object is left alone, and thawing the slimmer copy is cheaper.
+is applied once per event for all watches sharing that transform, and those watches share
+one copy of the result (made when the event happens, never part of the store): the
+receivers of a transform are informer caches, whose objects are read-only by contract, and
+two caches of one kind (the operator's and the Deployment controller's) then hold one copy
+of each object instead of two. Watches without a transform get their own copy each.
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ class Watch:
         self.selector = selector or Selector()
         self.transform = transform
         self._broadcaster = broadcaster
-        self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
+        self._events: deque[tuple[EventType, bytes | Obj]] = deque()  # frozen snapshots, thawed on
+        # drain; or, with a transform, the copy shared by the watches of that transform
         self._stopped = False
 
     def matches(self, kind: str, namespace: str) -> bool:
@@ -78,7 +82,7 @@ class Watch:
         with self._broadcaster.lock:
             events = list(self._events)
             self._events.clear()
-        return [WatchEvent(kind, thaw(blob)) for kind, blob in events]
+        return [WatchEvent(kind, thaw(item) if isinstance(item, bytes) else item) for kind, item in events]
 
     def stop(self) -> None:
         """Stop receiving events; pending ones can still be drained."""
@@ -91,7 +95,7 @@ class Watch:
     def stopped(self) -> bool:
         return self._stopped
 
-    def _offer(self, event: EventType, blob: bytes, new: Obj, old: Obj | None) -> None:
+    def _offer(self, event: EventType, blob: bytes | Obj, new: Obj, old: Obj | None) -> None:
         """One change: ``new`` is the object now (DELETED: its last state), ``old`` the version
         before a MODIFIED. A selector's leave is DELETED with the old state at the new version."""
         if self.selector:
@@ -108,7 +112,8 @@ class Watch:
                 elif not matches_now and old is not None:  # it left: its old state, at the new version
                     rv = new["metadata"]["resourceVersion"]
                     left = {**old, "metadata": {**old["metadata"], "resourceVersion": rv}}
-                    event, blob = "DELETED", freeze(self.transform(left) if self.transform else left)
+                    event = "DELETED"
+                    blob = thaw(freeze(self.transform(left))) if self.transform else freeze(left)
         self._events.append((event, blob))
 
 
@@ -143,17 +148,17 @@ class Broadcaster:
     def emit(self, event: EventType, kind: str, namespace: str, blob: bytes, *, new: Obj, old: Obj | None) -> None:
         """Offer one change to every matching watch: ``blob`` is ``new`` frozen (the object now, or
         its last state), ``old`` the stored version before it. Call with ``lock`` held."""
-        transformed: dict[Transform, bytes] = {}
+        transformed: dict[Transform, Obj] = {}
         for watch in self._watches:
             if watch.matches(kind, namespace):
                 transform = watch.transform
                 if transform is None:
                     watch._offer(event, blob, new, old)
                     continue
-                frozen = transformed.get(transform)
-                if frozen is None:
-                    frozen = transformed[transform] = freeze(transform(new))
-                watch._offer(event, frozen, new, old)
+                shared = transformed.get(transform)
+                if shared is None:  # a deep copy: the transform's result shares the store's subtrees
+                    shared = transformed[transform] = thaw(freeze(transform(new)))
+                watch._offer(event, shared, new, old)
 
 
 def _labels(obj: Obj) -> Mapping[str, str]:

@@ -13,7 +13,8 @@ Covers:
   on_update(obj, obj); a handler that raises leaves later events for the next pump.
 - Slimming: the cache keeps only the operator's own apply entry of managedFields, from the
   list and from every event, and leaves the API server's object whole; ``transform=None``
-  keeps everything.
+  keeps everything; informers of one kind share one copy of each object, a plain watch gets
+  its own.
 - Scope: a namespaced informer sees only its namespace; stop ends the watch; a label-selected
   informer sees an object only while it carries the label (losing it is a delete, gaining it an
   add), as a watch with a label selector does.
@@ -302,3 +303,18 @@ class TestSlimming:
         informer = SharedInformer(api, KIND, transform=None)
         informer.start()
         assert informer.get("default", "a") == api.get(KIND, "default", "a")
+
+    def test_informers_of_one_kind_share_one_copy_and_a_plain_watch_gets_its_own(self, api: FakeApiServer) -> None:
+        first, second = SharedInformer(api, KIND), SharedInformer(api, KIND)
+        first.start()
+        second.start()
+        plain = api.watch(KIND)
+        api.create(isvc("a"))
+        first.pump()
+        second.pump()
+        [event] = plain.drain()
+        shared = first.get("default", "a")
+        assert shared is not None and shared is second.get("default", "a")
+        assert event.object is not shared and event.object == api.get(KIND, "default", "a")
+        event.object["spec"]["replicas"] = 9  # a plain watch's copy is its receiver's own
+        assert shared["spec"]["replicas"] == 1
