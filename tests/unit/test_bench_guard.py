@@ -7,7 +7,7 @@ machine vary in speed by more than the regressions worth catching, and a busier 
 machine slows both sides alike.
 
 How the bound was chosen: after the profile-driven fixes of issue 23 the ratio measured
-0.0163-0.0205 at N=1000 (six runs, median 0.0178) on the project's shared 2-core machine
+0.0163-0.0205 at N=1000 (seven runs, median 0.0176) on the project's shared 2-core machine
 while other builds ran; the reference itself then took 0.41-0.61 s of CPU (0.36 s on a
 quieter moment), so absolute CPU moved by 1.7x while the ratio moved by 1.2x. Before those
 fixes the ratio was 0.0275 (one run), and the regression issue 23 was about had
