@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): N InferenceServices created at once in the simulator, run until Ready.
 
-Prints N, reconciles, wall seconds, reconciles per second and peak RSS for each N given.
+Prints, for each N given: reconciles, CPU seconds of the process (what the figures are about:
+wall time on a shared machine is mostly other people's work), wall seconds, reconciles per CPU
+second, writes, peak RSS, and CPU milliseconds per object. With ``--repeat R`` each N runs R
+times in the one process and the median (by CPU) is shown. With ``--reference`` the fixed
+workload of bench/reference.py runs too, and the cost per object is also given as a ratio to
+it (``per-object/ref``): a figure that moves little with the machine's speed, which the CI guard
+(tests/unit/test_bench_guard.py) bounds.
 Usage: python bench/sim.py [N ...]   (default: 1000 10000)
+       python bench/sim.py --repeat 3 --reference 1000
        python bench/sim.py --trace FILE 1000   (the same with the flight recorder on: FILE.N.jsonl per size)
        python bench/sim.py --cluster 1000   (pods modelled: the simulated cluster with nodes, scheduler, ReplicaSets)
+       python bench/sim.py --json 1000   (one JSON object per line instead of the table)
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,6 +34,9 @@ from inference_operator.core.process import tune_gc
 from inference_operator.sim import Simulation
 from inference_operator.trace.recorder import Recorder
 from inference_operator.trace.sink import FileSink
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reference import reference_cpu_seconds
 
 
 def peak_rss_mib() -> float:
@@ -40,6 +53,7 @@ def run(n: int, trace: str | None = None, *, cluster: bool = False) -> dict[str,
         sim.api.create(make_namespace(namespace))
     gc.collect()
     start = time.perf_counter()
+    cpu_start = time.process_time()
     for i in range(n):
         sim.apply(
             make_inference_service(
@@ -48,6 +62,7 @@ def run(n: int, trace: str | None = None, *, cluster: bool = False) -> dict[str,
         )
     reconciles = sim.run_until_quiescent()
     sim.tracer.close()
+    cpu = time.process_time() - cpu_start
     wall = time.perf_counter() - start
     ready = sum(1 for obj in sim.api.list(KIND) if (obj.get("status") or {}).get("phase") == "Ready")
     if ready != n:
@@ -55,8 +70,10 @@ def run(n: int, trace: str | None = None, *, cluster: bool = False) -> dict[str,
     return {
         "n": n,
         "reconciles": reconciles,
+        "cpu_s": cpu,
         "wall_s": wall,
-        "reconciles_per_s": reconciles / wall,
+        "reconciles_per_s": reconciles / cpu,
+        "cpu_ms_per_object": 1000 * cpu / n,
         "writes": sim.api.writes,
         "peak_rss_mib": peak_rss_mib(),
     }
@@ -74,24 +91,47 @@ def main() -> int:
     parser.add_argument(
         "--cluster", action="store_true", help="model pods: nodes, scheduler, ReplicaSets and kubelets (sim/cluster)"
     )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per N; the median by CPU is shown")
+    parser.add_argument("--reference", action="store_true", help="also run bench/reference.py and give ratios to it")
+    parser.add_argument("--json", action="store_true", help="one JSON object per N instead of the table")
     args = parser.parse_args()
     if not args.default_gc:
         tune_gc()
-    print(f"python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()}")
-    print(f"{'N':>7} {'reconciles':>11} {'wall s':>8} {'rec/s':>9} {'writes':>8} {'peak RSS MiB':>13}")
+    reference = reference_cpu_seconds() if args.reference else None
+    if not args.json:
+        print(f"python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()}")
+        if reference is not None:
+            print(f"reference workload (bench/reference.py): {reference:.3f} s CPU")
+        print(
+            f"{'N':>7} {'reconciles':>11} {'CPU s':>8} {'wall s':>8} {'rec/CPU s':>10} {'writes':>8} "
+            f"{'peak RSS MiB':>13} {'CPU ms/obj':>11}" + (f" {'per-object/ref':>15}" if reference else "")
+        )
     results = []
     for n in args.sizes:
-        r = run(n, args.trace, cluster=args.cluster)
+        runs = sorted((run(n, args.trace, cluster=args.cluster) for _ in range(args.repeat)), key=lambda r: r["cpu_s"])
+        r = dict(runs[len(runs) // 2])
+        r["cpu_s_runs"] = [x["cpu_s"] for x in runs]
+        r["wall_s_median"] = statistics.median(x["wall_s"] for x in runs)
+        if reference is not None:
+            after = reference_cpu_seconds()  # before and after: the least disturbed of both
+            r["reference_cpu_s"] = min(reference, after)
+            r["per_object_over_reference"] = r["cpu_s"] / n / r["reference_cpu_s"]
         results.append(r)
+        if args.json:
+            print(json.dumps(r), flush=True)
+            continue
         print(
-            f"{r['n']:>7} {r['reconciles']:>11} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>9.0f} "
-            f"{r['writes']:>8} {r['peak_rss_mib']:>13.0f}",
+            f"{r['n']:>7} {r['reconciles']:>11} {r['cpu_s']:>8.2f} {r['wall_s']:>8.2f} {r['reconciles_per_s']:>10.0f} "
+            f"{r['writes']:>8} {r['peak_rss_mib']:>13.0f} {r['cpu_ms_per_object']:>11.2f}"
+            + (f" {r['per_object_over_reference']:>15.5f}" if reference is not None else ""),
             flush=True,
         )
-    if len(results) >= 2:
+        if args.repeat > 1:
+            print(f"{'':>7} CPU s of the {args.repeat} runs: " + ", ".join(f"{c:.2f}" for c in r["cpu_s_runs"]))
+    if len(results) >= 2 and not args.json:
         a, b = results[0], results[-1]
-        ratio = (b["wall_s"] / a["wall_s"]) / (b["n"] / a["n"])
-        print(f"time per object at N={b['n']} is {ratio:.2f}x that at N={a['n']} (1.00 = linear)")
+        ratio = (b["cpu_s"] / a["cpu_s"]) / (b["n"] / a["n"])
+        print(f"CPU per object at N={b['n']} is {ratio:.2f}x that at N={a['n']} (1.00 = linear)")
     return 0
 
 

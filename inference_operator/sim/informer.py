@@ -17,6 +17,14 @@ Objects in the cache, and the objects passed to handlers, are the cache's own an
 callers must never mutate them (copy first, e.g. with :func:`inference_operator.core.jsoncopy.deep_copy`).
 Handing out references rather than copies is what makes a cache read cost nothing, exactly as
 in client-go, where mutating a cached object is the classic informer bug.
+
+The cache is slimmed, as the real operator's is (``kube/cache.py``, like controller-runtime's
+``TransformStripManagedFields``): of ``metadata.managedFields`` only the operator's own apply
+entry stays, the one its drift check reads (which fields it owns); the other managers' entries
+are often half an object's size. The transform runs inside the watch, before the event's copy
+is copied (:mod:`~inference_operator.sim.apiserver.watch`), so informers also copy less, and
+informers of one kind share that copy (their objects being read-only).
+Whoever needs the full entries reads the API server (``Backend.read``), as on a real cluster.
 """
 
 from __future__ import annotations
@@ -26,15 +34,33 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer, Watch, WatchEvent
+from inference_operator.sim.apiserver.watch import Transform
 
-__all__ = ["AddHandler", "DeleteHandler", "SharedInformer", "UpdateHandler"]
+__all__ = ["AddHandler", "DeleteHandler", "SharedInformer", "UpdateHandler", "slim"]
 
 Objs = list[Obj]  # an alias: inside the class, ``list`` is the method
 AddHandler = Callable[[Obj], None]
 UpdateHandler = Callable[[Obj, Obj], None]
 DeleteHandler = Callable[[Obj], None]
+
+
+def slim(obj: Obj) -> Obj:
+    """The object with only the operator's own apply entry in ``managedFields`` (the default
+    cache transform). Shallow: the input is left alone, the kept parts are shared."""
+    meta = obj.get("metadata")
+    fields = meta.get("managedFields") if isinstance(meta, dict) else None
+    if fields is None:
+        return obj
+    kept = [e for e in fields if e.get("manager") == FIELD_MANAGER and e.get("operation") == "Apply"]
+    if len(kept) == len(fields):
+        return obj
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}  # type: ignore[union-attr]
+    if kept:
+        meta["managedFields"] = kept
+    return {**obj, "metadata": meta}
 
 
 @dataclass(frozen=True)
@@ -57,9 +83,17 @@ class SharedInformer:
     """
 
     def __init__(
-        self, api: FakeApiServer, kind: str, *, namespace: str | None = None, label: str | None = None
+        self,
+        api: FakeApiServer,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label: str | None = None,
+        transform: Transform | None = slim,
     ) -> None:
         self.api = api
+        self.transform = transform
+        """What the cache keeps of each object (None: all of it)."""
         self.kind = kind
         self.namespace = namespace
         self.label = label
@@ -97,7 +131,7 @@ class SharedInformer:
         with self._lock:
             if self._watch is not None:
                 return
-            items, self._watch = self.api.list_and_watch(self.kind, self.namespace)
+            items, self._watch = self.api.list_and_watch(self.kind, self.namespace, transform=self.transform)
             items = [obj for obj in items if self._selects(obj)]
             for obj in items:
                 self._cache[_key(obj)] = obj
@@ -165,7 +199,7 @@ class SharedInformer:
             if self._watch is not None:
                 self._watch.stop()
             self._backlog.clear()
-            items, self._watch = self.api.list_and_watch(self.kind, self.namespace)
+            items, self._watch = self.api.list_and_watch(self.kind, self.namespace, transform=self.transform)
             items = [obj for obj in items if self._selects(obj)]
             old_cache = self._cache
             fresh = {_key(obj): obj for obj in items}

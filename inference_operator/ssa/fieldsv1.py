@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from inference_operator.ssa.fieldpaths import (
     _FIELD,
@@ -75,7 +76,22 @@ def parse_element(text: str) -> PathElement:
 
 def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
     """The ``fieldsV1`` object of a field set, keys in the order the API server writes them
-    (path elements sorted, ``.`` first where a member also has children)."""
+    (path elements sorted, ``.`` first where a member also has children); the caller's own.
+
+    Field sets (frozensets) are encoded once and copied out: every write encodes the entries
+    it changed, and objects of one shape share their sets (all Deployments the operator
+    applies, all its status updates), so this was a sorting tree walk per write."""
+    if type(fields) is frozenset:
+        return cast(dict[str, Any], marshal.loads(_encoded(fields)))
+    return _build(fields)
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded(fields: FieldSet) -> bytes:
+    return marshal.dumps(_build(fields), 2)  # version 2: no shared references in the copies
+
+
+def _build(fields: Iterable[Path]) -> dict[str, Any]:
     root: _Tree = {}
     for path in fields:
         node = root

@@ -27,11 +27,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from inference_operator.core.objects import Obj
+from inference_operator.sim.apiserver.celfast import Fallback, compile_rule
 from inference_operator.sim.apiserver.crdschema import ABSENT, FieldError, child_path, correlated_item, item_path
 
 __all__ = ["check_rules", "evaluate"]
@@ -62,14 +63,18 @@ def check_rules(obj: Obj, schema: Schema, old: Obj | None) -> list[FieldError]:
     return errors
 
 
-def evaluate(rule: str, value: Any, *, old: Any = _ABSENT, optional_old_self: bool = False) -> bool | str:
-    """One rule's verdict on ``value`` (True, False, or the evaluation error's text)."""
+def evaluate(
+    rule: str, value: Any, *, old: Any = _ABSENT, optional_old_self: bool = False, reference: bool = False
+) -> bool | str:
+    """One rule's verdict on ``value`` (True, False, or the evaluation error's text).
+
+    ``reference``: celpy alone, without the compiled fast path (the referee of its tests)."""
     reads, reads_old = _reads(rule)
     if reads is not None and isinstance(value, dict):
         value = {k: v for k, v in value.items() if k in reads}
     if old is not _ABSENT and not reads_old:
         old = {}
-    return _cached(rule, _dump(value), optional_old_self, _dump(old) if old is not _ABSENT else None)
+    return _cached(rule, _dump(value), optional_old_self, _dump(old) if old is not _ABSENT else None, reference)
 
 
 _SELF: Final = re.compile(r"\bself\b(?:\.(\w+)(\s*\()?)?")
@@ -170,6 +175,8 @@ def _rules_at_or_below(schema: Schema) -> tuple[bool, bool]:
 class _Program:
     runner: Any
     json_to_cel: Any
+    fast: Callable[[Mapping[str, Any]], Any] | None
+    """The rule compiled to closures (celfast), None when it leaves that subset."""
 
 
 def _dump(value: Any) -> str:
@@ -177,9 +184,18 @@ def _dump(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=2048)
-def _cached(rule: str, self_json: str, optional_old_self: bool, old_json: str | None) -> bool | str:
-    """Rule verdicts are pure functions of the rule and the values: evaluate each once."""
+def _cached(
+    rule: str, self_json: str, optional_old_self: bool, old_json: str | None, reference: bool = False
+) -> bool | str:
+    """Rule verdicts are pure functions of the rule and the values: evaluate each once.
+
+    The compiled fast path answers first; whatever it cannot answer exactly (an error, an
+    unusual type) celpy evaluates, so verdicts and messages are celpy's either way."""
     program = _program(rule)
+    if program.fast is not None and not reference:
+        verdict = _fast_verdict(program.fast, self_json, optional_old_self, old_json)
+        if verdict is not None:
+            return verdict
     activation: dict[str, Any] = {"self": program.json_to_cel(json.loads(self_json))}
     if optional_old_self:
         activation["oldSelf"] = (
@@ -196,6 +212,21 @@ def _cached(rule: str, self_json: str, optional_old_self: bool, old_json: str | 
     return bool(result) if _is_bool(result) else f"rule did not evaluate to a bool: {result!r}"
 
 
+def _fast_verdict(
+    fast: Callable[[Mapping[str, Any]], Any], self_json: str, optional_old_self: bool, old_json: str | None
+) -> bool | None:
+    env: dict[str, Any] = {"self": json.loads(self_json)}
+    if optional_old_self:
+        env["oldSelf"] = _Optional() if old_json is None else _Optional(json.loads(old_json))
+    elif old_json is not None:
+        env["oldSelf"] = json.loads(old_json)
+    try:
+        result = fast(env)
+    except Fallback:
+        return None
+    return result if type(result) is bool else None
+
+
 def _is_bool(result: Any) -> bool:
     return isinstance(result, bool) or type(result).__name__ == "BoolType"
 
@@ -206,7 +237,9 @@ def _program(rule: str) -> _Program:
 
     environment = _environment()
     functions = {"hasValue": _has_value, "value": _value, "orValue": _or_value}
-    return _Program(environment.program(environment.compile(rule), functions=functions), json_to_cel)
+    tree = environment.compile(rule)
+    fast = compile_rule(tree, optional_type=_Optional)
+    return _Program(environment.program(tree, functions=functions), json_to_cel, fast)
 
 
 @functools.cache

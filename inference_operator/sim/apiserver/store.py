@@ -23,7 +23,7 @@ from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.keys import Key, key_for, key_of_stored
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.selectors import parse_field_selector, parse_label_selector
-from inference_operator.sim.apiserver.watch import Broadcaster, Watch
+from inference_operator.sim.apiserver.watch import Broadcaster, Transform, Watch
 
 __all__ = ["ApiRequest", "ControllerAccess", "ObjectStore", "thaw_object"]
 
@@ -105,22 +105,36 @@ class ObjectStore:
                     item.pop("kind", None)
             return items
 
-    def list_and_watch(self, kind: str, namespace: str | None = None) -> tuple[Objs, Watch]:
+    def list_and_watch(
+        self, kind: str, namespace: str | None = None, *, transform: Transform | None = None
+    ) -> tuple[Objs, Watch]:
         """List and open a watch atomically: the watch sees exactly the changes after the list.
 
         This is an informer's list: its items carry ``kind`` and ``apiVersion``, which clients
-        (Kopf, client-go's dynamic informers) fill in from the list's own.
+        (Kopf, client-go's dynamic informers) fill in from the list's own. ``transform``: the
+        informer's cache transform, applied to the items and to every event (see :mod:`.watch`).
         """
         with self._lock:
             self.reads += 1
-            return self._copies(kind, namespace, None), self.watch(kind, namespace)
+            items = self._copies(kind, namespace, None)
+            if transform is not None:
+                items = [transform(obj) for obj in items]
+            return items, self.watch(kind, namespace, transform=transform)
 
-    def watch(self, kind: str | None = None, namespace: str | None = None, *, label_selector: str = "") -> Watch:
+    def watch(
+        self,
+        kind: str | None = None,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        transform: Transform | None = None,
+    ) -> Watch:
         """Start buffering events for ``kind`` (all kinds if None) from now on; ``label_selector``
-        (the API's syntax) narrows it as on a real server."""
+        (the API's syntax) narrows it as on a real server; ``transform`` is applied to each
+        event's object before it is buffered."""
         selector = parse_label_selector(label_selector)
         with self._lock:
-            return self._watches.open(kind, namespace or None, selector)
+            return self._watches.open(kind, namespace or None, selector, transform)
 
     def objects_total(self, kind: str | None = None) -> int:
         with self._lock:

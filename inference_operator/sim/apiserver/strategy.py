@@ -234,7 +234,11 @@ def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any]) -> O
 
 def _status_metadata(key: Key, stored: Obj, source: Mapping[str, Any]) -> Obj:
     """The metadata a status write to a Go-typed kind stores (see :func:`prepare_status_update`)."""
-    sent = defaults.ingest(key[0], {"metadata": source.get("metadata") or {}})
+    source_meta = source.get("metadata") or {}
+    if isinstance(source_meta, dict) and "managedFields" in source_meta:
+        # replaced by the stored entries below whatever was sent: not worth a copy
+        source_meta = {k: v for k, v in source_meta.items() if k != "managedFields"}
+    sent = defaults.ingest(key[0], {"metadata": source_meta})
     meta = _normalised_metadata(sent, key)
     old_meta: Obj = stored["metadata"]
     for field in (*_SERVER_FIELDS, "managedFields"):

@@ -13,13 +13,21 @@ before nor after.
 Events are buffered as frozen snapshots (:func:`~inference_operator.core.jsoncopy.freeze`) and thawed
 when drained, so every receiver gets its own copy and none can touch the store. A watch shares
 the server's lock: the server is safe to share between threads, and so are its watches.
+
+A watch may also carry a ``transform`` (an informer's cache transform, as client-go's
+``SetTransform``: the informers drop the managedFields entries the operator never reads). It
+is applied once per event for all watches sharing that transform, and those watches share
+one copy of the result (made when the event happens, never part of the store): the
+receivers of a transform are informer caches, whose objects are read-only by contract, and
+two caches of one kind (the operator's and the Deployment controller's) then hold one copy
+of each object instead of two. Watches without a transform get their own copy each.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal, NamedTuple
 
 from inference_operator.core.jsoncopy import freeze, thaw
@@ -29,6 +37,9 @@ from inference_operator.sim.apiserver.selectors import Selector
 __all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Transform = Callable[[Obj], Obj]
+"""What a watch's receiver keeps of an object: must return a new object (or ``obj`` itself,
+unchanged), never modify its argument."""
 
 
 class WatchEvent(NamedTuple):
@@ -42,13 +53,20 @@ class Watch:
     """A buffered stream of events for one kind (or all kinds), from creation until :meth:`stop`."""
 
     def __init__(
-        self, broadcaster: Broadcaster, kind: str | None, namespace: str | None, selector: Selector | None = None
+        self,
+        broadcaster: Broadcaster,
+        kind: str | None,
+        namespace: str | None,
+        selector: Selector | None = None,
+        transform: Transform | None = None,
     ) -> None:
         self.kind = kind
         self.namespace = namespace
         self.selector = selector or Selector()
+        self.transform = transform
         self._broadcaster = broadcaster
-        self._events: deque[tuple[EventType, bytes]] = deque()  # frozen snapshots, thawed on drain
+        self._events: deque[tuple[EventType, bytes | Obj]] = deque()  # frozen snapshots, thawed on
+        # drain; or, with a transform, the copy shared by the watches of that transform
         self._stopped = False
 
     def matches(self, kind: str, namespace: str) -> bool:
@@ -64,7 +82,7 @@ class Watch:
         with self._broadcaster.lock:
             events = list(self._events)
             self._events.clear()
-        return [WatchEvent(kind, thaw(blob)) for kind, blob in events]
+        return [WatchEvent(kind, thaw(item) if isinstance(item, bytes) else item) for kind, item in events]
 
     def stop(self) -> None:
         """Stop receiving events; pending ones can still be drained."""
@@ -77,7 +95,7 @@ class Watch:
     def stopped(self) -> bool:
         return self._stopped
 
-    def _offer(self, event: EventType, blob: bytes, new: Obj, old: Obj | None) -> None:
+    def _offer(self, event: EventType, blob: bytes | Obj, new: Obj, old: Obj | None) -> None:
         """One change: ``new`` is the object now (DELETED: its last state), ``old`` the version
         before a MODIFIED. A selector's leave is DELETED with the old state at the new version."""
         if self.selector:
@@ -93,7 +111,9 @@ class Watch:
                     event = "ADDED"  # it entered the selector
                 elif not matches_now and old is not None:  # it left: its old state, at the new version
                     rv = new["metadata"]["resourceVersion"]
-                    event, blob = "DELETED", freeze({**old, "metadata": {**old["metadata"], "resourceVersion": rv}})
+                    left = {**old, "metadata": {**old["metadata"], "resourceVersion": rv}}
+                    event = "DELETED"
+                    blob = thaw(freeze(self.transform(left))) if self.transform else freeze(left)
         self._events.append((event, blob))
 
 
@@ -107,11 +127,17 @@ class Broadcaster:
         self.lock = lock
         self._watches: list[Watch] = []
 
-    def open(self, kind: str | None, namespace: str | None, selector: Selector | None = None) -> Watch:
+    def open(
+        self,
+        kind: str | None,
+        namespace: str | None,
+        selector: Selector | None = None,
+        transform: Transform | None = None,
+    ) -> Watch:
         """A new watch that receives every event emitted from now on for ``kind`` in ``namespace``
-        (for objects ``selector`` matches)."""
+        (for objects ``selector`` matches), each object passed through ``transform`` if given."""
         with self.lock:
-            watch = Watch(self, kind, namespace, selector)
+            watch = Watch(self, kind, namespace, selector, transform)
             self._watches.append(watch)
             return watch
 
@@ -122,9 +148,17 @@ class Broadcaster:
     def emit(self, event: EventType, kind: str, namespace: str, blob: bytes, *, new: Obj, old: Obj | None) -> None:
         """Offer one change to every matching watch: ``blob`` is ``new`` frozen (the object now, or
         its last state), ``old`` the stored version before it. Call with ``lock`` held."""
+        transformed: dict[Transform, Obj] = {}
         for watch in self._watches:
             if watch.matches(kind, namespace):
-                watch._offer(event, blob, new, old)
+                transform = watch.transform
+                if transform is None:
+                    watch._offer(event, blob, new, old)
+                    continue
+                shared = transformed.get(transform)
+                if shared is None:  # a deep copy: the transform's result shares the store's subtrees
+                    shared = transformed[transform] = thaw(freeze(transform(new)))
+                watch._offer(event, shared, new, old)
 
 
 def _labels(obj: Obj) -> Mapping[str, str]:

@@ -11,6 +11,10 @@ Covers:
   cache never alias).
 - Handlers: several handlers; one added after start is replayed the cache; resync calls
   on_update(obj, obj); a handler that raises leaves later events for the next pump.
+- Slimming: the cache keeps only the operator's own apply entry of managedFields, from the
+  list and from every event, and leaves the API server's object whole; ``transform=None``
+  keeps everything; informers of one kind share one copy of each object, a plain watch gets
+  its own.
 - Scope: a namespaced informer sees only its namespace; stop ends the watch; a label-selected
   informer sees an object only while it carries the label (losing it is a delete, gaining it an
   add), as a watch with a label selector does.
@@ -22,9 +26,10 @@ from typing import Any
 
 import pytest
 
+from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
-from inference_operator.sim.informer import SharedInformer
+from inference_operator.sim.informer import SharedInformer, slim
 
 Obj = dict[str, Any]
 KIND = "InferenceService"
@@ -88,7 +93,7 @@ class TestStart:
         informer.start()
         assert informer.has_synced
         assert recorder.calls == [("add", "a"), ("add", "b")]
-        assert informer.get("default", "a") == api.get(KIND, "default", "a")
+        assert informer.get("default", "a") == slim(api.get(KIND, "default", "a"))
         assert len(informer) == 2
 
     def test_start_twice_lists_once(self, api: FakeApiServer, informer: SharedInformer, recorder: Recorder) -> None:
@@ -160,7 +165,7 @@ class TestPump:
         informer.pump()
         cached = informer.get("default", "a")
         assert cached is not None
-        assert cached == created
+        assert cached == slim(created)
         created["spec"]["replicas"] = 50  # the caller's copy …
         assert cached["spec"]["replicas"] == 1  # … is not the cache's
         assert api.get(KIND, "default", "a") is not cached
@@ -270,3 +275,46 @@ def test_a_label_selected_informer_sees_an_object_only_while_it_carries_the_labe
     informer.pump()
     assert recorder.calls[2:] == [("add", "foreign")] and informer.get("default", "foreign") is not None
     assert informer.relist() == 1, "a re-list is filtered too"
+
+
+class TestSlimming:
+    def apply_by_two_managers(self, api: FakeApiServer) -> None:
+        api.create(isvc("a"))  # an Update entry of the creating client
+        api.apply(isvc("a", replicas=2), field_manager=FIELD_MANAGER, force=True)
+
+    def managers(self, obj: Obj | None) -> list[tuple[str, str]]:
+        assert obj is not None
+        return [(e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields") or []]
+
+    def test_the_cache_keeps_only_the_operators_apply_entry(self, api: FakeApiServer) -> None:
+        self.apply_by_two_managers(api)
+        listed = SharedInformer(api, KIND)
+        listed.start()
+        watched = SharedInformer(api, KIND)
+        watched.start()
+        api.apply(isvc("a", replicas=3), field_manager=FIELD_MANAGER, force=True)
+        watched.pump()
+        assert len(self.managers(api.get(KIND, "default", "a"))) == 2
+        assert self.managers(listed.get("default", "a")) == [(FIELD_MANAGER, "Apply")]
+        assert self.managers(watched.get("default", "a")) == [(FIELD_MANAGER, "Apply")]
+
+    def test_without_a_transform_the_cache_keeps_every_entry(self, api: FakeApiServer) -> None:
+        self.apply_by_two_managers(api)
+        informer = SharedInformer(api, KIND, transform=None)
+        informer.start()
+        assert informer.get("default", "a") == api.get(KIND, "default", "a")
+
+    def test_informers_of_one_kind_share_one_copy_and_a_plain_watch_gets_its_own(self, api: FakeApiServer) -> None:
+        first, second = SharedInformer(api, KIND), SharedInformer(api, KIND)
+        first.start()
+        second.start()
+        plain = api.watch(KIND)
+        api.create(isvc("a"))
+        first.pump()
+        second.pump()
+        [event] = plain.drain()
+        shared = first.get("default", "a")
+        assert shared is not None and shared is second.get("default", "a")
+        assert event.object is not shared and event.object == api.get(KIND, "default", "a")
+        event.object["spec"]["replicas"] = 9  # a plain watch's copy is its receiver's own
+        assert shared["spec"]["replicas"] == 1
