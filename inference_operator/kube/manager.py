@@ -34,14 +34,15 @@ from inference_operator.control.handler import WatchEvent
 from inference_operator.control.metrics import Metrics
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import Clock, RealClock
-from inference_operator.core.ports import LoadBalancerProvider
+from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.kube.backend import EVENT_POSTER
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
 from inference_operator.kube.crashpoint import CrashPoint
-from inference_operator.kube.election import ElectionSettings, LeaderElector
+from inference_operator.kube.election import BootClock, ElectionSettings, LeaderElector
+from inference_operator.kube.fence import Fence
 from inference_operator.kube.health import ThreadGroup
 from inference_operator.kube.metricsserver import MetricsServer, live
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
@@ -103,6 +104,8 @@ class OperatorRuntime:
         self.leading = threading.Event()
         """Set while this replica may write: it holds the leader lease (or election is off)."""
         self.elector: LeaderElector | None = None
+        self.fence: Fence | None = None
+        """Asked at each write (leader election on): the term it may go under, if any."""
         if config.leader_election:
             self.elector = LeaderElector(
                 ElectionSettings(
@@ -114,10 +117,13 @@ class OperatorRuntime:
                     retry_period=config.retry_period,
                 ),
                 client,
-                self.clock,
+                BootClock() if clock is None else self.clock,  # counts a suspended machine's sleep
                 on_started=self._started_leading,
                 on_stopped=self._stopped_leading,
             )
+            self.fence = Fence(self.elector)
+            if hasattr(client, "write_gate"):
+                client.write_gate = self.fence.gate  # the last check, the instant before each request
         self.tracer = tracer if tracer is not None else make_tracer(config, self.clock)
         """The flight recorder (``--trace``); off by default."""
         ports = operator_ports(
@@ -127,7 +133,7 @@ class OperatorRuntime:
             provider=load_balancer or make_load_balancer(config),
             crash=self.crash,
             telemetry=self.telemetry,
-            is_leader=self.elector.is_leader if self.elector is not None else None,
+            fence=self.fence,
             tracer=self.tracer,
         )
         self.backend = ports.kube
@@ -142,7 +148,7 @@ class OperatorRuntime:
         )
         self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
         self.controller = Controller(
-            "inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry, tracer=self.tracer
+            "inferenceservice", self._reconcile, self.queue, metrics=self.telemetry, tracer=self.tracer
         )
         self.telemetry.workers(active=0, maximum=config.workers)
         self.telemetry.leader.labels(name=config.lease_name).set(0)
@@ -245,6 +251,14 @@ class OperatorRuntime:
             self.config.identity,
             f"lease {self.config.lease_namespace}/{self.config.lease_name}" if self.elector else "off",
         )
+
+    def _reconcile(self, namespace: str, name: str) -> Result:
+        """One pass, bound to the leader term it began under: its writes are refused once that
+        term is over, whether or not this replica leads again by then."""
+        if self.fence is None:
+            return self.reconciler.reconcile(namespace, name)
+        with self.fence.one_pass():
+            return self.reconciler.reconcile(namespace, name)
 
     def _started_leading(self) -> None:
         """This replica may write now: reconcile everything once, from the warm cache."""
