@@ -45,7 +45,8 @@ from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSy
 from inference_operator.reconcile.builders import desired_deployment, desired_service, selector_string
 from inference_operator.reconcile.ownership import upgrade_ownership
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
-from inference_operator.reconcile.stalls import Blocked
+from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
+from inference_operator.reconcile.stalls import Blocked, child_condition
 from inference_operator.reconcile.status import (
     DeploymentView,
     LoadBalancerState,
@@ -91,17 +92,14 @@ class Reconciler:
         # operations are atomic.
         self._deferred_since: dict[str, float] = {}  # when the status write was first held
         self._pods_read: dict[str, PodsRead] = {}
+        self._refusals = RefusedApplies(clock)
         # Events follow ``self.backend``, even when a test puts a wrapper in its place.
         self.balancer = BalancerSync(load_balancer, lambda *a, **k: self.backend.record_event(*a, **k))
 
     @property
     def lb(self) -> LoadBalancerProvider:
-        """The load balancer (settable: the simulator puts fault-injecting wrappers in between)."""
+        """The load balancer as composed once by the backend's ``operator_ports``."""
         return self.balancer.lb
-
-    @lb.setter
-    def lb(self, provider: LoadBalancerProvider) -> None:
-        self.balancer.lb = provider
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -126,7 +124,9 @@ class Reconciler:
         service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
         had_finalizer = has_finalizer(obj) if tracing else True
         obj = self._ensure_finalizer(obj)
-        lb, lb_note = self.balancer.ensure(isvc, obj, service)
+        # Registration follows what can serve: no Deployment, no record at the balancer.
+        refused = refused_deployment(blocked)
+        lb, lb_note = self.balancer.ensure(isvc, obj, service, deployment=deployment is not None, refused=refused)
         actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
         self._announce_actions(obj, isvc.name, actions, lb_note)
         if tracing:
@@ -229,8 +229,12 @@ class Reconciler:
     ) -> tuple[Obj | None, Action]:
         """Create or update one child with server-side apply; returns it (None if it could not
         be had) and what was done. A write the API server refuses is appended to ``blocked``,
-        not raised: the pass goes on so that status can say why."""
+        not raised: the pass goes on so that status can say why; the very object it refused is
+        sent again only after a backoff (``refusals.py``)."""
         live = self.backend.get(kind, isvc.namespace, isvc.name)
+        if (held := self._refusals.still_refused(isvc.uid, kind, desired)) is not None:
+            blocked.append(held)
+            return live, None
         try:
             if live is None:
                 # The cache holds only children with our label; an apply would merge into
@@ -252,6 +256,7 @@ class Reconciler:
             return self._apply_child(isvc, kind, desired, fields=changed)
         except ApiError as err:
             blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
+            self._refusals.refused(isvc.uid, kind, desired, blocked[-1])
             log.warning(
                 "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
                 kind,
@@ -266,8 +271,9 @@ class Reconciler:
         self, isvc: InferenceService, kind: str, desired: Obj, *, created: bool = False, fields: list[str] | None = None
     ) -> tuple[Obj, Action]:
         applied = self.backend.apply(desired)
+        self._refusals.accepted(isvc.uid, kind)
         if created:
-            recreated = _condition_true(isvc.raw, _child_condition(kind))
+            recreated = is_true((isvc.raw.get("status") or {}).get("conditions") or [], child_condition(kind))
             verb = EventReason.RECREATED if recreated else EventReason.CREATED
             log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
             return applied, Done(verb)
@@ -298,6 +304,7 @@ class Reconciler:
         self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
+        self._refusals.forget(meta.get("uid", ""))
         try:
             if NAME_RULE.check(meta["name"]):
                 self.balancer.release(obj, key)
@@ -392,11 +399,3 @@ class Reconciler:
             return Result(requeue_after=STARTING_RECHECK + STUCK_MARGIN)
         stuck_in = self._stuck_in(view)
         return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
-
-
-def _child_condition(kind: str) -> str:
-    return CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY
-
-
-def _condition_true(obj: Obj, type_: str) -> bool:
-    return is_true((obj.get("status") or {}).get("conditions") or [], type_)
