@@ -14,7 +14,10 @@ One housekeeping thread does the periodic work, and neither job races the watch:
   while the LIST was in flight;
 - the consistency check (``consistency``) drops cached objects that vanished while a watch was
   down (which Kopf's re-list never reports), after each Kopf re-list and every ten minutes,
-  whatever the resync period, including 0.
+  whatever the resync period, including 0;
+- the watch-health check (``watchhealth``) samples each kind with a LIST of one object every
+  few seconds and fails liveness, naming the kind, when a watch stopped delivering (a CRD
+  deleted and re-created leaves Kopf deaf to it).
 
 ``start`` is safe to retry (Kopf retries a failed startup handler): the first LIST comes
 before anything that binds a port or starts a thread, the metrics port is bound before any
@@ -45,6 +48,7 @@ from inference_operator.kube.election import BootClock, ElectionSettings, Leader
 from inference_operator.kube.fence import Fence
 from inference_operator.kube.health import ThreadGroup
 from inference_operator.kube.metricsserver import MetricsServer, live
+from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS, WatchHealth
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
 from inference_operator.reconcile.watches import WATCHED_KINDS, watch_of
@@ -90,6 +94,7 @@ class OperatorRuntime:
         metrics: Server | None = None,
         threads: ThreadGroup | None = None,
         consistency_period: float = PERIOD_SECONDS,
+        watch_check_period: float = WATCH_CHECK_SECONDS,
         tracer: Tracer | None = None,
     ) -> None:
         self.config = config
@@ -164,6 +169,13 @@ class OperatorRuntime:
         self._next_resync = now + config.resync_seconds
         self.consistency = ConsistencySchedule(WATCHED_KINDS, now, period=consistency_period)
         self.consistency_drops = 0
+        self.watch_health = WatchHealth(
+            WATCHED_KINDS,
+            namespaces=config.namespaces or ("",),
+            selector=lambda kind: watch_of(kind).label_selector,
+            now=now,
+            period=watch_check_period,
+        )
         if metrics is None and config.metrics_address:
             metrics = MetricsServer(config.metrics_address, self.telemetry.render, self.health)
         self.metrics = metrics
@@ -322,9 +334,12 @@ class OperatorRuntime:
             for obj in dropped:
                 for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
                     self.queue.add(key)
+        if self.watch_health.due(self.clock.now()):
+            self.watch_health.check(self.client, self.cache, self.clock.now())
         with self._lock:
             next_check = self.consistency.next_due()
-        candidates = [t for t in (next_check, self._next_resync if resync > 0 else None) if t is not None]
+        dues = (next_check, self._next_resync if resync > 0 else None, self.watch_health.next_due())
+        candidates = [t for t in dues if t is not None]
         return min(candidates, default=now + PERIOD_SECONDS)
 
     def stop(self, timeout: float = 30.0) -> bool:
@@ -349,11 +364,11 @@ class OperatorRuntime:
     # -- health and counters --------------------------------------------------------------------
 
     def health(self) -> list[str]:
-        """What is wrong with the operator's own threads, one line each; empty when healthy."""
+        """What is wrong with the operator's own threads and watches, one line each; empty when healthy."""
         problems = [f"thread {name} died" for name in self.threads.dead()]
         if not self.backend.events.alive():
             problems.append(f"thread {EVENT_POSTER} died")
-        return problems
+        return problems + self.watch_health.problems()
 
     def probe(self) -> dict[str, int]:
         events = self.backend.events
