@@ -387,5 +387,7 @@ class OperatorRuntime:
             "events_aggregated": correlator.aggregated,
             "events_spam_filtered": correlator.spam_dropped,
             "cache_consistency_drops": self.consistency_drops,
-            "dead_threads": len(self.health()),
+            "dead_threads": len(self.health()) - len(self.watch_health.problems()),
+            "deaf_watches": len(self.watch_health.problems()),
+            "writes_refused_not_leader": self.fence.refused if self.fence is not None else 0,
         }
