@@ -247,6 +247,8 @@ class EventPoster:
                 continue
             try:
                 self._send(item)
+            except NotLeader:  # the term ended between the check above and the socket
+                self.fenced += 1
             except Exception as err:  # noqa: BLE001 - any failure: log, count, back off, go on
                 self._failed(item, err)
             else:

@@ -93,6 +93,14 @@ class KubeClient:
         """Called with the verb and kind of each mutating request but a Lease's, the instant
         before it is sent (leader election's last check: it raises to stop the request)."""
 
+    def gate_writes(self, gate: Callable[[str, str], None]) -> None:
+        """Ask ``gate`` (it raises to refuse) before each mutating request but a Lease's: here,
+        and again at the socket for each chunk of its bytes (``sendgate.py``)."""
+        from inference_operator.kube.sendgate import install_send_gate
+
+        self.write_gate = gate
+        install_send_gate(self.api_client, lambda: gate("send", "request"))
+
     @classmethod
     def from_environment(cls, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
         """In-cluster config when running in a pod, else the current KUBECONFIG context.

@@ -127,8 +127,8 @@ class OperatorRuntime:
                 on_stopped=self._stopped_leading,
             )
             self.fence = Fence(self.elector)
-            if hasattr(client, "write_gate"):
-                client.write_gate = self.fence.gate  # the last check, the instant before each request
+            if hasattr(client, "gate_writes"):
+                client.gate_writes(self.fence.gate)  # the last checks: before each request, at its socket
         self.tracer = tracer if tracer is not None else make_tracer(config, self.clock)
         """The flight recorder (``--trace``); off by default."""
         ports = operator_ports(
