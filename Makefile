@@ -42,9 +42,10 @@ chromium: ## Headless Chromium for the trace viewer's browser tests (the Debian 
 images: ## Without Docker: the base, operator and images/* images as OCI archives (buildah; cached)
 	bash hack/build-images.sh
 
-lint: deps controlplane
+lint: deps controlplane ## ruff, the import contracts (lint-imports, pyproject.toml), helm lint
 	$(PYTHON) -m ruff check inference_operator tests bench hack
 	$(PYTHON) -m ruff format --check inference_operator tests bench hack
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 	PATH="$$(bash hack/build-controlplane.sh 2>/dev/null | tail -1):$$PATH" helm lint --strict charts/inference-operator
 
 typecheck: deps
@@ -53,7 +54,7 @@ typecheck: deps
 unit: deps ## Offline tests on the simulator (never needs the control plane)
 	$(PYTHON) -m pytest -q tests/unit
 
-static: deps controlplane ## Static checks of what ships: the chart (helm template), packaging, Makefile, admission policy, node config, the test layout
+static: deps controlplane ## Static checks of what ships: the chart (helm template), packaging, Makefile, admission policy, node config, the test layout, the import contracts
 	$(PYTHON) -m pytest -q tests/static
 
 integration: deps chromium ## Loopback-only tests (HTTP load balancer and registry, the trace viewer in Chromium)
@@ -118,4 +119,4 @@ kind-down:
 	kind delete cluster --name $(KIND_CLUSTER)
 
 clean: ## Remove what builds and tests leave behind, and the virtual environment
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(VENV)
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(VENV)

@@ -1,4 +1,4 @@
-"""The demo: the seed's four scenarios, run on the simulator, printed as a timeline.
+"""The demo: four scenarios (create, scale and upgrade, delete, drift), run on the simulator, printed as a timeline.
 
 Each scenario builds a fresh Simulation, acts like a user (``kubectl apply``, ``delete``,
 ``scale``), runs the control loop until it is quiet, prints what the operator did and when, and
@@ -14,12 +14,12 @@ from typing import Any, TextIO
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.api.samples import make_inference_service
+from inference_operator.core.objects import Obj
 from inference_operator.sim import Simulation
 from inference_operator.sim.clock import FakeClock
 from inference_operator.trace.recorder import Recorder, Tracer
 from inference_operator.trace.sink import FileSink
 
-Obj = dict[str, Any]
 NS, NAME = "default", "llama"
 
 

@@ -19,13 +19,13 @@ from typing import Any, cast
 
 import kopf
 
+from inference_operator.core.objects import Obj
 from inference_operator.core.process import limit_malloc_arenas
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
 from inference_operator.reconcile.watches import WATCHES, Watch
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
 

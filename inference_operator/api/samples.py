@@ -6,10 +6,8 @@ from typing import Any
 
 from inference_operator.api.constants import API_VERSION, KIND
 
-Obj = dict[str, Any]
 
-
-def make_namespace(name: str) -> Obj:
+def make_namespace(name: str) -> dict[str, Any]:
     """A Namespace manifest: objects can only be created in a namespace that exists."""
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
@@ -22,7 +20,7 @@ def make_inference_service(
     replicas: int = 1,
     namespace: str = "default",
     **spec: Any,
-) -> Obj:
+) -> dict[str, Any]:
     """An InferenceService manifest, like the YAML a user would ``kubectl apply``."""
     return {
         "apiVersion": API_VERSION,

@@ -4,7 +4,9 @@
 
 - the reconciler raised → ``add_rate_limited`` (per-key exponential backoff);
 - ``requeue_after`` → ``forget`` then ``add_after``;
-- ``requeue`` → ``add`` (immediately, as the seed's operator-mini does);
+- ``requeue`` (without a delay) → ``add_rate_limited``, as controller-runtime's ``AddRateLimited``:
+  the key comes back after its backoff, and its failures are not forgotten, so a pass that
+  keeps asking again without saying when cannot spin;
 - otherwise → ``forget`` (converged).
 
 The same loop runs on worker threads against a real cluster and step by step, on a fake
@@ -154,7 +156,7 @@ class Controller:
             self.queue.add_after(key, result.requeue_after)
             return PassEnd("requeue_after", requeue_after=result.requeue_after)
         if result.requeue:
-            self.queue.add(key)
+            self.queue.add_rate_limited(key)
             return PassEnd("requeue")
         self.queue.forget(key)
         return PassEnd("success")

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from inference_operator.core.clock import Clock
+from inference_operator.core.objects import Obj
 
 __all__ = ["COMBINED_PREFIX", "MESSAGE_LIMIT", "Correlated", "EventCorrelator", "build_event"]
 
-Obj = dict[str, Any]
 COMBINED_PREFIX = "(combined from similar events): "
 MESSAGE_LIMIT = 1024
 V = TypeVar("V")

@@ -11,6 +11,9 @@ from typing import Any
 from inference_operator.api.constants import FINALIZER, GROUP, KIND
 
 Obj = dict[str, Any]
+"""A Kubernetes object as the API speaks it, a plain JSON-like dict: the package's one alias for
+it, imported from here by every layer at core and above (api/ and ssa/, which do not import core,
+write ``dict[str, Any]``)."""
 
 
 def key_of(namespace: str, name: str) -> str:

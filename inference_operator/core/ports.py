@@ -8,16 +8,17 @@ and an HTTP load balancer registry. Tests swap implementations here and nowhere 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-Obj = dict[str, Any]
+from inference_operator.core.objects import Obj
 
 
 @dataclass(frozen=True)
 class Result:
     """What a reconcile pass asks of the queue (errors are raised, not returned).
 
-    Mirrors controller-runtime's ``reconcile.Result``: ``requeue_after`` wins over ``requeue``.
+    Mirrors controller-runtime's ``reconcile.Result``: ``requeue_after`` wins over ``requeue``;
+    ``requeue`` alone brings the key back with the queue's per-key backoff.
     """
 
     requeue: bool = False
@@ -39,10 +40,6 @@ class Backend(Protocol):
         """The object as the API server has it now (no cache), or None. Rare: before creating
         a child the label-selected cache does not show (is a foreign object in the way?), and
         once per child written by an operator version before server-side apply."""
-        ...
-
-    def create(self, obj: Obj) -> Obj:
-        """Create ``obj``; raises AlreadyExists."""
         ...
 
     def apply(self, obj: Obj) -> Obj:

@@ -21,19 +21,18 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from inference_operator.api.constants import MANAGED_BY
 from inference_operator.control.events import Correlated, EventCorrelator, build_event
 from inference_operator.core.clock import Clock, format_timestamp
 from inference_operator.core.errors import ApiError, Forbidden, NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.crashpoint import CrashPoint
 from inference_operator.kube.fence import NotLeader, WriteFence
 from inference_operator.kube.health import logged
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 EVENT_POSTER = "event-poster"
 
@@ -84,14 +83,6 @@ class KubeBackend:
 
     def read(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.client.get(kind, namespace, name)
-
-    def create(self, obj: Obj) -> Obj:
-        self._count("create", obj["kind"])
-        meta = obj["metadata"]
-        created = self.crash.call(
-            f"create {obj['kind']} {meta.get('namespace')}/{meta['name']}", lambda: self.client.create(obj)
-        )
-        return self._remember(obj["kind"], created)
 
     def apply(self, obj: Obj) -> Obj:
         self._count("apply", obj["kind"])

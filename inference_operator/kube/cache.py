@@ -25,9 +25,7 @@ from typing import Any
 
 from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.core.clock import Clock, RealClock
-
-Obj = dict[str, Any]
-
+from inference_operator.core.objects import Obj
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TOMBSTONE_LIMIT = 10_000

@@ -18,8 +18,8 @@ from urllib.parse import quote
 from inference_operator import __version__
 from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, GROUP, KIND, PLURAL, SERVICE, VERSION
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
+from inference_operator.core.objects import Obj
 
-Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 USER_AGENT = f"inference-operator/{__version__}"

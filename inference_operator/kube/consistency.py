@@ -32,12 +32,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from inference_operator.core.objects import Obj
 from inference_operator.kube.cache import ObjectCache
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 PERIOD_SECONDS = 600.0
 SETTLE_SECONDS = 5.0

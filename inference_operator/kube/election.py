@@ -58,10 +58,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from inference_operator.core.clock import Clock, RealClock
 from inference_operator.core.errors import AlreadyExists, Conflict, Forbidden, NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.kube.fence import LeaderOnlyLoadBalancer, NotLeader
 
 __all__ = [
@@ -76,8 +77,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 EXPIRY_MARGIN = 0.05  # seconds past another holder's expiry before a follower tries to take over
-
-Obj = dict[str, Any]
 
 
 class LeaseStore(Protocol):

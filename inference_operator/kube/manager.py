@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Protocol
+from typing import Protocol
 
 from inference_operator.api.constants import KIND
 from inference_operator.control.controller import Controller
-from inference_operator.control.handler import WatchEvent
 from inference_operator.control.metrics import Metrics
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import Clock, RealClock
+from inference_operator.core.handler import WatchEvent
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.kube.backend import EVENT_POSTER
 from inference_operator.kube.cache import ObjectCache, slim
@@ -54,7 +55,6 @@ from inference_operator.reconcile.reconciler import Reconciler
 from inference_operator.reconcile.watches import WATCHED_KINDS, watch_of
 from inference_operator.trace.recorder import Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 LIST_PAGE_SIZE = 250
 HOUSEKEEPING = "housekeeping"
@@ -335,7 +335,7 @@ class OperatorRuntime:
                 for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
                     self.queue.add(key)
         if self.watch_health.due(self.clock.now()):
-            self.watch_health.check(self.client, self.cache, self.clock.now())
+            self.watch_health.check(client=self.client, cache=self.cache, now=self.clock.now())
         with self._lock:
             next_check = self.consistency.next_due()
         dues = (next_check, self._next_resync if resync > 0 else None, self.watch_health.next_due())

@@ -31,15 +31,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from inference_operator.core.errors import NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.kube.cache import ObjectCache, resource_version
 from inference_operator.kube.consistency import Lister
 
 __all__ = ["WATCH_CHECK_SECONDS", "WATCH_GRACE_SECONDS", "WatchHealth"]
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 WATCH_CHECK_SECONDS = 5.0
 WATCH_GRACE_SECONDS = 10.0
@@ -96,7 +96,7 @@ class WatchHealth:
         """One line per deaf watch, naming the kind: what the liveness answers fail with."""
         return list(self._deaf.values())
 
-    def check(self, client: Lister, cache: ObjectCache, now: float) -> None:
+    def check(self, *, client: Lister, cache: ObjectCache, now: float) -> None:
         """Sample each kind once; a failed LIST is no evidence either way (tried next period)."""
         self._next = now + self.period
         for kind in self.kinds:

@@ -12,10 +12,9 @@ from typing import Any
 
 from inference_operator.api.constants import ConditionType as CT
 from inference_operator.api.constants import EventReason, Reason
+from inference_operator.core.objects import Obj
 
 __all__ = ["Action", "Done", "action_summary", "transition_events"]
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

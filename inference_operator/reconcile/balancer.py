@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from inference_operator.api.constants import EventReason
 from inference_operator.api.models import InferenceService
-from inference_operator.core.objects import key_of
+from inference_operator.core.objects import Obj, key_of
 from inference_operator.core.ports import LoadBalancerError, LoadBalancerProvider, Registration
 from inference_operator.reconcile.builders import service_address
 from inference_operator.reconcile.status import LoadBalancerState
 
 __all__ = ["LB_RECHECK_SECONDS", "BalancerSync"]
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 LB_RECHECK_SECONDS = 30.0  # when a balancer record could not be checked, ask again this much later

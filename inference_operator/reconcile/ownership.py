@@ -10,12 +10,11 @@ server-side upgrade does: the apply then removes whatever it no longer sets.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Backend
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 __all__ = ["upgrade_ownership"]

@@ -1,6 +1,6 @@
 """The InferenceService reconciler: one pass from observed state to desired state.
 
-It follows the four rules of reconcile (DESIGN.md):
+It follows the four rules of reconcile:
 
 1. level-triggered: every pass reads the whole current state from the cache and never asks
    which event woke it; a missing InferenceService means there is nothing to do;
@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
 
 from inference_operator.api.constants import (
     DEPLOYMENT,
-    FIELD_MANAGER,
     FINALIZER,
     KIND,
     SERVICE,
@@ -38,15 +36,15 @@ from inference_operator.api.models import NAME_RULE, InferenceService, SpecError
 from inference_operator.core.clock import Clock, format_timestamp, parse_timestamp
 from inference_operator.core.conditions import Cond, find, is_true
 from inference_operator.core.errors import ApiError
-from inference_operator.core.objects import controller_owner_uid, has_finalizer, is_being_deleted, key_of
+from inference_operator.core.objects import Obj, has_finalizer, is_being_deleted, key_of
 from inference_operator.core.ports import Backend, LoadBalancerError, LoadBalancerProvider, Result
-from inference_operator.reconcile.announce import Action, Done, action_summary, transition_events
+from inference_operator.reconcile.announce import Action, action_summary, transition_events
 from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync
 from inference_operator.reconcile.builders import desired_deployment, desired_service, selector_string
-from inference_operator.reconcile.ownership import upgrade_ownership
+from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
-from inference_operator.reconcile.stalls import Blocked, child_condition
+from inference_operator.reconcile.stalls import Blocked
 from inference_operator.reconcile.status import (
     DeploymentView,
     LoadBalancerState,
@@ -56,11 +54,16 @@ from inference_operator.reconcile.status import (
     override_status,
     pod_problem,
 )
-from inference_operator.reconcile.tracesteps import acted, diffed, observed, status_decided
-from inference_operator.ssa.compare import NOT_APPLIED, drift
+from inference_operator.reconcile.tracesteps import (
+    Acted,
+    Decided,
+    Finalized,
+    Observed,
+    PhaseRecord,
+    StatusDecided,
+)
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
@@ -104,46 +107,63 @@ class Reconciler:
     # -- entry point -------------------------------------------------------------------------
 
     def reconcile(self, namespace: str, name: str) -> Result:
+        key = key_of(namespace, name)
         obj = self.backend.get(KIND, namespace, name)
-        tracing = self.tracer.enabled
-        if tracing:
-            self._trace_observed(namespace, name, obj)
+        self._tell(key, Observed(obj=obj, read_child=lambda kind: self.backend.get(kind, namespace, name)))
         if obj is None:
             return Result()  # deleted: owner references let the garbage collector take the children
         if is_being_deleted(obj):
-            return self._finalize(obj)
+            return self._finalize(key, obj)
         try:
             isvc = InferenceService.from_object(obj)
         except SpecError as err:
-            return self._report_invalid_spec(obj, err.message)
+            return self._report_invalid_spec(key, obj, err.message)
         # The Deployment first: its pods take longest. The children need no finalizer (the
         # garbage collector takes them); the load balancer does, so it comes before that.
         # A child that cannot be written does not stop the pass: status must say why.
         blocked: list[Blocked] = []
-        deployment, deployment_action = self._ensure_child(isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
-        service, service_action = self._ensure_child(isvc, SERVICE, desired_service(isvc), blocked)
-        had_finalizer = has_finalizer(obj) if tracing else True
-        obj = self._ensure_finalizer(obj)
+        deployment, deployment_action = self._ensure_child(key, isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
+        service, service_action = self._ensure_child(key, isvc, SERVICE, desired_service(isvc), blocked)
+        obj, finalizer_added = self._ensure_finalizer(obj)
         # Registration follows what can serve: no Deployment, no record at the balancer.
         refused = refused_deployment(blocked)
         lb, lb_note = self.balancer.ensure(isvc, obj, service, deployment=deployment is not None, refused=refused)
         actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
         self._announce_actions(obj, isvc.name, actions, lb_note)
-        if tracing:
-            stalls = [b.condition.message for b in blocked]
-            done = acted(actions, finalizer_added=not had_finalizer, lb_note=lb_note, blocked=stalls)
-            self.tracer.phase("act", key_of(namespace, name), done)
+        self._tell(
+            key, Acted(children=actions, finalizer_added=finalizer_added, lb_note=lb_note, blocked=tuple(blocked))
+        )
         view = DeploymentView.of(deployment)
+        return self._update_status(key, isvc=isvc, obj=obj, view=view, service=service, lb=lb, blocked=blocked)
+
+    def _tell(self, key: str, record: PhaseRecord) -> None:
+        """The one place the tracer hears of a pass: each phase's record, as that phase ends
+        (a child's diff before its write, as the trace's order says). Records are values the
+        steps return anyway; only while tracing do they become trace fields."""
+        if self.tracer.enabled:
+            self.tracer.phase(record.phase, key, record.fields())
+
+    def _update_status(
+        self,
+        key: str,
+        *,
+        isvc: InferenceService,
+        obj: Obj,
+        view: DeploymentView,
+        service: Obj | None,
+        lb: LoadBalancerState,
+        blocked: list[Blocked],
+    ) -> Result:
+        """Write the status this pass saw (or hold it while the Deployment controller catches
+        up), raise what blocked the pass, and say when to look again."""
         previous = obj.get("status") or {}
         if not blocked and self._defer_status(isvc.uid, previous, view, lb):
-            if tracing:
-                held = status_decided(previous, previous, written=False, deferred=True)
-                self.tracer.phase("status", key_of(namespace, name), held)
+            self._tell(key, StatusDecided(previous=previous, status=previous, deferred=True))
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
         stall = blocked[0].condition if blocked else None
         status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall)
-        self._write_status(obj, status)
+        self._write_status(key, obj, status)
         if blocked:
             raise blocked[0].error  # back to the queue, with backoff: status already says why
         if lb.state == "failed":
@@ -152,16 +172,6 @@ class Reconciler:
         if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
             return Result(requeue_after=LB_RECHECK_SECONDS)
         return result
-
-    def _trace_observed(self, namespace: str, name: str, obj: Obj | None) -> None:
-        children = {kind: self.backend.get(kind, namespace, name) for kind in (DEPLOYMENT, SERVICE)}
-        self.tracer.phase("observe", key_of(namespace, name), observed(obj, children))
-
-    def _trace_diff(
-        self, isvc: InferenceService, kind: str, live: Obj | None, desired: Obj, changed: list[str] | None, **how: bool
-    ) -> None:
-        if self.tracer.enabled:
-            self.tracer.phase("diff", key_of(isvc.namespace, isvc.name), diffed(kind, live, desired, changed, **how))
 
     def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
         """Hold the status write while the Deployment controller has not yet observed the
@@ -207,12 +217,13 @@ class Reconciler:
         self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch)
         return problem
 
-    def _ensure_finalizer(self, obj: Obj) -> Obj:
+    def _ensure_finalizer(self, obj: Obj) -> tuple[Obj, bool]:
+        """The object with our finalizer, and whether this pass added it."""
         if has_finalizer(obj):
-            return obj
+            return obj, False
         patched = self._patch_finalizers(obj, [*(obj["metadata"].get("finalizers") or []), FINALIZER])
         log.info("Added finalizer name=%s namespace=%s", obj["metadata"]["name"], obj["metadata"]["namespace"])
-        return patched
+        return patched, True
 
     def _patch_finalizers(self, obj: Obj, finalizers: list[str]) -> Obj:
         """Replace the finalizer list, on the condition that nobody changed the object since."""
@@ -225,61 +236,54 @@ class Reconciler:
         )
 
     def _ensure_child(
-        self, isvc: InferenceService, kind: str, desired: Obj, blocked: list[Blocked]
+        self, key: str, isvc: InferenceService, kind: str, desired: Obj, blocked: list[Blocked]
     ) -> tuple[Obj | None, Action]:
         """Create or update one child with server-side apply; returns it (None if it could not
         be had) and what was done. A write the API server refuses is appended to ``blocked``,
         not raised: the pass goes on so that status can say why; the very object it refused is
         sent again only after a backoff (``refusals.py``)."""
-        live = self.backend.get(kind, isvc.namespace, isvc.name)
-        if (held := self._refusals.still_refused(isvc.uid, kind, desired)) is not None:
+        if (held := self._refusals.still_refused(uid=isvc.uid, kind=kind, desired=desired)) is not None:
             blocked.append(held)
-            return live, None
+            return self.backend.get(kind, isvc.namespace, isvc.name), None
         try:
-            if live is None:
-                # The cache holds only children with our label; an apply would merge into
-                # whatever has the name. Ask the API server whether something is in the way.
-                live = self.backend.read(kind, isvc.namespace, isvc.name)
-                if live is None:
-                    self._trace_diff(isvc, kind, None, desired, None)
-                    return self._apply_child(isvc, kind, desired, created=True)
-            if controller_owner_uid(live) != isvc.uid:
-                blocked.append(Blocked.conflict(isvc, kind, live))
-                self._trace_diff(isvc, kind, live, desired, None, conflict=True)
-                return None, None
-            changed = drift(live, desired, kind=kind, manager=FIELD_MANAGER)
-            self._trace_diff(isvc, kind, live, desired, changed)
-            if not changed:
-                return live, None
-            if NOT_APPLIED in changed:
-                upgrade_ownership(self.backend, kind, isvc.namespace, isvc.name)
-            return self._apply_child(isvc, kind, desired, fields=changed)
+            diff = diff_child(backend=self.backend, isvc=isvc, kind=kind, desired=desired)
         except ApiError as err:
-            blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
-            self._refusals.refused(isvc.uid, kind, desired, blocked[-1])
-            log.warning(
-                "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
-                kind,
-                isvc.name,
-                isvc.namespace,
-                err.code,
-                err.api_message,
-            )
-            return live, None
+            return self._refused(isvc=isvc, kind=kind, desired=desired, live=None, err=err, blocked=blocked)
+        self._tell(key, diff)
+        if diff.conflict and diff.live is not None:
+            blocked.append(Blocked.conflict(isvc, kind, diff.live))
+            return None, None
+        try:
+            child, action = act_on_child(backend=self.backend, isvc=isvc, diff=diff)
+        except ApiError as err:
+            return self._refused(isvc=isvc, kind=kind, desired=desired, live=diff.live, err=err, blocked=blocked)
+        if action is not None:
+            self._refusals.accepted(uid=isvc.uid, kind=kind)
+        return child, action
 
-    def _apply_child(
-        self, isvc: InferenceService, kind: str, desired: Obj, *, created: bool = False, fields: list[str] | None = None
-    ) -> tuple[Obj, Action]:
-        applied = self.backend.apply(desired)
-        self._refusals.accepted(isvc.uid, kind)
-        if created:
-            recreated = is_true((isvc.raw.get("status") or {}).get("conditions") or [], child_condition(kind))
-            verb = EventReason.RECREATED if recreated else EventReason.CREATED
-            log.info("%s %s name=%s namespace=%s", verb, kind, isvc.name, isvc.namespace)
-            return applied, Done(verb)
-        shown = ", ".join(fields or [])
-        log.info("Patched %s name=%s namespace=%s fields=%s", kind, isvc.name, isvc.namespace, shown)
-        return applied, Done(EventReason.PATCHED, shown)
+    def _refused(
+        self,
+        *,
+        isvc: InferenceService,
+        kind: str,
+        desired: Obj,
+        live: Obj | None,
+        err: ApiError,
+        blocked: list[Blocked],
+    ) -> tuple[Obj | None, Action]:
+        """A refused write (or read) of a child: blocked, logged, remembered (``refusals.py``),
+        and the pass goes on."""
+        blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
+        self._refusals.refused(uid=isvc.uid, kind=kind, desired=desired, blocked=blocked[-1])
+        log.warning(
+            "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
+            kind,
+            isvc.name,
+            isvc.namespace,
+            err.code,
+            err.api_message,
+        )
+        return live, None
 
     def _announce_actions(self, owner: Obj, name: str, children: dict[str, Action], lb_note: str) -> None:
         if (summary := action_summary(name, children, lb_note)) is not None:
@@ -290,23 +294,21 @@ class Reconciler:
         """A resync started: each object's next pass checks its load balancer record once."""
         self.balancer.begin_resync()
 
-    def _finalize(self, obj: Obj) -> Result:
+    def _finalize(self, key: str, obj: Obj) -> Result:
         """Deletion branch: release the load balancer, then (only then) drop our finalizer."""
         meta = obj["metadata"]
-        key = key_of(meta["namespace"], meta["name"])
-        if self.tracer.enabled:
-            ours = has_finalizer(obj)
-            why = "release the load balancer, then remove our finalizer" if ours else "no finalizer of ours"
-            decision = {"subject": "deletion", "decision": "finalize" if ours else "none", "reason": why}
-            self.tracer.phase("diff", key, decision)
         if not has_finalizer(obj):
+            self._tell(key, Decided(subject="deletion", decision="none", reason="no finalizer of ours"))
             return Result()
+        why = "release the load balancer, then remove our finalizer"
+        self._tell(key, Decided(subject="deletion", decision="finalize", reason=why))
         self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
         self._refusals.forget(meta.get("uid", ""))
+        releasable = NAME_RULE.check(meta["name"])
         try:
-            if NAME_RULE.check(meta["name"]):
+            if releasable:
                 self.balancer.release(obj, key)
             else:  # no Service can have this name, so no version of the operator registered it
                 log.info(
@@ -319,13 +321,11 @@ class Reconciler:
             )
             log.warning("Failed to release load balancer key=%s error=%s", key, err)
             self.backend.record_event(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            self._write_terminating_status(obj, message)
+            self._write_terminating_status(key, obj, message)
             raise
         self._patch_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != FINALIZER])
         log.info("Removed finalizer name=%s namespace=%s", meta["name"], meta["namespace"])
-        if self.tracer.enabled:
-            released = [{"action": "release-load-balancer"}] if NAME_RULE.check(meta["name"]) else []
-            self.tracer.phase("act", key, {"actions": [*released, {"action": "remove-finalizer"}]})
+        self._tell(key, Finalized(released=releasable))
         return Result()
 
     # -- status -----------------------------------------------------------------------------
@@ -333,15 +333,14 @@ class Reconciler:
     def _now(self) -> str:
         return format_timestamp(self.clock.wall())
 
-    def _write_status(self, obj: Obj, status: Obj) -> Obj:
-        previous = obj.get("status") or {}
+    def _write_status(self, key: str, obj: Obj, status: Obj) -> None:
+        """Write ``status`` if it differs from the one ``obj`` has, and announce what flipped."""
+        decision = StatusDecided(previous=obj.get("status") or {}, status=status)
+        self._tell(key, decision)
+        if not decision.written:
+            return
         meta = obj["metadata"]
-        if self.tracer.enabled:
-            decided = status_decided(previous, status, written=status != previous)
-            self.tracer.phase("status", key_of(meta["namespace"], meta["name"]), decided)
-        if status == previous:
-            return obj
-        written = self.backend.update_status(
+        self.backend.update_status(
             {
                 "apiVersion": obj["apiVersion"],
                 "kind": obj["kind"],
@@ -353,8 +352,7 @@ class Reconciler:
                 "status": status,
             }
         )
-        self._announce_transitions(obj, previous, status)
-        return written
+        self._announce_transitions(obj, decision.previous, status)
 
     def _announce_transitions(self, obj: Obj, previous: Obj, status: Obj) -> None:
         for type_, reason, message in transition_events(obj["metadata"]["name"], previous, status):
@@ -366,18 +364,16 @@ class Reconciler:
         log.log(level, "%s name=%s namespace=%s message=%r", reason, meta["name"], meta["namespace"], message)
         self.backend.record_event(obj, type=type_, reason=reason, message=message)
 
-    def _report_invalid_spec(self, obj: Obj, message: str) -> Result:
+    def _report_invalid_spec(self, key: str, obj: Obj, message: str) -> Result:
         generation = int(obj["metadata"].get("generation") or 1)
         previous = obj.get("status") or {}
         status = invalid_spec_status(previous, generation=generation, message=message, now=self._now())
-        if self.tracer.enabled:
-            key = key_of(obj["metadata"]["namespace"], obj["metadata"]["name"])
-            self.tracer.phase("diff", key, {"subject": "spec", "decision": "invalid", "reason": message})
-        self._write_status(obj, status)
+        self._tell(key, Decided(subject="spec", decision="invalid", reason=message))
+        self._write_status(key, obj, status)
         # Nothing to retry: only a new spec can fix it, and a spec change wakes us anyway.
         return Result()
 
-    def _write_terminating_status(self, obj: Obj, message: str) -> None:
+    def _write_terminating_status(self, key: str, obj: Obj, message: str) -> None:
         conds = [
             Cond(CT.READY, "False", Reason.TERMINATING, message),
             Cond(CT.LOAD_BALANCER_READY, "False", Reason.LOAD_BALANCER_FAILED, message),
@@ -385,7 +381,7 @@ class Reconciler:
         generation = int(obj["metadata"].get("generation") or 1)
         previous = obj.get("status") or {}
         status = override_status(previous, conds, generation=generation, phase=Phase.TERMINATING, now=self._now())
-        self._write_status(obj, status)
+        self._write_status(key, obj, status)
 
     def _next(self, status: Obj, view: DeploymentView) -> Result:
         """Poll only for what no event will announce: a moving rollout becoming stuck, and a

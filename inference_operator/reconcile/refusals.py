@@ -15,17 +15,16 @@ No lock: the workqueue never hands one key to two workers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from inference_operator.api.constants import ConditionType as CT
 from inference_operator.api.constants import Reason
 from inference_operator.core.clock import Clock
 from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.objects import Obj
 from inference_operator.reconcile.stalls import Blocked
 
 __all__ = ["FIRST_RETRY", "MAX_RETRY", "RefusedApplies", "refused_deployment"]
 
-Obj = dict[str, Any]
 FIRST_RETRY = 10.0  # seconds before the same refused object is sent again
 MAX_RETRY = 300.0
 
@@ -47,7 +46,7 @@ class RefusedApplies:
         self.withheld = 0
         """Applies not sent because the same object was refused moments ago (for tests and figures)."""
 
-    def still_refused(self, uid: str, kind: str, desired: Obj) -> Blocked | None:
+    def still_refused(self, *, uid: str, kind: str, desired: Obj) -> Blocked | None:
         """The remembered refusal if ``desired`` is the very object refused and its retry is not due."""
         found = self._refused.get((uid, kind))
         if found is None or found.desired != desired or self.clock.now() >= found.retry_at:
@@ -55,7 +54,7 @@ class RefusedApplies:
         self.withheld += 1
         return found.blocked
 
-    def refused(self, uid: str, kind: str, desired: Obj, blocked: Blocked) -> None:
+    def refused(self, *, uid: str, kind: str, desired: Obj, blocked: Blocked) -> None:
         """The API server refused ``desired``: remember it if only a person can fix that."""
         if blocked.condition.reason not in Reason.NEEDS_ACTION:
             self._refused.pop((uid, kind), None)
@@ -65,7 +64,7 @@ class RefusedApplies:
         delay = min(MAX_RETRY, previous.delay * 2) if same and previous is not None else FIRST_RETRY
         self._refused[(uid, kind)] = _Refusal(deep_copy(desired), blocked, self.clock.now() + delay, delay)
 
-    def accepted(self, uid: str, kind: str) -> None:
+    def accepted(self, *, uid: str, kind: str) -> None:
         self._refused.pop((uid, kind), None)
 
     def forget(self, uid: str) -> None:

@@ -1,6 +1,6 @@
 """What status says when a child cannot be written: the condition, and the error to retry.
 
-Nothing stalls silently (DESIGN.md): a Deployment or Service the API server refuses, or one
+Nothing stalls silently: a Deployment or Service the API server refuses, or one
 someone else owns under our name, becomes a False condition of that child, with a reason a
 person can act on and the API server's own words, while the error goes back to the queue.
 """
@@ -8,18 +8,15 @@ person can act on and the API server's own words, while the error goes back to t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from inference_operator.api.constants import SERVICE, Reason
 from inference_operator.api.constants import ConditionType as CT
 from inference_operator.api.models import InferenceService
 from inference_operator.core.conditions import Cond
 from inference_operator.core.errors import ApiError, Conflict
-from inference_operator.core.objects import key_of, owner_key
+from inference_operator.core.objects import Obj, key_of, owner_key
 
 __all__ = ["Blocked", "ChildConflict", "child_condition"]
-
-Obj = dict[str, Any]
 
 
 class ChildConflict(ApiError):

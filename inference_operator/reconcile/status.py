@@ -11,16 +11,15 @@ converged object needs no write.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from inference_operator.api.constants import ConditionType as CT
 from inference_operator.api.constants import Phase, Reason
 from inference_operator.api.models import InferenceService
 from inference_operator.core.conditions import Cond, find, merge, update
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Registration
 from inference_operator.reconcile.builders import selector_string, service_url
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

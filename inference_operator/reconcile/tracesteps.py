@@ -1,7 +1,10 @@
-"""What the reconciler tells the tracer in each phase, as plain values (pure functions).
+"""What the reconciler tells the tracer in each phase, as plain values.
 
-The reconciler calls these only while tracing is on. They turn what a pass read and decided
-into the ``phase`` records of the trace (``docs/trace-format.md``): the object and children it
+Each step of a pass returns (or the pass collects) a small record of what that phase saw and
+decided: :class:`Observed`, :class:`Diffed` / :class:`Decided`, :class:`Acted` /
+:class:`Finalized`, :class:`StatusDecided`. The reconciler tells the tracer from those records in
+one place, and only while tracing is on do they become the fields of the trace's ``phase``
+records (docs/trace-format.md), through the pure functions below: the object and children it
 observed, the desired-vs-live difference of the fields it owns, the actions it took, the
 status it computed. Values are redacted by the recorder, not here.
 """
@@ -9,11 +12,15 @@ status it computed. Values are redacted by the recorder, not here.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
+from inference_operator.api.constants import DEPLOYMENT, SERVICE
+from inference_operator.core.objects import Obj
 from inference_operator.reconcile.announce import Action
+from inference_operator.reconcile.stalls import Blocked
 
-Obj = dict[str, Any]
 ABSENT = "<absent>"
 """Shown for a field the live object lacks (or a desired value the operator no longer sets)."""
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[([^\]]*)\]")
@@ -134,3 +141,104 @@ def status_decided(previous: Obj, status: Obj, *, written: bool, deferred: bool 
     if deferred:
         out["deferred"] = "the Deployment controller has not observed the new spec yet"
     return out
+
+
+# --- what each phase saw and decided ------------------------------------------------------
+
+
+class PhaseRecord(Protocol):
+    """A phase's record: which phase, and its fields in the trace (computed only when asked)."""
+
+    @property
+    def phase(self) -> str: ...
+
+    def fields(self) -> Obj: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observed:
+    """The observe phase: the InferenceService as read (None: gone); the children are read
+    through ``read_child`` only for the trace (the pass itself reads each as it gets to it)."""
+
+    obj: Obj | None
+    read_child: Callable[[str], Obj | None]
+    phase: ClassVar[str] = "observe"
+
+    def fields(self) -> Obj:
+        return observed(self.obj, {kind: self.read_child(kind) for kind in (DEPLOYMENT, SERVICE)})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diffed:
+    """The diff phase of one child: what is live (None: nothing, create it), what the operator
+    applies, the owned fields that differ, and whether the live one is someone else's."""
+
+    kind: str
+    live: Obj | None
+    desired: Obj
+    changed: list[str] | None
+    conflict: bool = False
+    phase: ClassVar[str] = "diff"
+
+    def fields(self) -> Obj:
+        return diffed(self.kind, self.live, self.desired, self.changed, conflict=self.conflict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decided:
+    """A diff phase about the object as a whole: its deletion, or a spec that does not parse."""
+
+    subject: str
+    decision: str
+    reason: str
+    phase: ClassVar[str] = "diff"
+
+    def fields(self) -> Obj:
+        return {"subject": self.subject, "decision": self.decision, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acted:
+    """The act phase of a live object: what was done to each child, whether the finalizer was
+    added, what the load balancer step said, and the writes refused."""
+
+    children: dict[str, Action]
+    finalizer_added: bool
+    lb_note: str
+    blocked: Sequence[Blocked]
+    phase: ClassVar[str] = "act"
+
+    def fields(self) -> Obj:
+        stalls = [b.condition.message for b in self.blocked]
+        return acted(self.children, finalizer_added=self.finalizer_added, lb_note=self.lb_note, blocked=stalls)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finalized:
+    """The act phase of a deletion: the load balancer released (unless no record could exist)
+    and the finalizer removed."""
+
+    released: bool
+    phase: ClassVar[str] = "act"
+
+    def fields(self) -> Obj:
+        released = [{"action": "release-load-balancer"}] if self.released else []
+        return {"actions": [*released, {"action": "remove-finalizer"}]}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatusDecided:
+    """The status phase: the status found and the one computed (the same when the write is
+    ``deferred``); it is written when they differ."""
+
+    previous: Obj
+    status: Obj
+    deferred: bool = False
+    phase: ClassVar[str] = "status"
+
+    @property
+    def written(self) -> bool:
+        return not self.deferred and self.status != self.previous
+
+    def fields(self) -> Obj:
+        return status_decided(self.previous, self.status, written=self.written, deferred=self.deferred)

@@ -24,7 +24,7 @@ from inference_operator.api.constants import (
     SERVICE_API_VERSION,
     VERSION,
 )
-from inference_operator.control.handler import EnqueueForObject, EnqueueForOwner, EventHandler
+from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, EventHandler
 from inference_operator.core.objects import changed_beyond_status
 
 

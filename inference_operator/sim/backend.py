@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, FINALIZER, KIND, MANAGED_BY
 from inference_operator.control.events import EventCorrelator, build_event
 from inference_operator.core.clock import Clock
 from inference_operator.core.errors import NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider, Registration
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.informer import SharedInformer
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -115,12 +113,6 @@ class FakeBackend:
             return self.api.get(kind, namespace, name)
         except NotFound:
             return None
-
-    def create(self, obj: Obj) -> Obj:
-        created = self.api.create(obj)
-        self.writes += 1
-        self.timeline.add(f"created {_describe(created)}")
-        return created
 
     def apply(self, obj: Obj) -> Obj:
         meta = obj["metadata"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from inference_operator.core.errors import ApiError, Conflict, Forbidden, Invalid, NotFound
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.crash import CrashSwitch, OperatorCrash
@@ -48,7 +49,6 @@ __all__ = [
     "WriteFault",
 ]
 
-Obj = dict[str, Any]
 
 WRITE_VERBS: Final = frozenset({"create", "update", "update_status", "patch", "patch_status", "apply", "delete"})
 """The FakeApiServer methods that write; faults and the write log apply to these only."""

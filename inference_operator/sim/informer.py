@@ -25,13 +25,12 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer, Watch, WatchEvent
 
 __all__ = ["AddHandler", "DeleteHandler", "SharedInformer", "UpdateHandler"]
 
-Obj = dict[str, Any]
 Objs = list[Obj]  # an alias: inside the class, ``list`` is the method
 AddHandler = Callable[[Obj], None]
 UpdateHandler = Callable[[Obj, Obj], None]
@@ -132,10 +131,6 @@ class SharedInformer:
             return handled
 
     # -- perturbations (fault injection) ------------------------------------------------------
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
 
     def pause(self) -> None:
         """Stop delivering events (informer lag): they wait in the watch until :meth:`resume`."""

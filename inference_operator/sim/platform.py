@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from inference_operator.api.constants import GPU_RESOURCE
 from inference_operator.core.clock import format_timestamp
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
 from inference_operator.sim.apiserver.server import FakeApiServer
@@ -26,8 +26,6 @@ from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.ssa.compare import parse_quantity
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
-
-Obj = dict[str, Any]
 
 
 @dataclass

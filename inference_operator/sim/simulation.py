@@ -23,11 +23,11 @@ from typing import Any, cast
 from inference_operator.api.constants import DEPLOYMENT, KIND
 from inference_operator.api.crd import crd
 from inference_operator.control.controller import Controller, ReconcileFunc
-from inference_operator.control.handler import WatchEvent
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.errors import NotFound
+from inference_operator.core.handler import WatchEvent
 from inference_operator.core.jsoncopy import deep_copy
-from inference_operator.core.objects import key_of, obj_key
+from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.reconcile.reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
@@ -41,7 +41,6 @@ from inference_operator.sim.quiescence import run_until_quiescent
 from inference_operator.sim.wiring import Interposer, operator_ports
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
-Obj = dict[str, Any]
 KUBECTL = "kubectl"
 """The field manager of ``kubectl apply --server-side`` (what :meth:`Simulation.apply` applies as)."""
 
@@ -272,13 +271,6 @@ class Simulation:
         controllers = [self.platform_controller, self.controller] if self.deployment_controller else [self.controller]
         dues = [d for c in controllers if (d := c.queue.next_due()) is not None]
         return min(dues) if dues else None
-
-    def idle(self) -> bool:
-        """No key is queued, delayed or being processed, and no watch event is pending."""
-        queues = [self.controller.queue, self.platform_controller.queue]
-        return all(len(q) == 0 and q.waiting_len() == 0 and q.processing_len() == 0 for q in queues) and not any(
-            informer.pending() for informer in (self.cluster_deployments, *self.informers.values())
-        )
 
     def pump(self) -> int:
         """Deliver pending watch events: the controller-manager's first, then the operator's."""

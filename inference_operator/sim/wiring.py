@@ -17,26 +17,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from inference_operator.core.ports import Backend, LoadBalancerProvider
+from inference_operator.lb.memory import InMemoryLoadBalancer
+from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.backend import RecordingLoadBalancer, Timeline
+from inference_operator.sim.clock import FakeClock
 from inference_operator.trace.recorder import Tracer
 from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalancer
 
-if TYPE_CHECKING:
-    from inference_operator.sim.simulation import Simulation
+
+class Outside(Protocol):
+    """What an interposer is handed: the simulation's world outside the operator (a
+    ``Simulation`` is one; declared here so that this module need not import that one)."""
+
+    @property
+    def api(self) -> FakeApiServer: ...
+
+    @property
+    def lb(self) -> InMemoryLoadBalancer: ...
+
+    @property
+    def clock(self) -> FakeClock: ...
 
 
 @dataclass(frozen=True)
 class Interposer:
     """Wrappers between the operator and the world; each is called with what it wraps."""
 
-    api: Callable[[Simulation], Any] | None = None
+    api: Callable[[Outside], Any] | None = None
     """Receives the operator's writes instead of ``sim.api`` (it must delegate to it); reads
     still come from the informers. Users, the cluster's controllers and the garbage collector
     talk to the server directly."""
-    load_balancer: Callable[[Simulation], LoadBalancerProvider] | None = None
+    load_balancer: Callable[[Outside], LoadBalancerProvider] | None = None
     """Receives the operator's balancer calls instead of ``sim.lb``."""
     backend: Callable[[Backend], Backend] | None = None
     """Wraps the whole Backend of each operator process (a seam for tests of one refusal)."""

@@ -28,8 +28,6 @@ __all__ = [
     "iteration_order",
 ]
 
-Obj = dict[str, Any]
-
 
 @dataclass(frozen=True)
 class ManagerId:
@@ -70,8 +68,8 @@ class Entry:
         api_version: str,
         time: str | None = None,
         *,
-        encoded: Obj | None = None,
-        fields_v1: Obj | None = None,
+        encoded: dict[str, Any] | None = None,
+        fields_v1: dict[str, Any] | None = None,
     ):
         self._fields = fields
         self.api_version = api_version
@@ -156,14 +154,14 @@ def decode(entries: Any, *, stored: bool = False) -> Managed:
     return managed
 
 
-def encode(managed: Managed) -> list[Obj] | None:
+def encode(managed: Managed) -> list[dict[str, Any]] | None:
     """``metadata.managedFields`` as the server writes it: sorted, ``time`` only when known."""
     entries = []
     for key, entry in managed.items():
         if entry.encoded is not None:
             entries.append(entry.encoded)
             continue
-        out: Obj = {"manager": key.manager, "operation": key.operation, "apiVersion": entry.api_version}
+        out: dict[str, Any] = {"manager": key.manager, "operation": key.operation, "apiVersion": entry.api_version}
         if entry.time is not None:
             out["time"] = entry.time
         out["fieldsType"] = "FieldsV1"

@@ -66,10 +66,6 @@ def _leaf(node: Node) -> bool:
     return True
 
 
-def _granular_map(node: Node) -> bool:
-    return isinstance(node, Struct | MapOf) and not node.atomic
-
-
 def _empty(value: Any) -> bool:
     return value is MISSING or value is None or value == {} or value == []
 
@@ -84,9 +80,6 @@ class Comparison:
     added: set[Path]
     modified: set[Path]
     removed: set[Path]
-
-    def filtered(self, keep: Any) -> Comparison:
-        return Comparison(keep(self.added), keep(self.modified), keep(self.removed))
 
 
 def compare(lhs: Any, rhs: Any, node: Node, *, skip: FieldSet = frozenset()) -> Comparison:

@@ -21,10 +21,11 @@ import datetime
 import itertools
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import Protocol
 
 from inference_operator import __version__
 from inference_operator.core.clock import Clock, format_timestamp
+from inference_operator.core.objects import Obj
 from inference_operator.trace.redact import redact, redact_at
 
 __all__ = [
@@ -37,11 +38,10 @@ __all__ = [
     "Tracer",
 ]
 
-Obj = dict[str, Any]
 FORMAT = "inference-operator-trace"
 VERSION = 1
 PHASES = ("observe", "diff", "act", "status")
-"""The seed's four phases of the control loop: observe → diff → act → update status."""
+"""The four phases of the control loop: observe → diff → act → update status (docs/trace-format.md)."""
 _LINKS_KEPT = 10_000  # write resourceVersions remembered for linking, oldest forgotten first
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_operator.core.objects import Obj
+
 __all__ = ["REDACTED", "redact", "redact_at"]
 
-Obj = dict[str, Any]
 REDACTED = "<redacted>"
 _SECRET_KINDS = ("Secret", "ConfigMap")
 _SECRET_FIELDS = ("data", "stringData", "binaryData")

@@ -17,11 +17,11 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+
+from inference_operator.core.objects import Obj
 
 __all__ = ["FileSink", "ListSink", "RingSink", "TraceError", "dumps", "read_trace", "ring_files"]
-
-Obj = dict[str, Any]
 
 
 class TraceError(ValueError):

@@ -25,11 +25,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inference_operator.core.objects import Obj
 from inference_operator.trace.sink import TraceError, read_trace, ring_files
 
 __all__ = ["ViewError", "embed_json", "load_records", "render_page", "serve_page", "write_page"]
 
-Obj = dict[str, Any]
 _TEMPLATE_DIR = "viewer"
 _DATA_SLOT = "/*TRACE_DATA*/"
 _CSS_SLOT = "/*VIEWER_CSS*/"

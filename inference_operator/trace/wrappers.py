@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from inference_operator.core.objects import key_of, obj_key
+from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import Backend, LoadBalancerProvider, Registration
 from inference_operator.trace.recorder import Tracer
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 
@@ -49,9 +48,6 @@ class TracingBackend:
 
     def read(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.inner.read(kind, namespace, name)
-
-    def create(self, obj: Obj) -> Obj:
-        return self._write("create", obj["kind"], obj_key(obj), {}, lambda: self.inner.create(obj))
 
     def apply(self, obj: Obj) -> Obj:
         return self._write("apply", obj["kind"], obj_key(obj), {}, lambda: self.inner.apply(obj))

@@ -1,8 +1,10 @@
 """The registry's HTTP side: routing, request validation, bearer auth and JSON framing.
 
-Split from ``RegistryServer`` so that the server reads as the registry proper (records, counters,
-faults under one lock) while everything about the wire lives here. ``HttpLoadBalancer`` in
-``inference_operator.lb.http`` is the client that speaks this protocol.
+Split from ``RegistryServer`` (server.py) so that the server reads as the registry proper
+(records, counters, faults under one lock) while everything about the wire lives here. This side
+knows the registry only as :class:`Registry`, the few things a request needs of it, so the two
+modules do not import each other. ``HttpLoadBalancer`` in ``inference_operator.lb.http`` is the
+client that speaks this protocol.
 """
 
 from __future__ import annotations
@@ -15,14 +17,12 @@ import logging
 import re
 import socket
 import socketserver
+import ssl
 import urllib.parse
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from inference_operator import __version__
 from inference_operator.core.ports import Registration
-
-if TYPE_CHECKING:
-    from inference_operator.lb.registry.server import RegistryServer
 
 LOGGER_NAME = "inference_operator.lb.registry"  # one logger for the whole registry, named after its entry module
 log = logging.getLogger(LOGGER_NAME)
@@ -44,12 +44,46 @@ class HttpError(Exception):
         self.message = message
 
 
+class Registry(Protocol):
+    """What the HTTP side needs of the registry it serves (``RegistryServer`` is the one).
+
+    Where to listen and how (``host``, ``port``, ``tls``, ``token``), and one method per request
+    that changes or reads the records, each applied under the registry's own lock.
+    """
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def tls(self) -> ssl.SSLContext | None: ...
+
+    @property
+    def token(self) -> str | None: ...
+
+    def register(self, namespace: str, name: str, target: str, *, caller: str) -> tuple[int, Registration]:
+        """Register (or re-target) ``namespace/name``: the HTTP status (201 new, 200 otherwise) and the record."""
+        ...
+
+    def release(self, namespace: str, name: str, *, caller: str) -> Registration | None:
+        """Release ``namespace/name``: the record it had, None if there was none."""
+        ...
+
+    def registrations(self) -> dict[str, Registration]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def set_faults(self, *, fail_registers: int = 0, fail_releases: int = 0) -> dict[str, int]: ...
+
+
 class RegistryHttpServer(http.server.ThreadingHTTPServer):
     daemon_threads = False  # so server_close() waits for requests in flight
     block_on_close = True
     request_queue_size = 128  # the default 5 drops SYNs under a burst, costing clients a 1 s retransmit
 
-    def __init__(self, registry: RegistryServer) -> None:
+    def __init__(self, registry: Registry) -> None:
         self.registry = registry
         if ":" in registry.host:
             self.address_family = socket.AF_INET6
@@ -133,10 +167,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 caller = self.headers.get("User-Agent") or "unknown"
                 if method == "PUT":
                     target = _target(self._read_json())
-                    status, registration = registry._register(namespace, name, target, caller=caller)
+                    status, registration = registry.register(namespace, name, target, caller=caller)
                     return status, _record(key, registration)
                 if method == "DELETE":
-                    if registry._release(namespace, name, caller=caller) is None:
+                    if registry.release(namespace, name, caller=caller) is None:
                         return 404, {"message": f"no registration for {key}"}
                     return 204, None
                 found = registry.registrations().get(key)

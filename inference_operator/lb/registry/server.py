@@ -1,7 +1,8 @@
 """The registry proper: registrations, call counters and injected faults behind one lock.
 
 ``RegistryServer`` owns the lifecycle (bind, serve, stop) and applies each request's change; the
-HTTP plumbing is in ``registry_http`` and the state file format in ``registry_state``.
+HTTP plumbing is in http.py (which knows this class as its ``Registry``) and the state file
+format in state.py.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class RegistryServer:
 
     # The registry proper: each method applies one request under the lock (the handler calls them).
 
-    def _register(self, namespace: str, name: str, target: str, *, caller: str = "") -> tuple[int, Registration]:
+    def register(self, namespace: str, name: str, target: str, *, caller: str = "") -> tuple[int, Registration]:
         key = f"{namespace}/{name}"
         with self._lock:
             self._register_calls[key] += 1
@@ -174,7 +175,7 @@ class RegistryServer:
         )
         return 200, registration
 
-    def _release(self, namespace: str, name: str, *, caller: str = "") -> Registration | None:
+    def release(self, namespace: str, name: str, *, caller: str = "") -> Registration | None:
         key = f"{namespace}/{name}"
         with self._lock:
             self._release_calls[key] += 1

@@ -31,11 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.crdschema import ABSENT, FieldError, child_path, correlated_item, item_path
 
 __all__ = ["check_rules", "evaluate"]
 
-Obj = dict[str, Any]
 Schema = Mapping[str, Any]
 
 _OLD_SELF: Final = re.compile(r"\boldSelf\b")

@@ -15,11 +15,11 @@ import re
 from typing import Any, Final
 
 from inference_operator.core.errors import Invalid
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.managedfields import BadRequest
 
 __all__ = ["prepare"]
 
-Obj = dict[str, Any]
 
 _CONFIG_KEY: Final = re.compile(r"^[-._a-zA-Z0-9]+$")
 _TLS_KEYS: Final = ("tls.crt", "tls.key")

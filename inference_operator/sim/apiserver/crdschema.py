@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.knownfields import OBJECT_META_FIELDS
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "whole_numbers_as_integers",
 ]
 
-Obj = dict[str, Any]
 Schema = Mapping[str, Any]
 
 _ENVELOPE: Final = ("apiVersion", "kind", "metadata")

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.crdschema import (
     ABSENT,
     FieldError,
@@ -29,7 +30,6 @@ from inference_operator.sim.apiserver.crdschema import (
 
 __all__ = ["validate", "validate_list_types"]
 
-Obj = dict[str, Any]
 Schema = Mapping[str, Any]
 
 

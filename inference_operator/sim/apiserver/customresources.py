@@ -30,13 +30,13 @@ from typing import Any
 
 from inference_operator.core.errors import ApiError, Invalid
 from inference_operator.core.jsoncopy import copy_without_nulls
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import cel, crdschema, crdvalidation
 from inference_operator.sim.apiserver.crdschema import BLOCKING, OBJECT_META_FIELDS, FieldError
 from inference_operator.sim.apiserver.managedfields import BadRequest
 
 __all__ = ["CustomResource", "CustomResources", "TypedPatchFailed"]
 
-Obj = dict[str, Any]
 Schema = Mapping[str, Any]
 
 

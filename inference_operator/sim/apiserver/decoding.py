@@ -20,6 +20,7 @@ from typing import Any, Final
 from inference_operator.core.errors import Invalid
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.managedfields import BadRequest
+from inference_operator.sim.apiserver.podvalidation import quantity_syntax_error
 
 __all__ = ["check_body_decodes", "check_patch_decodes", "decode_error", "decoded"]
 
@@ -84,6 +85,11 @@ def decode_error(kind: str, obj: Mapping[str, Any]) -> str:
     )
     for field in _STRING_MAPS.get(kind, ()):
         problem = problem or _string_map(obj.get(field), f"{kind}.{field}")
+    if kind == "Deployment" and not problem:
+        spec = obj.get("spec")
+        template = spec.get("template") if isinstance(spec, dict) else None
+        pod = template.get("spec") if isinstance(template, dict) else None
+        problem = quantity_syntax_error(pod) if isinstance(pod, dict) else ""
     return problem
 
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from inference_operator.core.errors import Invalid
 from inference_operator.core.jsoncopy import copy_without_nulls
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import configdata
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.knownfields import prune_unknown
@@ -33,7 +34,6 @@ __all__ = [
     "prepare",
 ]
 
-Obj = dict[str, Any]
 Defaulter = Callable[[Obj], None]
 """Fills defaults into an object in place (the hook for a CRD's schema defaults)."""
 
@@ -137,7 +137,20 @@ _MAP_FIELDS: Final = frozenset(
     {"labels", "annotations", "nodeSelector", "matchLabels", "limits", "requests", "data", "stringData", "binaryData"}
 )
 """Go map fields: dropped when empty, and their values (label values …) are never pruned."""
-_KEEP_EMPTY: Final = frozenset({"securityContext", "resources", "emptyDir", "loadBalancer", "affinity"})
+_KEEP_EMPTY: Final = frozenset(
+    {
+        "securityContext",
+        "resources",
+        "emptyDir",
+        "loadBalancer",
+        "affinity",
+        # pointers whose emptiness validation refuses: an env source or a probe that names none
+        "valueFrom",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+    }
+)
 """Pointer-to-struct or plain struct fields that Go serialises as ``{}`` when empty."""
 _ENVELOPE: Final = frozenset({"apiVersion", "kind", "metadata"})
 _ATOMS: Final = frozenset({str, int, float, bool})
@@ -196,6 +209,8 @@ def _default_service(obj: Obj, old: Obj | None, allocator: Allocator) -> None:
         if needs_node_ports and not port.get("nodePort"):
             previous = old_ports.get((port.get("port"), port["protocol"]), {})
             port["nodePort"] = previous.get("nodePort") or allocator.node_port()
+    if old is not None:
+        _drop_type_dependent_fields(spec, old_spec, old_ports)
     if needs_node_ports:
         spec.setdefault("externalTrafficPolicy", "Cluster")
     if service_type == "LoadBalancer":
@@ -221,6 +236,29 @@ def _default_service(obj: Obj, old: Obj | None, allocator: Allocator) -> None:
             kind="Service",
             name=_name(obj),
         )
+
+
+def _drop_type_dependent_fields(spec: Obj, old_spec: Obj, old_ports: dict[Any, Obj]) -> None:
+    """A Service changed to a type that no longer needs node ports (or a load balancer) loses
+    what only the old type used, unless this very update set it: the real strategy's
+    ``dropTypeDependentFields``."""
+    old_type, new_type = old_spec.get("type", "ClusterIP"), spec.get("type")
+    if old_type in ("NodePort", "LoadBalancer") and new_type not in ("NodePort", "LoadBalancer"):
+        for port in spec.get("ports") or ():
+            if not isinstance(port, dict) or not port.get("nodePort"):
+                continue
+            previous = old_ports.get((port.get("port"), port.get("protocol", "TCP")), {})
+            if port["nodePort"] == previous.get("nodePort"):
+                del port["nodePort"]
+        if spec.get("externalTrafficPolicy") == old_spec.get("externalTrafficPolicy"):
+            spec.pop("externalTrafficPolicy", None)
+    allocate = spec.get("allocateLoadBalancerNodePorts")
+    if (
+        old_type == "LoadBalancer"
+        and new_type != "LoadBalancer"
+        and allocate == old_spec.get("allocateLoadBalancerNodePorts")
+    ):
+        spec.pop("allocateLoadBalancerNodePorts", None)
 
 
 # --- helpers -----------------------------------------------------------------------------------

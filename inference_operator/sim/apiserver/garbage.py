@@ -12,7 +12,7 @@ names an absent owner.
 
 The fake runs that controller synchronously at the end of every request, so a test sees the
 cascade finished when the call returns. It is a separate controller with its own state (the
-graph and a work queue), so it lives apart from :mod:`.apiserver`: the server reports every
+graph and a work queue), so it lives apart from :mod:`.server`: the server reports every
 change to it and hands it the server's own write paths, so its writes bump resourceVersions and
 emit watch events like any other. Its writes are counted apart (``FakeApiServer.gc_writes``).
 """
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from inference_operator.core.errors import Invalid
-from inference_operator.sim.apiserver.strategy import Key, key_for
+from inference_operator.core.objects import Obj
+from inference_operator.sim.apiserver.keys import Key, key_for
 
 __all__ = [
     "FOREGROUND_FINALIZER",
@@ -36,7 +37,6 @@ __all__ = [
     "deletion_finalizers",
 ]
 
-Obj = dict[str, Any]
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
 FOREGROUND_FINALIZER: Final = "foregroundDeletion"

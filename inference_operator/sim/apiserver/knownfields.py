@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from inference_operator.core.objects import Obj
+
 __all__ = ["prune_unknown"]
 
-Obj = dict[str, Any]
 Fields = dict[str, Any]
 """field name → None (kept as sent), a nested :data:`Fields` table, or a one-item list of one (a
 list of such structs)."""

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from inference_operator.core.errors import ApiError, Conflict, Invalid
+from inference_operator.core.objects import Obj
 from inference_operator.ssa.fieldpaths import FieldSet, raw_field_set, reset_fields, strip_server_fields
 from inference_operator.ssa.fieldschema import Node, schema_for
 from inference_operator.ssa.managedentries import Entry, Managed, ManagerId, conflict_message, decode, encode, is_reset
@@ -55,7 +56,6 @@ __all__ = [
     "track_update",
 ]
 
-Obj = dict[str, Any]
 
 DEFAULT_FIELD_MANAGER: Final = "unknown"
 """The manager of a write that names none, as the API server records a request without

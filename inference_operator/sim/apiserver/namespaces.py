@@ -21,14 +21,13 @@ so its writes bump resourceVersions and emit watch events like any other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Final, Literal, Protocol
 
 from inference_operator.core.errors import Forbidden, NotFound
+from inference_operator.core.objects import Obj
+from inference_operator.sim.apiserver.keys import DEFAULT_NAMESPACE, Key, namespace_key
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.managedfields import BadRequest
-
-if TYPE_CHECKING:  # the store imports the write strategy, which imports this module
-    from inference_operator.sim.apiserver.store import ObjectStore
 
 __all__ = [
     "BUILT_IN_NAMESPACES",
@@ -36,17 +35,12 @@ __all__ = [
     "KUBERNETES_FINALIZER",
     "METADATA_NAME_LABEL",
     "NamespaceLifecycle",
+    "Storage",
     "complete_create",
-    "namespace_key",
     "prepare",
 ]
 
-Obj = dict[str, Any]
-Key = tuple[str, str, str]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-
-DEFAULT_NAMESPACE: Final = "default"
-"""Where a namespaced object without a namespace goes (as :func:`.strategy.key_for` puts it)."""
 
 BUILT_IN_NAMESPACES: Final = ("default", "kube-node-lease", "kube-public", "kube-system")
 """The namespaces kube-apiserver creates itself."""
@@ -56,10 +50,6 @@ KUBERNETES_FINALIZER: Final = "kubernetes"
 """The ``spec.finalizers`` entry the namespace controller removes once the namespace is empty."""
 METADATA_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 """A label every namespace carries, always equal to its name (writes cannot change it)."""
-
-
-def namespace_key(name: str) -> Key:
-    return ("Namespace", "", name)
 
 
 def prepare(kind: str, candidate: Obj, stored: Obj | None) -> None:
@@ -101,19 +91,37 @@ def is_terminating(namespace: Obj) -> bool:
     return "deletionTimestamp" in namespace["metadata"]
 
 
+class Storage(Protocol):
+    """What the namespace controller needs of the store it works on.
+
+    The stored objects as they are (it only reads them; no copy, no read counted), the keys of a
+    namespace's content, the timestamp and resourceVersion its writes carry, and the tally its
+    writes count in: they are the controller-manager's, so ``gc_writes``, never ``writes``.
+    """
+
+    def lookup(self, key: Key, /) -> Obj | None: ...
+
+    def contents(self, namespace: str, /) -> tuple[Key, ...]: ...
+
+    def now(self) -> str: ...
+
+    def next_resource_version(self) -> str: ...
+
+    def count_controller_writes(self, count: int, /) -> None: ...
+
+
 class NamespaceLifecycle:
     """The ``NamespaceLifecycle`` admission plugin and the namespace controller of one fake server.
 
-    It reads through ``store`` and writes through the server's own paths: ``put`` (store a new
-    version, emit its event), ``remove`` (remove a stored object) and ``delete`` (delete one
-    object, Background). Its writes are the controller-manager's, so they count in
-    ``store.gc_writes``, never in ``writes``.
+    It reads through ``store`` (a :class:`Storage`) and writes through the server's own paths:
+    ``put`` (store a new version, emit its event), ``remove`` (remove a stored object) and
+    ``delete`` (delete one object, Background).
     """
 
     def __init__(
         self,
         *,
-        store: ObjectStore,
+        store: Storage,
         put: Callable[[Key, Obj, Obj, EventType], object],
         remove: Callable[[Key, Obj, str], object],
         delete: Callable[[Key], bool],
@@ -144,7 +152,7 @@ class NamespaceLifecycle:
         if path_namespace and not own:
             obj = {**obj, "metadata": {**meta, "namespace": path_namespace}}
         namespace, name = str(own or path_namespace or DEFAULT_NAMESPACE), str(meta.get("name") or "")
-        stored = self._store._lookup(namespace_key(namespace))
+        stored = self._store.lookup(namespace_key(namespace))
         if stored is None:
             raise NotFound(f'namespaces "{namespace}" not found', kind="Namespace", name=namespace)
         if is_terminating(stored):
@@ -178,14 +186,14 @@ class NamespaceLifecycle:
         key = namespace_key(name)
         answer = stored
         if not is_terminating(stored):
-            now, rv = self._store._now(), self._store._next_resource_version()
+            now, rv = self._store.now(), self._store.next_resource_version()
             meta = {**stored["metadata"], "deletionTimestamp": now, "resourceVersion": rv}
             answer = {**stored, "metadata": meta, "status": {**stored.get("status", {}), "phase": "Terminating"}}
             self._put(key, answer, stored, "MODIFIED")
-        for content in self._store._contents(name):
-            if self._store._lookup(content) is not None:
+        for content in self._store.contents(name):
+            if self._store.lookup(content) is not None:
                 deleted = self._delete(content)  # first: removing the last one may count the namespace's removal
-                self._store.gc_writes += deleted
+                self._store.count_controller_writes(int(deleted))
         self._finalize(name)
         return answer, answer is not stored
 
@@ -197,21 +205,21 @@ class NamespaceLifecycle:
     def _finalize(self, name: str) -> None:
         """Remove ``kubernetes`` from a terminating, empty namespace's finalizers; remove it if none remain."""
         key = namespace_key(name)
-        stored = self._store._lookup(key)
-        if stored is None or not is_terminating(stored) or self._store._contents(name):
+        stored = self._store.lookup(key)
+        if stored is None or not is_terminating(stored) or self._store.contents(name):
             return
         finalizers = stored.get("spec", {}).get("finalizers", [])
         remaining = [f for f in finalizers if f != KUBERNETES_FINALIZER]
         if remaining or stored["metadata"].get("finalizers"):
             if remaining != finalizers:
-                meta = {**stored["metadata"], "resourceVersion": self._store._next_resource_version()}
+                meta = {**stored["metadata"], "resourceVersion": self._store.next_resource_version()}
                 self._put(
                     key,
                     {**stored, "metadata": meta, "spec": {**stored["spec"], "finalizers": remaining}},
                     stored,
                     "MODIFIED",
                 )
-                self._store.gc_writes += 1
+                self._store.count_controller_writes(1)
             return
-        self._remove(key, stored, self._store._next_resource_version())
-        self._store.gc_writes += 1
+        self._remove(key, stored, self._store.next_resource_version())
+        self._store.count_controller_writes(1)

@@ -14,9 +14,10 @@ import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any, Final
 
+from inference_operator.core.objects import Obj
+
 __all__ = ["canonical_quantity", "default_deployment", "default_pod_spec"]
 
-Obj = dict[str, Any]
 
 DEFAULT_MODE: Final = 0o644
 """``defaultMode`` of configMap, secret, projected and downwardAPI volumes (420)."""

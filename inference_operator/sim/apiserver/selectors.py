@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.managedfields import BadRequest
 
 __all__ = ["Selector", "parse_field_selector", "parse_label_selector"]
 
-Obj = dict[str, Any]
 Labels = Mapping[str, str]
 
 _SPECIAL: Final = "=!(),<>"

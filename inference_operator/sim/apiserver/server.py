@@ -57,15 +57,16 @@ from typing import Any
 from inference_operator.core.clock import Clock
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from inference_operator.core.jsoncopy import freeze, merge_patch
-from inference_operator.sim.apiserver import defaults, managedfields, namespaces, strategy
+from inference_operator.core.objects import Obj
+from inference_operator.sim.apiserver import defaults, keys, managedfields, namespaces, strategy
 from inference_operator.sim.apiserver.customresources import CustomResources
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation
+from inference_operator.sim.apiserver.keys import Key
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
 from inference_operator.sim.apiserver.namespaces import NamespaceLifecycle
-from inference_operator.sim.apiserver.store import ApiRequest, thaw_object
+from inference_operator.sim.apiserver.store import ApiRequest, ControllerAccess, thaw_object
 from inference_operator.sim.apiserver.storedwrites import StoredWrites
-from inference_operator.sim.apiserver.strategy import Key
 from inference_operator.sim.apiserver.target import (
     Target,
     body_for_create,
@@ -92,8 +93,6 @@ __all__ = [
     "Watch",
     "WatchEvent",
 ]
-
-Obj = dict[str, Any]
 
 
 class FakeApiServer(StoredWrites):
@@ -123,10 +122,13 @@ class FakeApiServer(StoredWrites):
         """The schemas of the CustomResourceDefinitions stored here, applied to writes of their kinds."""
         self._names = random.Random(0)  # generateName: random-looking, yet the same in every run
         self._namespaces = NamespaceLifecycle(
-            store=self, put=self._put, remove=self._remove, delete=lambda key: self._delete(key, "Background")[0]
+            store=ControllerAccess(self),
+            put=self._put,
+            remove=self._remove,
+            delete=lambda key: self._delete(key, "Background")[0],
         )
         for namespace in self._namespaces.built_in():
-            self._create(strategy.key_of(namespace), namespace, manager="kube-apiserver")
+            self._create(keys.key_of(namespace), namespace, manager="kube-apiserver")
 
     # --- writes -------------------------------------------------------------------------------
 
@@ -153,7 +155,7 @@ class FakeApiServer(StoredWrites):
             named = strategy.with_generated_name(
                 obj, taken=lambda k: self._lookup(k) is not None, draw=self._names.choice
             )
-            key = strategy.key_of(named)
+            key = keys.key_of(named)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=False)
                 strategy.check_create(key, obj)
@@ -170,7 +172,7 @@ class FakeApiServer(StoredWrites):
         with self._lock:
             if target is not None:
                 obj = check_update_body(target, obj)
-            key = strategy.key_of(obj)
+            key = keys.key_of(obj)
             return self._write(
                 "update",
                 key,
@@ -186,7 +188,7 @@ class FakeApiServer(StoredWrites):
         with self._lock:
             if target is not None:
                 obj = check_update_body(target, obj)
-            key = strategy.key_of(obj)
+            key = keys.key_of(obj)
             return self._write(
                 "update_status",
                 key,
@@ -201,7 +203,7 @@ class FakeApiServer(StoredWrites):
     ) -> Obj:
         """Apply a JSON merge patch; ``metadata.resourceVersion`` in it is a precondition."""
         with self._lock:
-            key = strategy.key_for(kind, namespace, name)
+            key = keys.key_for(kind, namespace, name)
             url = Target("", *key)
             patch = patch_body(url, patch)
 
@@ -217,7 +219,7 @@ class FakeApiServer(StoredWrites):
     ) -> Obj:
         """Apply a JSON merge patch to ``status`` only (PATCH /status)."""
         with self._lock:
-            key = strategy.key_for(kind, namespace, name)
+            key = keys.key_for(kind, namespace, name)
             url = Target("", *key)
             patch = patch_body(url, patch)
 
@@ -242,7 +244,7 @@ class FakeApiServer(StoredWrites):
         with self._lock:
             if target is not None:
                 obj = check_apply_body(target, obj)
-            key = strategy.key_of(obj)
+            key = keys.key_of(obj)
             try:
                 managedfields.validate_field_manager(field_manager, kind=key[0], apply=True)
                 self.custom_resources.check_applied(key[0], obj)
@@ -279,7 +281,7 @@ class FakeApiServer(StoredWrites):
         ``Status``.
         """
         with self._lock:
-            key = strategy.key_for(kind, namespace, name)
+            key = keys.key_for(kind, namespace, name)
             try:
                 if kind == "Namespace":
                     marked, changed = self._namespaces.delete(self._stored(key))

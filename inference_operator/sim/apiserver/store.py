@@ -1,9 +1,9 @@
 """The fake API server's store: objects by key, their frozen copies, reads, and the request log.
 
-Split from :mod:`.apiserver` so that module is about what requests do (verbs, strategy, field
+Split from :mod:`.server` so that module is about what requests do (verbs, strategy, field
 management, deletion, garbage collection) while this one is about where objects live and how
 they are handed out: every read thaws a frozen copy, so nothing a caller holds is ever part of
-the store. Subclassed by :class:`~.apiserver.FakeApiServer`, which owns the lock discipline of
+the store. Subclassed by :class:`~.server.FakeApiServer`, which owns the lock discipline of
 writes; reads here take the same re-entrant lock.
 """
 
@@ -13,21 +13,20 @@ import datetime
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from inference_operator.core.clock import Clock, format_timestamp
 from inference_operator.core.errors import ApiError, NotFound
 from inference_operator.core.jsoncopy import freeze
 from inference_operator.core.jsoncopy import thaw as _thaw
-from inference_operator.sim.apiserver import strategy
+from inference_operator.core.objects import Obj
+from inference_operator.sim.apiserver.keys import Key, key_for, key_of_stored
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.selectors import parse_field_selector, parse_label_selector
-from inference_operator.sim.apiserver.strategy import Key
 from inference_operator.sim.apiserver.watch import Broadcaster, Watch
 
-__all__ = ["ApiRequest", "ObjectStore", "thaw_object"]
+__all__ = ["ApiRequest", "ControllerAccess", "ObjectStore", "thaw_object"]
 
-Obj = dict[str, Any]
 Objs = list[Obj]  # spelt as an alias: inside the class, ``list`` is the method
 
 
@@ -72,7 +71,7 @@ class ObjectStore:
         """A copy of the object; :class:`NotFound` if there is none."""
         with self._lock:
             self.reads += 1
-            key = strategy.key_for(kind, namespace, name)
+            key = key_for(kind, namespace, name)
             self._stored(key)
             return thaw_object(self._frozen[key])
 
@@ -144,8 +143,7 @@ class ObjectStore:
 
     def _copies(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         frozen = self._frozen
-        key_of = strategy.key_of_stored
-        return [thaw_object(frozen[key_of(obj)]) for obj in self._select(kind, namespace, labels)]
+        return [thaw_object(frozen[key_of_stored(obj)]) for obj in self._select(kind, namespace, labels)]
 
     def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         namespaces = self._objects.get(kind, {})
@@ -207,6 +205,32 @@ class ObjectStore:
         if wall != self._last_wall:  # formatting is the slow part, and many writes share a second
             self._last_wall, self._last_now = wall, format_timestamp(wall)
         return self._last_now
+
+
+class ControllerAccess:
+    """The store as the fake's own controllers reach it: stored objects as they are (not copies,
+    no read counted), the timestamp and resourceVersion of a write, and the tally of the
+    controller-manager's writes (``gc_writes``). The namespace controller's
+    :class:`~.namespaces.Storage`; kept apart from :class:`ObjectStore`'s own methods, whose
+    reads are the API's (copies, counted)."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+
+    def lookup(self, key: Key, /) -> Obj | None:
+        return self._store._lookup(key)
+
+    def contents(self, namespace: str, /) -> tuple[Key, ...]:
+        return self._store._contents(namespace)
+
+    def now(self) -> str:
+        return self._store._now()
+
+    def next_resource_version(self) -> str:
+        return self._store._next_resource_version()
+
+    def count_controller_writes(self, count: int, /) -> None:
+        self._store.gc_writes += count
 
 
 def thaw_object(blob: bytes) -> Obj:

@@ -1,6 +1,6 @@
 """How a change lands in the fake API server's store: commit, mark for deletion, remove, put.
 
-:mod:`.apiserver` is what requests do (verbs, preconditions, field management, admission); this
+:mod:`.server` is what requests do (verbs, preconditions, field management, admission); this
 is the layer under it that every write path ends in, shared by requests, the garbage collector
 and the namespace controller: a new resourceVersion, the stored and frozen copies, the watch
 event, the garbage collector's graph and a CRD's schema kept in step. Nothing here validates: by
@@ -10,25 +10,24 @@ the time a change gets here, the request has been admitted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from inference_operator.core.jsoncopy import freeze
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import strategy
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
+from inference_operator.sim.apiserver.keys import Key
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.store import ObjectStore, thaw_object
-from inference_operator.sim.apiserver.strategy import Key
 from inference_operator.sim.apiserver.watch import EventType
 
 if TYPE_CHECKING:
     from inference_operator.sim.apiserver.customresources import CustomResources
     from inference_operator.sim.apiserver.namespaces import NamespaceLifecycle
 
-Obj = dict[str, Any]
-
 
 class StoredWrites(ObjectStore):
-    """The store's write primitives; :class:`~.apiserver.FakeApiServer` sets up their collaborators."""
+    """The store's write primitives; :class:`~.server.FakeApiServer` sets up their collaborators."""
 
     _gc: GarbageCollector
     _namespaces: NamespaceLifecycle

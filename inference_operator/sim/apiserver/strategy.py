@@ -5,7 +5,7 @@ kube-apiserver runs every create and update through a per-resource strategy
 path, server-set fields are reset on create and carried over on update, the main endpoint
 ignores ``status`` and the status endpoint ignores everything else, defaulting and validation
 run, and ``generation`` moves only when the spec does. Those rules are functions of the request
-and the stored object alone, so they live here, apart from :mod:`.apiserver`, which owns the
+and the stored object alone, so they live here, apart from :mod:`.server`, which owns the
 store, resourceVersions, the clock, locking, the request log and garbage collection.
 
 Nothing here changes a stored object: each function builds a new candidate for the server to
@@ -19,24 +19,19 @@ from typing import Any, Final
 
 from inference_operator.core.errors import Conflict, Invalid, NotFound, ServerError
 from inference_operator.core.jsoncopy import merge_patch
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import defaults, namespaces
+from inference_operator.sim.apiserver.keys import Key, key_in
 from inference_operator.sim.apiserver.kinds import traits_of
-from inference_operator.sim.apiserver.managedfields import BadRequest
 from inference_operator.sim.apiserver.validation import (
-    path_segment_problem,
     validate_metadata,
     validate_name,
     validate_status,
 )
 
 __all__ = [
-    "DEFAULT_NAMESPACE",
-    "Key",
     "check_create",
     "check_preconditions",
-    "key_for",
-    "key_of",
-    "key_of_stored",
     "patched",
     "prepare_create",
     "prepare_status_update",
@@ -45,11 +40,6 @@ __all__ = [
     "with_generated_name",
 ]
 
-Obj = dict[str, Any]
-Key = tuple[str, str, str]
-"""(kind, namespace, name); namespace is ``""`` for cluster-scoped kinds."""
-
-DEFAULT_NAMESPACE: Final = "default"
 _SERVER_FIELDS: Final = (
     "uid",
     "resourceVersion",
@@ -71,34 +61,6 @@ _NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 # --- identity --------------------------------------------------------------------------------
 
 
-def key_for(kind: str, namespace: str | None, name: str) -> Key:
-    """The store key: cluster-scoped kinds drop the namespace, namespaced ones default it."""
-    problem = path_segment_problem(name)
-    if "/" in name:  # the request path then names some other resource, which does not exist
-        raise NotFound("the server could not find the requested resource", kind=kind, name=name)
-    if problem:
-        raise BadRequest(f"Name parameter invalid: {name!r}: {problem}", kind=kind, name=name)
-    return _key(kind, namespace, name)
-
-
-def _key(kind: str, namespace: str | None, name: str) -> Key:
-    if not traits_of(kind).namespaced:
-        return (kind, "", name)
-    return (kind, namespace or DEFAULT_NAMESPACE, name)
-
-
-def key_of(obj: Mapping[str, Any]) -> Key:
-    """The store key of a client's object; :class:`Invalid` without a kind or a name."""
-    kind = obj.get("kind")
-    meta = obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    if not isinstance(kind, str) or not kind:
-        raise Invalid("Object 'Kind' is missing", name=str(name or ""))
-    if not isinstance(name, str) or not name:
-        raise Invalid(f"{kind}: metadata.name: Required value: name or generateName is required", kind=kind)
-    return _key(kind, meta.get("namespace") if isinstance(meta, Mapping) else None, name)
-
-
 def with_generated_name(obj: Obj, *, taken: Callable[[Key], bool], draw: Callable[[str], str]) -> Obj:
     """``obj`` named from its ``metadata.generateName`` when it has no name (a name wins); a copy.
 
@@ -112,14 +74,9 @@ def with_generated_name(obj: Obj, *, taken: Callable[[Key], bool], draw: Callabl
     name = ""
     for _ in range(GENERATE_NAME_ATTEMPTS):
         name = prefix + "".join(draw(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
-        if not taken(_key(kind, meta.get("namespace"), name)):
+        if not taken(key_in(kind, meta.get("namespace"), name)):
             break
     return {**obj, "metadata": {**meta, "name": name}}
-
-
-def key_of_stored(obj: Obj) -> Key:
-    meta = obj["metadata"]
-    return (obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
 def check_preconditions(key: Key, stored: Obj, sent: Mapping[str, Any], *, write: str = "update") -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from inference_operator.core.errors import Invalid
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.decoding import check_body_decodes, check_patch_decodes, decoded
 from inference_operator.sim.apiserver.managedfields import BadRequest
 
@@ -27,8 +28,6 @@ __all__ = [
     "patch_body",
     "patch_preconditions",
 ]
-
-Obj = dict[str, Any]
 
 
 class Target(NamedTuple):

@@ -15,7 +15,10 @@ import re
 from typing import Any, Final
 
 from inference_operator.core.errors import Invalid
+from inference_operator.core.objects import Obj
+from inference_operator.sim.apiserver import syntax
 from inference_operator.sim.apiserver.kinds import traits_of
+from inference_operator.sim.apiserver.podvalidation import pod_spec_problems
 
 __all__ = [
     "name_problems",
@@ -27,7 +30,6 @@ __all__ = [
     "validate_status",
 ]
 
-Obj = dict[str, Any]
 
 _DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL_1123: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -188,18 +190,20 @@ def validate_deployment(obj: Obj, old: Obj | None) -> None:
         )
     if old is not None and old.get("spec", {}).get("selector") != selector:
         problems.append(f"spec.selector: Invalid value: {selector!r}: field is immutable")
-    containers = spec["template"]["spec"].get("containers")
-    if not containers:
+    pod = spec["template"]["spec"]
+    if not pod.get("containers"):
         problems.append("spec.template.spec.containers: Required value")
-    for i, container in enumerate(containers or ()):
-        for field in ("name", "image"):
-            if not isinstance(container, dict) or not container.get(field):
-                problems.append(f"spec.template.spec.containers[{i}].{field}: Required value")
+    problems += pod_spec_problems(pod, "spec.template.spec")
     replicas = spec.get("replicas")
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         problems.append(f"spec.replicas: Invalid value: {replicas!r}: must be greater than or equal to 0")
     if problems:
-        raise Invalid(f'Deployment.apps "{name}" is invalid: ' + "; ".join(problems), kind="Deployment", name=name)
+        raise Invalid(f'Deployment.apps "{name}" is invalid: {_listed(problems)}', kind="Deployment", name=name)
+
+
+def _listed(problems: list[str]) -> str:
+    """Several problems as the real server lists them: ``[a, b]``; one alone as it is."""
+    return problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
 
 
 def validate_service(obj: Obj) -> None:
@@ -220,11 +224,26 @@ def validate_service(obj: Obj) -> None:
         number = port.get("port") if isinstance(port, dict) else None
         if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 65535:
             problems.append(f"spec.ports[{i}].port: Invalid value: {number!r}: must be between 1 and 65535")
+        if isinstance(port, dict):
+            problems += _service_port_problems(port, f"spec.ports[{i}]", service_type=spec.get("type", "ClusterIP"))
     if len(ports) > 1 and any(not (isinstance(p, dict) and p.get("name")) for p in ports):
         problems.append("spec.ports: Required value: name is required when a Service has several ports")
     problems += _duplicate_ports(ports)
     if problems:
         raise Invalid(f'Service "{name}" is invalid: ' + "; ".join(problems), kind="Service", name=name)
+
+
+def _service_port_problems(port: Obj, at: str, *, service_type: str) -> list[str]:
+    """A target port that names no valid port, a node port on a type that has none."""
+    problems: list[str] = []
+    target = port.get("targetPort")
+    if isinstance(target, str):
+        problems += [f'{at}.targetPort: Invalid value: "{target}": {p}' for p in syntax.port_name_problems(target)]
+    elif isinstance(target, int) and (problem := syntax.port_number_problem(target)):
+        problems.append(f"{at}.targetPort: Invalid value: {target}: {problem}")
+    if port.get("nodePort") and service_type in ("ClusterIP", "ExternalName"):
+        problems.append(f"{at}.nodePort: Forbidden: may not be used when `type` is '{service_type}'")
+    return problems
 
 
 def _duplicate_ports(ports: list[Any]) -> list[str]:

@@ -2,7 +2,7 @@
 
 A watch is the one thing the fake API server hands out that outlives the call: informers hold it
 and drain it whenever the simulation says so. It therefore has its own small API (``drain``,
-``pending``, ``stop``), kept apart from :mod:`.apiserver`, which only needs to offer each change
+``pending``, ``stop``), kept apart from :mod:`.server`, which only needs to offer each change
 to whoever is watching (:meth:`Broadcaster.emit`).
 
 A watch may carry a label selector (:mod:`.selectors`); it then sees an object the way the real
@@ -20,14 +20,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from inference_operator.core.jsoncopy import freeze, thaw
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.selectors import Selector
 
 __all__ = ["Broadcaster", "EventType", "Watch", "WatchEvent"]
 
-Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 

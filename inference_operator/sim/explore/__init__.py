@@ -4,7 +4,7 @@ Research tools that perturb what a controller sees (Sieve, Acto) find most opera
 unhappy path. The simulator is deterministic and in-process, so this package does the same,
 cheaply and reproducibly: hypothesis generates sequences of actions (users, other actors, a
 failing load balancer, API errors, crashes, informer lag), the simulated cluster settles, and
-the invariants of issue 8 are checked; a failure is shrunk and printed as ready-to-paste code.
+the invariants (:mod:`.invariants`) are checked; a failure is shrunk and printed as ready-to-paste code.
 
 - :mod:`.world`: the simulation with the fault wrappers wired in, and every action on it;
 - :mod:`.observation`: what settling saw, the invariants' input;

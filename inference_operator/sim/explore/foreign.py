@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from inference_operator.api.constants import DEPLOYMENT
+from inference_operator.core.objects import Obj
 
 __all__ = ["foreign_child_manifest"]
-
-Obj = dict[str, Any]
 
 
 def foreign_child_manifest(kind: str, name: str, namespace: str) -> Obj:

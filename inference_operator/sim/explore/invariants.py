@@ -1,12 +1,12 @@
 """What must hold once the simulated cluster has settled, whatever happened before.
 
 The explorer (see :mod:`.machine`) throws actions and faults at the operator, lets everything
-quiesce, then asks the questions of issue 8 here. Each invariant is a pure function of an
+quiesce, then asks here whether the cluster is right. Each invariant is a pure function of an
 :class:`Observation` (the API server's and the balancer's state, plus what was counted while
 settling) and returns one line per violation, naming the object and saying what is wrong.
 
 Invariants that the operator does not satisfy yet are listed in :data:`PENDING_INVARIANTS`, with
-the issue item each waits for. The bounded run in ``make test`` enforces only the others; ``make
+the fix each waits for. The bounded run in ``make test`` enforces only the others; ``make
 explore`` checks and reports all of them. Move a name out of the pending list when its fix lands.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Final
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.api.models import InferenceService, SpecError
 from inference_operator.core.conditions import find
-from inference_operator.core.objects import controller_owner_uid, key_of
+from inference_operator.core.objects import Obj, controller_owner_uid, key_of
 from inference_operator.reconcile.builders import desired_deployment, desired_service, service_address, service_url
 from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.explore.owned import owned_differences, service_name_valid
@@ -37,7 +37,6 @@ __all__ = [
     "check",
 ]
 
-Obj = dict[str, Any]
 
 RECONCILES_PER_SETTLE_BOUND: Final = 40
 """Reconcile passes one object may take while the cluster settles (from one action to quiet).
@@ -73,7 +72,7 @@ INVARIANTS: Final[dict[str, str]] = {
 }
 
 PENDING_INVARIANTS: Final[dict[str, str]] = {}
-"""Invariants today's operator breaks, each with the issue item whose fix it waits for.
+"""Invariants today's operator breaks, each with the fix it waits for.
 ``make test`` does not enforce these; ``make explore`` still checks and reports them."""
 
 ENFORCED_INVARIANTS: Final = frozenset(INVARIANTS) - frozenset(PENDING_INVARIANTS)

@@ -12,12 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from inference_operator.core.objects import Obj
 from inference_operator.sim.faults import LbCall, WriteCall
 from inference_operator.sim.simulation import Simulation
 
 __all__ = ["ForeignMark", "Observation"]
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,11 @@ from typing import Any
 from inference_operator.api.constants import DEPLOYMENT, SERVICE
 from inference_operator.core.errors import ApiError
 from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.apiserver.validation import validate_name
 
 __all__ = ["owned_differences", "owned_view", "service_name_valid", "stored_form"]
-
-Obj = dict[str, Any]
 
 
 def service_name_valid(name: str) -> bool:

@@ -18,7 +18,7 @@ from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVIC
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import ApiError
 from inference_operator.core.jsoncopy import deep_copy
-from inference_operator.core.objects import key_of
+from inference_operator.core.objects import Obj, key_of
 from inference_operator.sim.apiserver.watch import WatchEvent
 from inference_operator.sim.explore.foreign import foreign_child_manifest
 from inference_operator.sim.explore.observation import ForeignMark, Observation
@@ -33,11 +33,10 @@ from inference_operator.sim.faults import (
     WriteFault,
 )
 from inference_operator.sim.simulation import Simulation
-from inference_operator.sim.wiring import Interposer
+from inference_operator.sim.wiring import Interposer, Outside
 
 __all__ = ["FOREIGN_OWNER", "HORIZON", "NAMESPACE", "World"]
 
-Obj = dict[str, Any]
 
 NAMESPACE: Final = "default"
 HORIZON: Final = 1200.0
@@ -74,14 +73,14 @@ class World:
         self._foreign_owner_uid = str(owner["metadata"]["uid"])
         self._window_start()
 
-    def _faulty_api(self, sim: Simulation) -> FaultyApi:
+    def _faulty_api(self, sim: Outside) -> FaultyApi:
         """What the operator writes through: the API server behind every fault switch."""
         self.api = FaultyApi(
             sim.api, clock=sim.clock, crash=self.crash, observe=self._observe_write, snapshot_kinds=frozenset({KIND})
         )
         return self.api
 
-    def _faulty_lb(self, sim: Simulation) -> FaultyLoadBalancer:
+    def _faulty_lb(self, sim: Outside) -> FaultyLoadBalancer:
         self.lb = FaultyLoadBalancer(sim.lb, clock=sim.clock, crash=self.crash)
         return self.lb
 

@@ -1,6 +1,6 @@
 /* The trace viewer's page: renders TraceModel (model.js) for the current step, and the input.
  *
- * Why it looks as it does: the seed's lesson is the control loop's four phases, spec and status
+ * Why it looks as it does: what a learner should see is the control loop's four phases, spec and status
  * converging, and data flowing informer -> workqueue -> reconciler; each panel shows one of those
  * for the current record. Rendering reads the layout before writing (no forced layout per key),
  * and the timeline draws only the rows in view, so 100k steps stay cheap.

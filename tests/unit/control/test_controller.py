@@ -1,7 +1,8 @@
 """The controller loop around the reconciler (processNextWorkItem semantics).
 
 Covers: an error goes back with per-key exponential backoff; requeue_after forgets the
-failures and schedules the key; requeue adds it back at once; success forgets it;
+failures and schedules the key; requeue brings it back rate-limited (after its backoff, which
+keeps doubling, as controller-runtime's AddRateLimited); success forgets it;
 run_until_quiescent advances the fake clock to the earliest due key and stops when nothing
 is left, and detects a reconciler that requeues forever; a worker loop finishes the item in
 hand and stops once the queue shuts down.
@@ -66,11 +67,18 @@ def test_requeue_after_forgets_failures_and_schedules_the_key() -> None:
     assert ctl.queue.next_due() == pytest.approx(30.005)
 
 
-def test_requeue_adds_the_key_back_at_once() -> None:
-    ctl, fn, _ = make(Result(requeue=True), Result())
+def test_requeue_brings_the_key_back_after_its_backoff_and_keeps_counting() -> None:
+    ctl, fn, clock = make(Result(requeue=True), Result(requeue=True), Result())
     ctl.enqueue("ns/a")
-    assert ctl.step() and ctl.step() and not ctl.step()
-    assert len(fn.calls) == 2
+    assert ctl.step() and not ctl.step()  # not at once: after the key's backoff
+    assert ctl.queue.next_due() == pytest.approx(0.005)
+    clock.set(0.005)
+    assert ctl.step()
+    assert ctl.queue.num_requeues("ns/a") == 2  # not forgotten: the next wait doubles
+    assert ctl.queue.next_due() == pytest.approx(0.015)
+    clock.set(0.015)
+    assert ctl.step() and not ctl.step()
+    assert len(fn.calls) == 3 and ctl.queue.num_requeues("ns/a") == 0  # success forgets
 
 
 def test_success_forgets_the_key() -> None:

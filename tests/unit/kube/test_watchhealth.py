@@ -38,7 +38,7 @@ def every_period(wh: WatchHealth, client: FakeClient, cache: ObjectCache, clock:
     end = clock.now() + seconds
     while clock.now() < end:
         clock.advance(5)
-        wh.check(client, cache, clock.now())  # type: ignore[arg-type]
+        wh.check(client=client, cache=cache, now=clock.now())  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_a_slow_watch_that_delivers_within_the_grace_is_never_deaf(world: Any) -
     for i in range(30):  # a new object ahead of the list every check, delivered 8 s later
         client.objects[KIND] = [isvc(f"a{i:02d}", rv=str(100 + i), uid=f"u{i}")]
         clock.advance(5)
-        wh.check(client, cache, clock.now())  # type: ignore[arg-type]
+        wh.check(client=client, cache=cache, now=clock.now())  # type: ignore[arg-type]
         clock.advance(3)
         cache.apply_event(KIND, "ADDED", isvc(f"a{i:02d}", rv=str(100 + i), uid=f"u{i}"))
         assert wh.problems() == []

@@ -18,7 +18,7 @@ import pytest
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE, Reason
 from inference_operator.api.samples import make_inference_service
-from inference_operator.control.handler import EnqueueForObject, EnqueueForOwner, WatchEvent
+from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, WatchEvent
 from inference_operator.core.objects import changed_beyond_status
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import OperatorRuntime

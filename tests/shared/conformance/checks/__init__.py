@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     lists,
     names,
     namespaces,
+    podtemplate,
     status,
     watch,
 )

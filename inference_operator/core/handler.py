@@ -15,6 +15,10 @@ concerns:
 
 A backend hands every event over as a :class:`WatchEvent` (what the cache held before, what it
 holds now) and enqueues what :meth:`EventHandler.keys` returns, in that order.
+
+It lives in core, below both the reconciler's ``reconcile/watches.py``, which names a handler for
+each watched kind, and the backends and control loop that run them: the reconciler and the
+control loop know nothing of each other.
 """
 
 from __future__ import annotations
