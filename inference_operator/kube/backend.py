@@ -6,6 +6,12 @@ background thread, like client-go's event broadcaster: an Event is information f
 so a reconcile never waits for one, and failing to post one is logged, never fatal. Before
 that, ``EventCorrelator`` (``inference_operator.control.events``) deduplicates, aggregates and
 rate-limits them per object, as client-go's recorder does.
+
+Every write and every Event first asks the write fence (``fence.py``, leader election) for the
+term it may go under, at that instant: a child apply, a status or finalizer write of a pass that
+began under another term, or of a process whose renewal is too old (it was paused), is refused
+with ``NotLeader`` before anything is sent. An Event keeps the term it was recorded under and is
+dropped by the poster, not sent, if that term is over by the time its turn comes.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from inference_operator.core.objects import Obj
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.crashpoint import CrashPoint
-from inference_operator.kube.election import NotLeader
+from inference_operator.kube.fence import NotLeader, WriteFence
 from inference_operator.kube.health import logged
 
 log = logging.getLogger(__name__)
@@ -44,7 +50,7 @@ class KubeBackend:
         correlator: EventCorrelator | None = None,
         crash: CrashPoint | None = None,
         on_write: Callable[[str, str], None] | None = None,
-        may_write: Callable[[], bool] | None = None,
+        fence: WriteFence | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -53,15 +59,19 @@ class KubeBackend:
         self.writes = 0
         self.on_write = on_write
         """Told the verb and kind of every write (the metrics), before it is sent."""
-        self.may_write = may_write
-        """Asked before every write and Event (leader election); False: NotLeader, nothing sent."""
-        self.events = events or EventPoster(client)
+        self.fence = fence
+        """Asked before every write and Event (leader election); no term: NotLeader, nothing sent."""
+        self.events = events or EventPoster(client, fence=fence)
         self.correlator = correlator or EventCorrelator(clock)
         self.crash = crash or CrashPoint()
         """The crash-point test hook (off unless armed): it sees each write once answered."""
 
+    def may_write(self) -> bool:
+        """True when a write sent now would go out (no fence: always)."""
+        return self.fence is None or self.fence.term() is not None
+
     def _count(self, verb: str, kind: str) -> None:
-        if self.may_write is not None and not self.may_write():
+        if self.fence is not None and self.fence.term() is None:
             raise NotLeader(f"{verb} {kind}: not sent, this replica does not hold the leader lease")
         with self._lock:
             self.writes += 1
@@ -113,7 +123,8 @@ class KubeBackend:
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
-        if self.may_write is not None and not self.may_write():
+        term = self.fence.term() if self.fence is not None else None
+        if self.fence is not None and term is None:
             log.debug("Dropped Event, not the leader reason=%s name=%s", reason, meta.get("name"))
             return
         event = build_event(
@@ -134,7 +145,7 @@ class KubeBackend:
                 meta["namespace"],
             )
             return
-        self.events.post(correlated)
+        self.events.post(correlated, term=term)
 
 
 def _refused(err: Exception) -> bool:
@@ -170,11 +181,13 @@ class EventPoster:
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         wait: Callable[[float], object] | None = None,
+        fence: WriteFence | None = None,
     ) -> None:
         self.client = client
+        self.fence = fence
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._queue: queue.Queue[Correlated | None] = queue.Queue(capacity)
+        self._queue: queue.Queue[tuple[Correlated, int | None] | None] = queue.Queue(capacity)
         self._stopping = threading.Event()
         self._wait = wait or self._stopping.wait  # returns at once when stopping
         self._thread: threading.Thread | None = None
@@ -185,6 +198,8 @@ class EventPoster:
         self.posted = 0
         self.failures = 0
         self.dropped = 0
+        self.fenced = 0
+        """Events not sent because the term they were recorded under had ended."""
 
     def start(self) -> None:
         with self._lock:
@@ -198,10 +213,11 @@ class EventPoster:
         thread = self._thread
         return thread is None or thread.is_alive() or self._stopping.is_set()
 
-    def post(self, item: Correlated) -> None:
+    def post(self, item: Correlated, *, term: int | None = None) -> None:
+        """Queue ``item``; ``term``: the leader term it was recorded under (sent only while it holds)."""
         self.start()
         try:
-            self._queue.put_nowait(item)
+            self._queue.put_nowait((item, term))
         except queue.Full:
             self.dropped += 1
             involved = item.event.get("involvedObject") or {}
@@ -214,9 +230,16 @@ class EventPoster:
             )
 
     def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
+        while (queued := self._queue.get()) is not None:
+            item, term = queued
+            if self.fence is not None and term is not None and not self.fence.holds(term):
+                self.fenced += 1
+                log.debug("Dropped Event, its leader term ended before it was sent reason=%s", item.event.get("reason"))
+                continue
             try:
                 self._send(item)
+            except NotLeader:  # the term ended between the check above and the socket
+                self.fenced += 1
             except Exception as err:  # noqa: BLE001 - any failure: log, count, back off, go on
                 self._failed(item, err)
             else:

@@ -163,6 +163,11 @@ class ObjectCache:
         with self._lock:
             return [(ns, name) for (k, ns, name) in self._objects if k == kind]
 
+    def deleted(self, uid: str, version: int) -> bool:
+        """True when the watch (or a check) saw ``uid`` deleted at ``version`` or later."""
+        with self._lock:
+            return self._buried_locked(uid, version)
+
     def tombstones(self) -> int:
         with self._lock:
             self._expire_locked(self._clock.now())

@@ -10,7 +10,7 @@ exceptions of ``inference_operator.core.errors``, the same ones the FakeApiServe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -89,6 +89,17 @@ class KubeClient:
     def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
         self.api_client = api_client
         self.timeout = timeout
+        self.write_gate: Callable[[str, str], None] | None = None
+        """Called with the verb and kind of each mutating request but a Lease's, the instant
+        before it is sent (leader election's last check: it raises to stop the request)."""
+
+    def gate_writes(self, gate: Callable[[str, str], None]) -> None:
+        """Ask ``gate`` (it raises to refuse) before each mutating request but a Lease's: here,
+        and again at the socket for each chunk of its bytes (``sendgate.py``)."""
+        from inference_operator.kube.sendgate import install_send_gate
+
+        self.write_gate = gate
+        install_send_gate(self.api_client, lambda: gate("send", "request"))
 
     @classmethod
     def from_environment(cls, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
@@ -133,6 +144,8 @@ class KubeClient:
             body=body,
             auth_settings=["BearerToken"],
         )
+        if self.write_gate is not None and method != "GET" and kind != "Lease":
+            self.write_gate(verb, kind)
         response = self.api_client.call_api(
             method, url, header_params=headers, body=payload, _request_timeout=self.timeout
         )

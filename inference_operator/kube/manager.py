@@ -14,7 +14,10 @@ One housekeeping thread does the periodic work, and neither job races the watch:
   while the LIST was in flight;
 - the consistency check (``consistency``) drops cached objects that vanished while a watch was
   down (which Kopf's re-list never reports), after each Kopf re-list and every ten minutes,
-  whatever the resync period, including 0.
+  whatever the resync period, including 0;
+- the watch-health check (``watchhealth``) samples each kind with a LIST of one object every
+  few seconds and fails liveness, naming the kind, when a watch stopped delivering (a CRD
+  deleted and re-created leaves Kopf deaf to it).
 
 ``start`` is safe to retry (Kopf retries a failed startup handler): the first LIST comes
 before anything that binds a port or starts a thread, the metrics port is bound before any
@@ -35,16 +38,18 @@ from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import Clock, RealClock
 from inference_operator.core.handler import WatchEvent
 from inference_operator.core.objects import Obj
-from inference_operator.core.ports import LoadBalancerProvider
+from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.kube.backend import EVENT_POSTER
 from inference_operator.kube.cache import ObjectCache, slim
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
 from inference_operator.kube.crashpoint import CrashPoint
-from inference_operator.kube.election import ElectionSettings, LeaderElector
+from inference_operator.kube.election import BootClock, ElectionSettings, LeaderElector
+from inference_operator.kube.fence import Fence
 from inference_operator.kube.health import ThreadGroup
 from inference_operator.kube.metricsserver import MetricsServer, live
+from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS, WatchHealth
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
 from inference_operator.reconcile.watches import WATCHED_KINDS, watch_of
@@ -89,6 +94,7 @@ class OperatorRuntime:
         metrics: Server | None = None,
         threads: ThreadGroup | None = None,
         consistency_period: float = PERIOD_SECONDS,
+        watch_check_period: float = WATCH_CHECK_SECONDS,
         tracer: Tracer | None = None,
     ) -> None:
         self.config = config
@@ -103,6 +109,8 @@ class OperatorRuntime:
         self.leading = threading.Event()
         """Set while this replica may write: it holds the leader lease (or election is off)."""
         self.elector: LeaderElector | None = None
+        self.fence: Fence | None = None
+        """Asked at each write (leader election on): the term it may go under, if any."""
         if config.leader_election:
             self.elector = LeaderElector(
                 ElectionSettings(
@@ -114,10 +122,13 @@ class OperatorRuntime:
                     retry_period=config.retry_period,
                 ),
                 client,
-                self.clock,
+                BootClock() if clock is None else self.clock,  # counts a suspended machine's sleep
                 on_started=self._started_leading,
                 on_stopped=self._stopped_leading,
             )
+            self.fence = Fence(self.elector)
+            if hasattr(client, "gate_writes"):
+                client.gate_writes(self.fence.gate)  # the last checks: before each request, at its socket
         self.tracer = tracer if tracer is not None else make_tracer(config, self.clock)
         """The flight recorder (``--trace``); off by default."""
         ports = operator_ports(
@@ -127,7 +138,7 @@ class OperatorRuntime:
             provider=load_balancer or make_load_balancer(config),
             crash=self.crash,
             telemetry=self.telemetry,
-            is_leader=self.elector.is_leader if self.elector is not None else None,
+            fence=self.fence,
             tracer=self.tracer,
         )
         self.backend = ports.kube
@@ -142,7 +153,7 @@ class OperatorRuntime:
         )
         self.queue = RateLimitingQueue(self.clock, name="inferenceservice")
         self.controller = Controller(
-            "inferenceservice", self.reconciler.reconcile, self.queue, metrics=self.telemetry, tracer=self.tracer
+            "inferenceservice", self._reconcile, self.queue, metrics=self.telemetry, tracer=self.tracer
         )
         self.telemetry.workers(active=0, maximum=config.workers)
         self.telemetry.leader.labels(name=config.lease_name).set(0)
@@ -158,6 +169,13 @@ class OperatorRuntime:
         self._next_resync = now + config.resync_seconds
         self.consistency = ConsistencySchedule(WATCHED_KINDS, now, period=consistency_period)
         self.consistency_drops = 0
+        self.watch_health = WatchHealth(
+            WATCHED_KINDS,
+            namespaces=config.namespaces or ("",),
+            selector=lambda kind: watch_of(kind).label_selector,
+            now=now,
+            period=watch_check_period,
+        )
         if metrics is None and config.metrics_address:
             metrics = MetricsServer(config.metrics_address, self.telemetry.render, self.health)
         self.metrics = metrics
@@ -246,6 +264,14 @@ class OperatorRuntime:
             f"lease {self.config.lease_namespace}/{self.config.lease_name}" if self.elector else "off",
         )
 
+    def _reconcile(self, namespace: str, name: str) -> Result:
+        """One pass, bound to the leader term it began under: its writes are refused once that
+        term is over, whether or not this replica leads again by then."""
+        if self.fence is None:
+            return self.reconciler.reconcile(namespace, name)
+        with self.fence.one_pass():
+            return self.reconciler.reconcile(namespace, name)
+
     def _started_leading(self) -> None:
         """This replica may write now: reconcile everything once, from the warm cache."""
         self.controller.forget_waits()
@@ -308,9 +334,12 @@ class OperatorRuntime:
             for obj in dropped:
                 for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
                     self.queue.add(key)
+        if self.watch_health.due(self.clock.now()):
+            self.watch_health.check(client=self.client, cache=self.cache, now=self.clock.now())
         with self._lock:
             next_check = self.consistency.next_due()
-        candidates = [t for t in (next_check, self._next_resync if resync > 0 else None) if t is not None]
+        dues = (next_check, self._next_resync if resync > 0 else None, self.watch_health.next_due())
+        candidates = [t for t in dues if t is not None]
         return min(candidates, default=now + PERIOD_SECONDS)
 
     def stop(self, timeout: float = 30.0) -> bool:
@@ -335,11 +364,11 @@ class OperatorRuntime:
     # -- health and counters --------------------------------------------------------------------
 
     def health(self) -> list[str]:
-        """What is wrong with the operator's own threads, one line each; empty when healthy."""
+        """What is wrong with the operator's own threads and watches, one line each; empty when healthy."""
         problems = [f"thread {name} died" for name in self.threads.dead()]
         if not self.backend.events.alive():
             problems.append(f"thread {EVENT_POSTER} died")
-        return problems
+        return problems + self.watch_health.problems()
 
     def probe(self) -> dict[str, int]:
         events = self.backend.events
@@ -358,5 +387,7 @@ class OperatorRuntime:
             "events_aggregated": correlator.aggregated,
             "events_spam_filtered": correlator.spam_dropped,
             "cache_consistency_drops": self.consistency_drops,
-            "dead_threads": len(self.health()),
+            "dead_threads": len(self.health()) - len(self.watch_health.problems()),
+            "deaf_watches": len(self.watch_health.problems()),
+            "writes_refused_not_leader": self.fence.refused if self.fence is not None else 0,
         }

@@ -7,13 +7,16 @@ a hook the ``KubeBackend`` is built with). They are put together here, once, bef
 reconciler is constructed, so the order is visible in one place and nothing swaps them later:
 
     balancer calls:  Tracing → Measured → LeaderOnly → crash point → the provider
-    API writes:      Tracing → KubeBackend (asks may_write, then tells on_write, then sends)
+    API writes:      Tracing → KubeBackend (asks the fence, then tells on_write, then sends)
+
+The fence (``fence.py``) is asked at the instant of each write and each balancer register or
+release, innermost but for the crash point: nothing that wraps it can delay a call between the
+check and the send.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from inference_operator.control.metrics import MeasuredLoadBalancer, Metrics
@@ -24,7 +27,7 @@ from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.crashpoint import CrashPoint, with_crash_point
-from inference_operator.kube.election import LeaderOnlyLoadBalancer
+from inference_operator.kube.fence import LeaderOnlyLoadBalancer, WriteFence
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.trace.recorder import NULL_TRACER, Recorder, Tracer
 from inference_operator.trace.sink import RingSink
@@ -80,16 +83,16 @@ def operator_ports(
     provider: LoadBalancerProvider,
     crash: CrashPoint,
     telemetry: Metrics,
-    is_leader: Callable[[], bool] | None,
+    fence: WriteFence | None,
     tracer: Tracer,
 ) -> OperatorPorts:
     """Build the two ports with their wrappers, innermost first (see the module's docstring).
 
-    ``is_leader`` None means leader election is off: every write may go."""
-    kube = KubeBackend(client, cache, clock, crash=crash, on_write=telemetry.api_write, may_write=is_leader)
+    ``fence`` None means leader election is off: every write may go."""
+    kube = KubeBackend(client, cache, clock, crash=crash, on_write=telemetry.api_write, fence=fence)
     lb = with_crash_point(provider, crash)
-    if is_leader is not None:
-        lb = LeaderOnlyLoadBalancer(lb, is_leader)
+    if fence is not None:
+        lb = LeaderOnlyLoadBalancer(lb, fence)
     lb = MeasuredLoadBalancer(lb, telemetry)
     backend: Backend = kube
     if tracer.enabled:

@@ -3,7 +3,10 @@
 Status is a record, not the truth about the balancer: it may have been restored from a backup
 or restarted empty. So beside registering once the Service exists, this step looks each record
 up once per resync (never per event) and registers again what the balancer lost, and with
-registration disabled it releases whatever the balancer still holds. Its per-uid memory holds
+registration disabled it releases whatever the balancer still holds. Registration follows what
+can serve: nothing is registered before the Deployment exists, and a record is released when
+the Deployment is refused for a reason only a person can fix (a Service with no pods behind it
+must not receive traffic); status says so. Its per-uid memory holds
 registrations whose status write is still pending, and which resync last checked each object.
 No lock: the workqueue never hands one key to two workers.
 """
@@ -72,8 +75,17 @@ class BalancerSync:
     def _check_due(self, uid: str) -> bool:
         return self._checked_epoch.get(uid) != self._resync_epoch
 
-    def ensure(self, isvc: InferenceService, obj: Obj, service: Obj | None) -> tuple[LoadBalancerState, str]:
-        """Register once the Service exists; returns the outcome and a note for the Event."""
+    def ensure(
+        self,
+        isvc: InferenceService,
+        obj: Obj,
+        service: Obj | None,
+        *,
+        deployment: bool = True,
+        refused: str | None = None,
+    ) -> tuple[LoadBalancerState, str]:
+        """Register once the Service and the Deployment exist; returns the outcome and a note for
+        the Event. ``refused``: why the Deployment cannot be written (release any record)."""
         epoch = self._resync_epoch  # read first: a resync starting meanwhile still gets its check
         key = key_of(isvc.namespace, isvc.name)
         previous = (obj.get("status") or {}).get("loadBalancer") or {}
@@ -91,7 +103,9 @@ class BalancerSync:
             known = recorded
         elif recorded is not None and recorded.id == known.id:
             del self._registered[isvc.uid]  # status has it now
-        if service is None:
+        if refused is not None:
+            return self._withheld(isvc, obj, key, known=known is not None or bool(previous), why=refused)
+        if service is None or not deployment:
             # Status keeps a record the balancer still holds, so that it is released later.
             return LoadBalancerState("waiting", registration=known), ""
         if known is not None and not self._check_due(isvc.uid):
@@ -147,6 +161,27 @@ class BalancerSync:
         verb = "Registered" if known is None else "Registered again"
         note = f"{verb} {target} with the load balancer as {registration.id} at {registration.address}{note}"
         return LoadBalancerState("registered", registration), note
+
+    def _withheld(
+        self, isvc: InferenceService, obj: Obj, key: str, *, known: bool, why: str
+    ) -> tuple[LoadBalancerState, str]:
+        """The Deployment is refused: no pods can serve, so the balancer must not route here."""
+        message = f"not registered with the load balancer while the Deployment cannot be written: {why}"
+        self._registered.pop(isvc.uid, None)
+        if known:
+            try:
+                self.release(obj, key)
+            except LoadBalancerError as err:
+                failed = f"releasing the load balancer record of {key} failed: {err}; retrying with backoff"
+                log.warning("Failed to release load balancer key=%s error=%s", key, err)
+                self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=failed)
+                return LoadBalancerState("failed", message=failed), ""
+            log.info(
+                "Withdrew load balancer record, the Deployment is refused name=%s namespace=%s",
+                isvc.name,
+                isvc.namespace,
+            )
+        return LoadBalancerState("withheld", message=message), ""
 
     def _released(self, isvc: InferenceService, obj: Obj, key: str, *, recorded: bool) -> tuple[LoadBalancerState, str]:
         """Registration disabled: release whatever the balancer holds. Status may lack the

@@ -43,6 +43,7 @@ from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSy
 from inference_operator.reconcile.builders import desired_deployment, desired_service, selector_string
 from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
+from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
 from inference_operator.reconcile.stalls import Blocked
 from inference_operator.reconcile.status import (
     DeploymentView,
@@ -94,17 +95,14 @@ class Reconciler:
         # operations are atomic.
         self._deferred_since: dict[str, float] = {}  # when the status write was first held
         self._pods_read: dict[str, PodsRead] = {}
+        self._refusals = RefusedApplies(clock)
         # Events follow ``self.backend``, even when a test puts a wrapper in its place.
         self.balancer = BalancerSync(load_balancer, lambda *a, **k: self.backend.record_event(*a, **k))
 
     @property
     def lb(self) -> LoadBalancerProvider:
-        """The load balancer (settable: the simulator puts fault-injecting wrappers in between)."""
+        """The load balancer as composed once by the backend's ``operator_ports``."""
         return self.balancer.lb
-
-    @lb.setter
-    def lb(self, provider: LoadBalancerProvider) -> None:
-        self.balancer.lb = provider
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -127,7 +125,9 @@ class Reconciler:
         deployment, deployment_action = self._ensure_child(key, isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
         service, service_action = self._ensure_child(key, isvc, SERVICE, desired_service(isvc), blocked)
         obj, finalizer_added = self._ensure_finalizer(obj)
-        lb, lb_note = self.balancer.ensure(isvc, obj, service)
+        # Registration follows what can serve: no Deployment, no record at the balancer.
+        refused = refused_deployment(blocked)
+        lb, lb_note = self.balancer.ensure(isvc, obj, service, deployment=deployment is not None, refused=refused)
         actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
         self._announce_actions(obj, isvc.name, actions, lb_note)
         self._tell(
@@ -241,25 +241,41 @@ class Reconciler:
     ) -> tuple[Obj | None, Action]:
         """Create or update one child with server-side apply; returns it (None if it could not
         be had) and what was done. A write the API server refuses is appended to ``blocked``,
-        not raised: the pass goes on so that status can say why."""
+        not raised: the pass goes on so that status can say why; the very object it refused is
+        sent again only after a backoff (``refusals.py``)."""
+        if (held := self._refusals.still_refused(uid=isvc.uid, kind=kind, desired=desired)) is not None:
+            blocked.append(held)
+            return self.backend.get(kind, isvc.namespace, isvc.name), None
         try:
             diff = diff_child(backend=self.backend, isvc=isvc, kind=kind, desired=desired)
         except ApiError as err:
-            return self._refused(isvc=isvc, kind=kind, live=None, err=err, blocked=blocked)
+            return self._refused(isvc=isvc, kind=kind, desired=desired, live=None, err=err, blocked=blocked)
         self._tell(key, diff)
         if diff.conflict and diff.live is not None:
             blocked.append(Blocked.conflict(isvc, kind, diff.live))
             return None, None
         try:
-            return act_on_child(backend=self.backend, isvc=isvc, diff=diff)
+            child, action = act_on_child(backend=self.backend, isvc=isvc, diff=diff)
         except ApiError as err:
-            return self._refused(isvc=isvc, kind=kind, live=diff.live, err=err, blocked=blocked)
+            return self._refused(isvc=isvc, kind=kind, desired=desired, live=diff.live, err=err, blocked=blocked)
+        if action is not None:
+            self._refusals.accepted(uid=isvc.uid, kind=kind)
+        return child, action
 
     def _refused(
-        self, *, isvc: InferenceService, kind: str, live: Obj | None, err: ApiError, blocked: list[Blocked]
+        self,
+        *,
+        isvc: InferenceService,
+        kind: str,
+        desired: Obj,
+        live: Obj | None,
+        err: ApiError,
+        blocked: list[Blocked],
     ) -> tuple[Obj | None, Action]:
-        """A refused write (or read) of a child: blocked, logged, and the pass goes on."""
+        """A refused write (or read) of a child: blocked, logged, remembered (``refusals.py``),
+        and the pass goes on."""
         blocked.append(Blocked.from_error(isvc, kind, "create" if live is None else "update", err))
+        self._refusals.refused(uid=isvc.uid, kind=kind, desired=desired, blocked=blocked[-1])
         log.warning(
             "Failed to write child kind=%s name=%s namespace=%s code=%d error=%s",
             kind,
@@ -290,6 +306,7 @@ class Reconciler:
         self.balancer.forget(meta.get("uid", ""))
         self._deferred_since.pop(meta.get("uid", ""), None)
         self._pods_read.pop(meta.get("uid", ""), None)
+        self._refusals.forget(meta.get("uid", ""))
         releasable = NAME_RULE.check(meta["name"])
         try:
             if releasable:

@@ -16,7 +16,7 @@ from inference_operator.core.conditions import Cond
 from inference_operator.core.errors import ApiError, Conflict
 from inference_operator.core.objects import Obj, key_of, owner_key
 
-__all__ = ["Blocked", "ChildConflict"]
+__all__ = ["Blocked", "ChildConflict", "child_condition"]
 
 
 class ChildConflict(ApiError):
@@ -44,14 +44,14 @@ class Blocked:
                 "name; waiting for the garbage collector to remove it"
             )
             error = ChildConflict(message, kind=kind, namespace=isvc.namespace, name=isvc.name)
-            return cls(Cond(_child_condition(kind), "False", Reason.WAITING_FOR_CHILDREN, message), error)
+            return cls(Cond(child_condition(kind), "False", Reason.WAITING_FOR_CHILDREN, message), error)
         owner = _controller_of(live)
         message = (
             f"{kind} {isvc.namespace}/{isvc.name} already exists but is not controlled by this InferenceService "
             f"(uid {isvc.uid}): {owner}; delete or rename that {kind}, or rename the InferenceService"
         )
         error = ChildConflict(message, kind=kind, namespace=isvc.namespace, name=isvc.name)
-        return cls(Cond(_child_condition(kind), "False", Reason.CHILD_CONFLICT, message), error)
+        return cls(Cond(child_condition(kind), "False", Reason.CHILD_CONFLICT, message), error)
 
     @classmethod
     def from_error(cls, isvc: InferenceService, kind: str, verb: str, err: ApiError) -> Blocked:
@@ -72,10 +72,11 @@ class Blocked:
             reason = Reason.API_UNAVAILABLE
             hint = "the API server should recover by itself"
         message = f"cannot {verb} {where}: the API server answered {err.code} {err.reason}: {err.api_message}; {hint}"
-        return cls(Cond(_child_condition(kind), "False", reason, message), err)
+        return cls(Cond(child_condition(kind), "False", reason, message), err)
 
 
-def _child_condition(kind: str) -> str:
+def child_condition(kind: str) -> str:
+    """The condition that reports on a child of this kind."""
     return CT.SERVICE_READY if kind == SERVICE else CT.DEPLOYMENT_READY
 
 

@@ -26,7 +26,7 @@ from inference_operator.reconcile.builders import selector_string, service_url
 class LoadBalancerState:
     """The outcome of the load balancer step of one pass."""
 
-    state: Literal["registered", "disabled", "waiting", "failed"]
+    state: Literal["registered", "disabled", "waiting", "withheld", "failed"]
     registration: Registration | None = None
     message: str = ""
     recheck: bool = False
@@ -246,7 +246,11 @@ def load_balancer_condition(lb: LoadBalancerState) -> Cond:
         )
     if lb.state == "failed":
         return Cond(t, "False", Reason.LOAD_BALANCER_FAILED, lb.message)
-    return Cond(t, "False", Reason.LOAD_BALANCER_PENDING, "waiting for the Service before registering")
+    if lb.state == "withheld":
+        return Cond(t, "False", Reason.LOAD_BALANCER_PENDING, lb.message)
+    return Cond(
+        t, "False", Reason.LOAD_BALANCER_PENDING, "waiting for the Deployment and the Service before registering"
+    )
 
 
 def _was(previous: Obj, type_: str, generation: int) -> bool:

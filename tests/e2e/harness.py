@@ -214,7 +214,8 @@ class OperatorProcess:
     ) -> None:
         """``identity`` names the replica in the leader Lease (kept across ``start`` after a
         crash, so a restart takes its own Lease back at once, as a restarted pod of the same
-        name does); ``lease_namespace`` is where the Lease lives (the identity needs get, create
+        name does; it writes only a renew deadline later, as a record it did not write may
+        have replaced a live holder); ``lease_namespace`` is where the Lease lives (the identity needs get, create
         and update on Leases there); ``standby``: ``start`` does not wait for it to lead."""
         self.kubeconfig = kubeconfig
         self.identity = identity or f"e2e-{uuid.uuid4().hex[:8]}"

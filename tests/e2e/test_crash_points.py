@@ -123,7 +123,7 @@ def make_operator(
             "1",
             "--workers",
             str(workers),
-            identity=f"crash-{namespace}",  # a restart after kill -9 takes its own lease back at once
+            identity=f"crash-{namespace}",  # a restart takes its own Lease back at once, writes 10 s on
             lease_namespace=OPERATOR_NAMESPACE,
         )
 

@@ -9,13 +9,28 @@ replica) the killed leader wrote nothing after its death and the standby nothing
 the Lease; a graceful stop hands the Lease
 over within a few seconds. The figures (failover after kill -9, after a graceful stop) are
 printed for the closing note; the bounds asserted are the design's (lease duration + retry).
+
+At most one writer (issue 24), ``ROUNDS`` times each (``E2E_HA_ROUNDS``, 10 by default), while
+the specs of a fleet keep changing: the leader is frozen (SIGSTOP) at a varying point of its work
+until the standby has taken over and converged the changes, then resumed (SIGCONT); the Lease is
+deleted by hand; its holder is changed by hand. After each, in the API server's audit log and the
+balancer's call log (by user agent), no replica sent a mutating request (Events included) or a
+balancer call after the other replica's first write; the takeover times are printed.
 """
 
 from __future__ import annotations
 
 import datetime
+import itertools
+import os
+import signal
+import threading
 import time
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from inference_operator.lb.registry import RegistryServer
 
@@ -108,4 +123,222 @@ def test_a_standby_takes_over_from_a_killed_leader_and_a_graceful_stop_hands_ove
         for proc in (a, b):
             if proc.process is not None and proc.process.poll() is None:
                 proc.stop()
+        operator.start()
+
+
+# -- at most one writer (issue 24): a paused leader, a deleted Lease, a hand-edited holder --------
+
+ROUNDS = int(os.environ.get("E2E_HA_ROUNDS", "10"))
+"""Rounds per disruption; the issue asks for 10 (lower it for a quick CI run)."""
+FLEET = 4  # InferenceServices whose specs keep changing while the leader is disrupted
+MUTATING = ("create", "update", "patch", "delete")
+IDENTITIES = ("ha-a", "ha-b")
+
+
+@dataclass
+class Write:
+    at: float  # epoch seconds: the API server's requestReceivedTimestamp, or the registry's clock
+    by: str
+    what: str
+
+
+def writes_since(cluster: Cluster, registry: RegistryServer, mark: int, since: float) -> list[Write]:
+    """Every mutating request (Events included; the Lease excluded: that is the election) and
+    every balancer register/release by either replica, in the order they were received."""
+    out: list[Write] = []
+    assert cluster.audit is not None
+    for event in cluster.audit.events_since(mark):
+        ref = event.get("objectRef") or {}
+        if event.get("stage") != "ResponseComplete" or event.get("verb") not in MUTATING:
+            continue
+        if ref.get("resource") == "leases":
+            continue
+        who = next((i for i in IDENTITIES if f"({i})" in str(event.get("userAgent", ""))), None)
+        if who is not None:
+            at = parse_time(event["requestReceivedTimestamp"]).timestamp()
+            what = f"{event['verb']} {ref.get('resource')}/{ref.get('subresource', '')} {ref.get('name')}"
+            out.append(Write(at, who, what))
+    for call in registry.calls():
+        who = next((i for i in IDENTITIES if f"({i})" in call.caller), None)
+        if who is not None and call.at >= since:
+            out.append(Write(call.at, who, f"balancer {call.method} {call.key}"))
+    return sorted(out, key=lambda w: w.at)
+
+
+def assert_one_writer_at_a_time(writes: list[Write], what: str) -> None:
+    """No request from a replica after another replica's first write as leader."""
+    first: dict[str, float] = {}
+    for w in writes:
+        first.setdefault(w.by, w.at)
+    order = sorted(first, key=first.__getitem__)
+    for earlier, later in itertools.pairwise(order):
+        stale = [w for w in writes if w.by == earlier and w.at >= first[later]]
+        assert not stale, f"{what}: {earlier} wrote after {later}'s first write: {[(w.at, w.what) for w in stale]}"
+
+
+class Storm:
+    """Spec changes to the fleet, one kubectl apply after another, on a thread, until stopped."""
+
+    def __init__(self, cluster: Cluster, namespace: str, tag: str) -> None:
+        self.cluster, self.namespace, self.tag = cluster, namespace, tag
+        self.applied = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            name = f"fleet-{self.applied % FLEET}"
+            env = [{"name": "ROUND", "value": f"{self.tag}-{self.applied}"}]
+            self.cluster.kubectl.apply(llama(name, replicas=1, env=env), self.namespace, check=False)
+            self.applied += 1
+
+    def __enter__(self) -> Storm:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def converged(cluster: Cluster, namespace: str) -> bool:
+    return all(is_ready(cluster.kubectl.get("infsvc", f"fleet-{i}", namespace)) for i in range(FLEET))
+
+
+def leader_of(a: OperatorProcess, b: OperatorProcess) -> tuple[OperatorProcess, OperatorProcess] | None:
+    if a.leading():
+        return a, b
+    return (b, a) if b.leading() else None
+
+
+def signal_process(proc: OperatorProcess, sig: signal.Signals) -> None:
+    assert proc.process is not None
+    proc.process.send_signal(sig)
+
+
+@dataclass
+class Pair:
+    """Two replicas, the cluster and the balancer: one disruption round at a time."""
+
+    cluster: Cluster
+    namespace: str
+    registry: RegistryServer
+    a: OperatorProcess
+    b: OperatorProcess
+    figures: dict[str, list[float]]
+
+    def leader(self) -> tuple[OperatorProcess, OperatorProcess]:
+        return wait_until(lambda: leader_of(self.a, self.b), timeout=40, what="a leader")
+
+    def converge(self, what: str) -> None:
+        wait_until(lambda: converged(self.cluster, self.namespace), timeout=120, what=f"{what}: the fleet converged")
+
+    def storm(self, tag: str, *, after: int) -> Storm:
+        """A storm of spec changes, returned once ``after`` of them were applied (the point of
+        the leader's work at which the disruption lands varies with it)."""
+        storm = Storm(self.cluster, self.namespace, tag).__enter__()
+        wait_until(lambda: storm.applied > after, timeout=30, what="the storm to start", interval=0.05)
+        return storm
+
+    def check(self, mark: int, since: float, what: str, *, new_leader: str = "") -> None:
+        writes = writes_since(self.cluster, self.registry, mark, since)
+        assert writes, f"{what}: nobody wrote, the check would prove nothing"
+        assert not new_leader or any(w.by == new_leader for w in writes), f"{what}: the new leader wrote nothing"
+        assert_one_writer_at_a_time(writes, what)
+
+    def mark(self) -> tuple[int, float]:
+        assert self.cluster.audit is not None
+        return self.cluster.audit.mark(), time.time()
+
+    def pause_round(self, i: int) -> None:
+        """The leader frozen past the lease duration; the standby converges; the leader resumes."""
+        leader, standby = self.leader()
+        mark, since = self.mark()
+        storm = self.storm(f"pause{i}", after=i % 4)
+        try:
+            signal_process(leader, signal.SIGSTOP)
+            paused = time.monotonic()
+            wait_until(standby.leading, timeout=40, what=f"pause round {i}: the standby to take over")
+            self.figures["a pause (SIGSTOP)"].append(time.monotonic() - paused)
+        finally:
+            storm.__exit__()
+        self.converge(f"pause round {i}")
+        signal_process(leader, signal.SIGCONT)
+        wait_until(lambda: not leader.leading(), timeout=20, what=f"pause round {i}: the woken replica to stand by")
+        self.storm(f"after{i}", after=FLEET).__exit__()  # the new leader keeps writing after the wake-up
+        self.converge(f"pause round {i}, after the wake-up")
+        self.check(mark, since, f"pause round {i}", new_leader=standby.identity)
+
+    def delete_round(self, i: int) -> None:
+        """``kubectl delete lease`` by hand, during a storm."""
+        self.leader()
+        mark, since = self.mark()
+        storm = self.storm(f"delete{i}", after=i % 4)
+        try:
+            self.cluster.kubectl.run("delete", "lease", LEASE, "-n", OPERATOR_NAMESPACE)
+            deleted = time.monotonic()
+            wait_until(lambda: leader_of(self.a, self.b) is None, timeout=10, what="the leader to stop at once")
+            self.figures["stop leading after a Lease deletion"].append(time.monotonic() - deleted)
+            self.leader()
+            self.figures["a Lease deletion"].append(time.monotonic() - deleted)
+        finally:
+            storm.__exit__()
+        self.converge(f"lease deletion round {i}")
+        self.check(mark, since, f"lease deletion round {i}")
+
+    def edit_round(self, i: int) -> None:
+        """The holder changed by hand: both stop at once, and lead again once that record expired."""
+        self.leader()
+        mark, since = self.mark()
+        storm = self.storm(f"edit{i}", after=i % 4)
+        try:
+            patch = '{"spec":{"holderIdentity":"someone-else"}}'
+            self.cluster.kubectl.run("patch", "lease", LEASE, "-n", OPERATOR_NAMESPACE, "--type=merge", "-p", patch)
+            edited = time.monotonic()
+            wait_until(lambda: leader_of(self.a, self.b) is None, timeout=10, what="both to stop leading at once")
+            self.figures["stop leading after a holder edit"].append(time.monotonic() - edited)
+            self.leader()
+            self.figures["a holder edit"].append(time.monotonic() - edited)
+        finally:
+            storm.__exit__()
+        self.converge(f"holder edit round {i}")
+        self.check(mark, since, f"holder edit round {i}")
+
+
+def test_no_replica_writes_after_another_replicas_first_write_when_paused_or_its_lease_deleted_or_edited(
+    cluster: Cluster,
+    namespace: str,
+    operator: OperatorProcess,
+    operator_kubeconfig: Path,
+    registry: RegistryServer,
+    tmp_path: Path,
+) -> None:
+    if cluster.audit is None:
+        pytest.skip("needs the local control plane's audit log")
+    operator.stop()  # the session's operator holds the cluster-wide Lease: it hands it over
+    a = replica(cluster, operator_kubeconfig, registry, tmp_path / "a.log", "ha-a")
+    b = replica(cluster, operator_kubeconfig, registry, tmp_path / "b.log", "ha-b")
+    figures: dict[str, list[float]] = defaultdict(list)
+    pair = Pair(cluster, namespace, registry, a, b, figures)
+    try:
+        a.start()
+        b.start()
+        for i in range(FLEET):
+            cluster.kubectl.apply(llama(f"fleet-{i}", replicas=1), namespace)
+        pair.converge("the start")
+        for i in range(ROUNDS):
+            pair.pause_round(i)
+        for i in range(ROUNDS):
+            pair.delete_round(i)
+        for i in range(max(1, ROUNDS // 5)):
+            pair.edit_round(i)
+    finally:
+        for proc in (a, b):
+            if proc.process is not None and proc.process.poll() is None:
+                signal_process(proc, signal.SIGCONT)
+                proc.stop()
+        print(f"\nrounds: {ROUNDS} pauses, {ROUNDS} Lease deletions, {max(1, ROUNDS // 5)} holder edits")
+        for name, values in figures.items():
+            label = name if name.startswith("stop") else f"takeover after {name}"
+            print(f"{label}: n={len(values)} min {min(values):.1f}s max {max(values):.1f}s")
         operator.start()

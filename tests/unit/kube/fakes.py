@@ -92,6 +92,17 @@ class Leases:
     def view(self, identity: str) -> LeaseView:
         return LeaseView(self, identity)
 
+    def delete(self, namespace: str = "ops", name: str = "inference-operator") -> None:
+        """``kubectl delete lease``: the next create gets a new uid."""
+        del self.items[(namespace, name)]
+
+    def set_holder(self, holder: str, namespace: str = "ops", name: str = "inference-operator") -> None:
+        """``kubectl edit lease``: another holder written by hand (a new resourceVersion)."""
+        self.version += 1
+        lease = self.items[(namespace, name)]
+        lease["spec"]["holderIdentity"] = holder
+        lease["metadata"]["resourceVersion"] = str(self.version)
+
 
 class LeaseView:
     def __init__(self, leases: Leases, identity: str) -> None:
@@ -118,6 +129,8 @@ class LeaseView:
     def replace_lease(self, lease: Obj) -> Obj:
         self._check()
         key = (lease["metadata"]["namespace"], lease["metadata"]["name"])
+        if key not in self.leases.items:
+            raise NotFound(f"leases.coordination.k8s.io {key[1]!r} not found")
         if self.leases.items[key]["metadata"]["resourceVersion"] != lease["metadata"].get("resourceVersion"):
             raise Conflict("the object has been modified")
         return self._store(key, lease)
@@ -126,5 +139,7 @@ class LeaseView:
         self.leases.version += 1
         stored = deep_copy(lease)
         stored["metadata"]["resourceVersion"] = str(self.leases.version)
+        old = self.leases.items.get(key)
+        stored["metadata"]["uid"] = old["metadata"]["uid"] if old else f"lease-uid-{self.leases.version}"
         self.leases.items[key] = stored
         return deep_copy(stored)

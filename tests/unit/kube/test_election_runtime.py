@@ -45,6 +45,8 @@ def pair() -> tuple[OperatorRuntime, OperatorRuntime, Leases, FakeClock, InMemor
     leases, clock, lb = Leases(), FakeClock(), InMemoryLoadBalancer()
     leader, standby = replica(leases, clock, "a", lb), replica(leases, clock, "b", lb)
     assert leader.elector is not None and standby.elector is not None
+    leader.elector.step()  # no Lease yet: written at once, writing starts a renew deadline later
+    clock.advance(leader.elector.settings.renew_deadline)
     leader.elector.step()
     standby.elector.step()
     return leader, standby, leases, clock, lb

@@ -141,6 +141,7 @@ def make_runtime(
         clock=clock or FakeClock(),
         metrics=metrics,
         threads=threads,
+        watch_check_period=0,  # test_watchhealth.py covers it
     )
 
 
