@@ -46,6 +46,16 @@ HELP = {
     "queue_depth": ("inference_operator_workqueue_depth", "gauge", "Keys ready to be reconciled."),
     "waiting": ("inference_operator_workqueue_waiting", "gauge", "Keys waiting for a delayed requeue."),
     "cached_objects": ("inference_operator_cached_objects", "gauge", "Objects in the watch cache."),
+    "deaf_watches": (
+        "inference_operator_deaf_watches",
+        "gauge",
+        "Watched kinds whose watch stopped delivering (an object the API server holds never reached the cache).",
+    ),
+    "writes_refused_not_leader": (
+        "inference_operator_writes_refused_not_leader",
+        "gauge",
+        "Writes refused since start because this replica's leadership had lapsed or ended (fenced).",
+    ),
     "events_posted": ("inference_operator_events_posted_total", "counter", "Events created or patched."),
     "events_pending": ("inference_operator_events_pending", "gauge", "Events queued for posting, not yet sent."),
     "event_post_failures": (

@@ -26,6 +26,7 @@ __all__ = [
     "encode",
     "is_reset",
     "iteration_order",
+    "set_managed_fields",
 ]
 
 
@@ -203,3 +204,11 @@ def iteration_order(fields: FieldSet) -> list[Path]:
         below = frozenset(p[1:] for p in fields if p[:1] == head and len(p) > 1)
         out.extend((*head, *rest) for rest in iteration_order(below))
     return out
+
+
+def set_managed_fields(obj: dict[str, Any], entries: list[dict[str, Any]] | None) -> None:
+    """Put ``entries`` in ``obj``'s metadata (a fresh dict: the old one may be a stored object's)."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    if entries:
+        meta["managedFields"] = entries
+    obj["metadata"] = meta

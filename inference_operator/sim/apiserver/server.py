@@ -27,13 +27,7 @@ not what the registry allocates). Plus defaulting (:mod:`.defaults`), server-set
 part of the store. Wherever this fake and a real API server could disagree, the real one is right;
 the e2e suite is the referee.
 
-This module is what requests do; where objects live, reads and the request log are
-:mod:`.store`. What a request turns into before it is stored is :mod:`.strategy` (with
-:mod:`.defaults` and :mod:`.validation`), who owns which field is :mod:`.managedfields`, the
-garbage collector is :mod:`.garbage`, watches are :mod:`.watch`, selectors :mod:`.selectors`; a
-request's URL against its body (``target``) is :mod:`.target`, with :mod:`.decoding`; namespaces
-(admission, deletion) are :mod:`.namespaces`; what a stored CRD's schema does to writes of its
-kind (pruning, defaults, validation, CEL) is :mod:`.customresources`.
+This module is what requests do; the package's docstring maps the rest.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -78,6 +72,7 @@ from inference_operator.sim.apiserver.target import (
 )
 from inference_operator.sim.apiserver.watch import Watch, WatchEvent
 from inference_operator.sim.clock import FakeClock
+from inference_operator.ssa.managedentries import set_managed_fields
 
 __all__ = [
     "DEFAULT_FIELD_MANAGER",
@@ -259,7 +254,7 @@ class FakeApiServer(StoredWrites):
                         key[0], stored, obj, manager=field_manager, force=force, now=self._now
                     )
                     candidate = self._prepare_update(key, stored, defaults.ingest(key[0], applied.merged))
-                    _set_managed_fields(candidate, applied.managed_fields)
+                    set_managed_fields(candidate, applied.managed_fields)
                     managedfields.settle_timestamps(stored, candidate)
                     result, changed = self._commit(key, stored, candidate)
             except ApiError as err:
@@ -346,7 +341,7 @@ class FakeApiServer(StoredWrites):
         fields = managedfields.track_update(
             key[0], stored, candidate, request=request, manager=manager, subresource=subresource, now=self._now
         )
-        _set_managed_fields(candidate, fields)
+        set_managed_fields(candidate, fields)
         if stored is not None:
             managedfields.settle_timestamps(stored, candidate)
 
@@ -372,7 +367,7 @@ class FakeApiServer(StoredWrites):
             new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
         self.custom_resources.validate(kind, new, None)
         if applied is not None:
-            _set_managed_fields(new, applied.managed_fields)
+            set_managed_fields(new, applied.managed_fields)
         else:
             self._track(key, None, new, request=obj, manager=manager, subresource="")
         namespaces.complete_create(kind, new)
@@ -399,11 +394,3 @@ class FakeApiServer(StoredWrites):
         new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
         self.custom_resources.validate(key[0], new, stored, status=True)
         return new
-
-
-def _set_managed_fields(obj: Obj, entries: list[Obj] | None) -> None:
-    """Put ``entries`` in ``obj``'s metadata (a fresh dict: the old one may be the stored object's)."""
-    meta = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
-    if entries:
-        meta["managedFields"] = entries
-    obj["metadata"] = meta
