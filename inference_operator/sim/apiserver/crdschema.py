@@ -17,10 +17,10 @@ Errors are :class:`FieldError` values carrying the real server's field path and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
+from inference_operator.api.fielderrors import go_value
 from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.knownfields import OBJECT_META_FIELDS
@@ -95,19 +95,6 @@ def child_path(path: str, key: str) -> str:
 
 def item_path(path: str, index: int) -> str:
     return f"{path}[{index}]"
-
-
-def go_value(value: Any) -> str:
-    """``value`` as Go's field errors print it (``%q`` for strings, JSON for composites)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if value is None:
-        return "null"
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 # --- metadata ------------------------------------------------------------------------------
