@@ -98,8 +98,9 @@ def test_a_rolling_update_on_a_full_gpu_pool_deadlocks_and_status_says_why() -> 
     ready = condition(isvc(sim), "Ready")
     assert ready["status"] == "False"
     assert ready["reason"] == "RolloutBlocked"  # a stall the operator names, not a rollout "in progress"
-    assert f"1 new pod(s) cannot be scheduled, each needs 8 nvidia.com/gpu and old pods hold them: {FULL_NODE}" in (
-        ready["message"]
+    assert (
+        f"1 new pod(s) cannot be scheduled, each needs 8 nvidia.com/gpu and old pods hold them: {FULL_NODE}"
+        in (ready["message"])
     )
     assert ready["message"].endswith("set spec.rollout.strategy to Replace or Auto to stop old pods first")
     assert isvc(sim)["status"]["phase"] == "Failed"  # it needs a person: waiting will never end it
