@@ -60,7 +60,7 @@ def embedded(html: str) -> object:
         ("not json\n", "not a trace (not JSON lines"),
         ('{"seq":1,"type":"note","text":"x"}\n', "does not start with a header record"),
         (json.dumps({**HEADER, "format": "other"}) + "\n", "format is 'other'"),
-        (json.dumps({**HEADER, "version": 2}) + "\n", "trace format version 2; this reader knows 1"),
+        (json.dumps({**HEADER, "version": 3}) + "\n", "trace format version 3; this reader knows 1, 2"),
         ("[1, 2]\n", "a line is not a JSON object"),
     ],
 )
