@@ -2,7 +2,7 @@
  *
  * Why it looks as it does: what a learner should see is the control loop's four phases, spec and status
  * converging, and data flowing informer -> workqueue -> reconciler; each panel shows one of those
- * for the current record. Rendering reads the layout before writing (no forced layout per key),
+ * for the current record (and capview.js the cluster's capacity). Rendering reads the layout before writing (no forced layout per key),
  * and the timeline draws only the rows in view, so 100k steps stay cheap.
  */
 'use strict';
@@ -151,7 +151,7 @@
         : rec.type === 'dequeue' ? 'pass ' + rec.pass + ' starts: a worker took ' + rec.key + ' from the queue'
           : 'pass ' + rec.pass + ' on ' + rec.key + (active >= 0 ? ': ' + PHASES[active] : '');
     } else {
-      text = 'between passes: the loop waits on the queue; ' + (rec.type === 'platform' ? 'someone else moved' : rec.type === 'event' ? 'a watch event arrived' : rec.type === 'enqueue' ? 'a key was queued' : 'a note');
+      text = 'between passes: the loop waits on the queue; ' + (rec.type === 'platform' ? 'someone else moved' : rec.type === 'event' ? 'a watch event arrived' : rec.type === 'enqueue' ? 'a key was queued' : rec.type === 'node' || rec.type === 'pod' ? 'the cluster moved' : 'a note');
     }
     $('loop-state').textContent = text;
   }
@@ -329,6 +329,7 @@
     renderQueue(index, rec);
     renderObject(index, rec);
     renderDetail(index, rec);
+    capacity.render(index);
     renderTimeline(opts.scroll !== false, measured);
     api.lastRenderMs = performance.now() - t0;
   }
@@ -366,9 +367,11 @@
       api.keyTimes.push(performance.now() - t0);
     }
   }
+  var capacity = CapacityView.create({ steps: steps, el: el, box: $('capacity'), summary: $('capacity-summary') });
   function main() {
     if (!N) {
       $('loop-state').textContent = 'This trace has no records after its header.';
+      capacity.render(-1);
       document.body.setAttribute('data-ready', 'true');
       return;
     }
