@@ -18,6 +18,7 @@ from inference_operator.sim.simulation import Simulation
 from inference_operator.trace.recorder import Recorder, Sink
 from inference_operator.trace.sink import FileSink, ListSink, read_trace
 
+GPU = "nvidia.com/gpu"
 NODES = (NodeShape("gpu-node-1", gpus=8), NodeShape("gpu-node-2", gpus=8))
 REPLICAS, GPUS = 4, 4
 OLD_IMAGE, NEW_IMAGE = "vllm/vllm-openai:v0.6.3", "vllm/vllm-openai:v0.7.0"
@@ -53,3 +54,30 @@ def write_rollout_trace(path: Path) -> list[dict[str, Any]]:
     """The trace as a file (what ``trace view`` reads); its records."""
     run_rollout(FileSink(path))
     return read_trace(path)
+
+
+def replay(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """After each ``node``/``pod`` record: (the record, nodes by name, pods by key), folded in
+    order as docs/trace-format.md says a viewer should (written apart from the page's own code)."""
+    nodes: dict[str, Any] = {}
+    pods: dict[str, Any] = {}
+    out = []
+    for r in records:
+        if r["type"] not in ("node", "pod"):
+            continue
+        table = nodes if r["type"] == "node" else pods
+        if r["change"] == "deleted":
+            table.pop(r[r["type"]])
+        else:
+            table[r[r["type"]]] = r
+        out.append((r, dict(nodes), dict(pods)))
+    return out
+
+
+def used(pods: dict[str, Any], node: str, resource: str = GPU) -> int:
+    """What the pods bound to ``node`` hold of ``resource``: finished ones nothing, terminating ones theirs."""
+    return sum(
+        p["requests"].get(resource, 0)
+        for p in pods.values()
+        if p.get("nodeName") == node and p["phase"] not in ("Succeeded", "Failed")
+    )

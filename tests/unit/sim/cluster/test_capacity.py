@@ -24,40 +24,10 @@ from inference_operator.sim.cluster.nodes import NodeShape, build_node
 from inference_operator.sim.simulation import Simulation
 from inference_operator.trace.recorder import NULL_TRACER, Recorder
 from inference_operator.trace.sink import ListSink
-from tests.shared.rollouts import CHANGE_NOTE, GPUS, NODES, REPLICAS, rollout_records
+from tests.shared.rollouts import CHANGE_NOTE, GPUS, NODES, REPLICAS, replay, rollout_records, used
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
-
-
-def replay(records: list[Obj]) -> list[tuple[Obj, dict[str, Obj], dict[str, Obj]]]:
-    """After each cluster record: (the record, nodes by name, pods by key), as a viewer would fold them."""
-    nodes: dict[str, Obj] = {}
-    pods: dict[str, Obj] = {}
-    out = []
-    for r in records:
-        if r["type"] == "node":
-            if r["change"] == "deleted":
-                nodes.pop(r["node"])
-            else:
-                nodes[r["node"]] = r
-        elif r["type"] == "pod":
-            if r["change"] == "deleted":
-                pods.pop(r["pod"])
-            else:
-                pods[r["pod"]] = r
-        else:
-            continue
-        out.append((r, dict(nodes), dict(pods)))
-    return out
-
-
-def used(pods: dict[str, Obj], node: str) -> int:
-    return sum(
-        p["requests"].get(GPU, 0)
-        for p in pods.values()
-        if p.get("nodeName") == node and p["phase"] not in ("Succeeded", "Failed")
-    )
 
 
 def test_a_recorder_is_first_told_every_node_as_it_is() -> None:
