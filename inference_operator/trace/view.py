@@ -1,7 +1,7 @@
 """``inference-operator trace view``: a trace as one self-contained HTML page.
 
 The page (``inference_operator/trace/viewer/``: index.html, viewer.css, capacity.js, model.js,
-capview.js, viewer.js) is plain HTML, CSS and JavaScript with no build step. This module only
+capview.js, diagram.js, viewer.js) is plain HTML, CSS and JavaScript with no build step. This module only
 reads the trace, checks it, and inlines the stylesheet, the scripts and the records into the
 template, so the file works offline, from ``file://`` or from the small loopback server
 ``--serve`` starts: the page fetches nothing.
@@ -41,6 +41,7 @@ _SCRIPTS = (
     ("/*CAPACITY_JS*/", "capacity.js"),
     ("/*MODEL_JS*/", "model.js"),
     ("/*CAPVIEW_JS*/", "capview.js"),
+    ("/*DIAGRAM_JS*/", "diagram.js"),
     ("/*VIEWER_JS*/", "viewer.js"),
 )
 """The inline scripts, each one's slot and file, in the page's order (and the policy's)."""
