@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from inference_operator.core.nodefit import allocatable, is_ready
 from inference_operator.core.objects import Obj, obj_key
+from inference_operator.core.resources import pod_requests
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.nodes import allocatable, is_ready
 from inference_operator.sim.cluster.replicasets import controller_of
-from inference_operator.sim.cluster.resources import pod_requests
 from inference_operator.trace.recorder import Tracer
 
 __all__ = ["ADDED", "CHANGED", "DELETED", "CapacityTrace", "node_state", "pod_state"]
