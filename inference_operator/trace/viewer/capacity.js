@@ -114,7 +114,9 @@ var CapacityModel = (function () {
       view.owners = owners;
       return view;
     }
-    return { records: parsed.length, problems: problems, owners: owners, viewAt: viewAt, hasData: parsed.length > 0 };
+    // What viewAt(index) depends on: how many cluster records came so far, and whether this step is one.
+    function versionAt(index) { var count = upperBound(at, index); return count + (count > 0 && at[count - 1] === index ? '*' : ''); }
+    return { records: parsed.length, problems: problems, owners: owners, viewAt: viewAt, versionAt: versionAt, hasData: parsed.length > 0 };
   }
 
   function byName(a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; }

@@ -128,9 +128,13 @@ var CapacityView = (function () {
       frag.appendChild(pending);
       return frag;
     }
+    var drawn = null; // the version of the cluster drawn: steps that move nothing there redraw nothing
     function render(index) {
-      var frag;
+      var frag, version = model ? model.versionAt(index) : null;
+      if (version !== null && version === drawn) return;
+      drawn = version;
       try { frag = draw(index); } catch (err) {
+        drawn = null;
         frag = document.createDocumentFragment();
         frag.appendChild(el('p', { id: 'cap-failed', role: 'alert' }, 'The capacity view could not be drawn at this step (' + String(err && err.message || err) + '); the rest of the page is unaffected.'));
       }
