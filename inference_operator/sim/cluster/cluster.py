@@ -6,7 +6,8 @@ the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pod
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the scheduler
 and the kubelets, in that order (at equal times, the earlier acts first). Pods, ReplicaSets and
 the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
-It also keeps the platform's test hook :meth:`crash_pods`.
+It also keeps the platform's test hook :meth:`crash_pods`, and tells its ``tracer`` each change
+of a Node's or Pod's capacity facts (:mod:`.capacity`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
+from inference_operator.sim.cluster.capacity import CapacityTrace
 from inference_operator.sim.cluster.deploycontroller import DeploymentController
 from inference_operator.sim.cluster.kubelet import Kubelet
 from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
@@ -48,7 +50,8 @@ class SimulatedCluster:
     ) -> None:
         self.api = api
         self.clock = clock
-        self.tracer: Tracer = NULL_TRACER
+        self._tracer: Tracer = NULL_TRACER
+        self._capacity = CapacityTrace()
         self._crashing: dict[str, int] = {}  # namespace/deployment → pods that crash-loop
         for shape in layout:
             api.create(build_node(shape, now=format_timestamp(clock.wall())), field_manager="kubelet")
@@ -94,6 +97,22 @@ class SimulatedCluster:
             informer.start()
 
     @property
+    def tracer(self) -> Tracer:
+        """Told each change of a Node's or Pod's capacity facts (:mod:`.capacity`)."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Tracer) -> None:
+        """A tracer set after the nodes registered is first told the nodes and pods as they are."""
+        self._tracer = tracer
+        self._capacity = CapacityTrace()
+        if tracer.enabled:
+            for node in self.nodes.list():
+                self._capacity.node(tracer, None, node)
+            for pod in self.pod_cache.list():
+                self._capacity.pod(tracer, None, pod)
+
+    @property
     def controllers(self) -> list[Controller]:
         return [
             self.deployment_controller,
@@ -104,6 +123,8 @@ class SimulatedCluster:
 
     def _wire(self) -> None:
         def pod_event(old: Obj | None, new: Obj | None) -> None:
+            if self.tracer.enabled:
+                self._capacity.pod(self.tracer, old, new)
             rs_key = self.replicaset_logic.observe_pod(old, new)
             if rs_key is not None:
                 self.replicaset_controller.enqueue(rs_key)
@@ -138,10 +159,16 @@ class SimulatedCluster:
             on_update=replicaset_event,
             on_delete=lambda old: replicaset_event(old, None),
         )
+
+        def node_event(old: Obj | None, new: Obj | None) -> None:
+            if self.tracer.enabled:
+                self._capacity.node(self.tracer, old, new)
+            self.scheduler.retry_pending()
+
         self.nodes.add_event_handler(
-            on_add=lambda _new: self.scheduler.retry_pending(),
-            on_update=lambda _old, _new: self.scheduler.retry_pending(),
-            on_delete=lambda _old: self.scheduler.retry_pending(),
+            on_add=lambda new: node_event(None, new),
+            on_update=node_event,
+            on_delete=lambda old: node_event(old, None),
         )
 
     def _deployment_of_replicaset(self, rs_key: str) -> str | None:
