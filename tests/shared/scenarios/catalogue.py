@@ -1,11 +1,22 @@
-"""Every scenario, by name: the demo's four and the unhappy path, each written once against
-:class:`~.world.World` (:mod:`.demo_scenarios`, :mod:`.unhappy_scenarios`; what they share is in
-:mod:`.common`). The test modules import ``SCENARIOS`` and ``SIMULATOR_GAPS`` from here.
+"""Every scenario, by name: the demo's four, the unhappy path and the GPU pools, each written
+once against :class:`~.world.World` (:mod:`.demo_scenarios`, :mod:`.unhappy_scenarios`,
+:mod:`.gpu_scenarios`; what they share is in :mod:`.common`). The test modules import
+``SCENARIOS``, ``SIMULATOR_GAPS``, ``BACKEND_DIFFERENCES`` and ``NEEDS_NODES`` from here.
 """
 
 from __future__ import annotations
 
-from . import demo_scenarios, unhappy_scenarios
-from .common import SCENARIOS, SIMULATOR_GAPS, foreign_service, llama
+from . import demo_scenarios, gpu_scenarios, unhappy_scenarios
+from .common import BACKEND_DIFFERENCES, NEEDS_NODES, SCENARIOS, SIMULATOR_GAPS, foreign_service, llama
 
-__all__ = ["SCENARIOS", "SIMULATOR_GAPS", "demo_scenarios", "foreign_service", "llama", "unhappy_scenarios"]
+__all__ = [
+    "BACKEND_DIFFERENCES",
+    "NEEDS_NODES",
+    "SCENARIOS",
+    "SIMULATOR_GAPS",
+    "demo_scenarios",
+    "foreign_service",
+    "gpu_scenarios",
+    "llama",
+    "unhappy_scenarios",
+]

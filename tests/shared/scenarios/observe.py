@@ -22,15 +22,20 @@ one place, so that a difference left over is a real one:
   balancer holds a record at the end of the step.
 - **Events** are the distinct ``type/reason`` pairs posted or repeated during the step (how
   often a repeat is counted depends on how many retries fit in the wait).
+- **Scheduling** (scenarios with a GPU pool only): the ReplicaSets' replica counts in sequence
+  and the bound and Pending pods, with the scheduler's message, at the end of the step
+  (normalised as :mod:`.scheduling` says).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from inference_operator.api.constants import DEPLOYMENT, SERVICE, Reason
+
+from .scheduling import pods_summary
 
 Obj = dict[str, Any]
 
@@ -150,6 +155,11 @@ class Snapshot:
     service: Obj | None
     registered: bool
     """The load balancer holds a record for the object."""
+    replicasets: tuple[Obj, ...] = ()
+    """The namespace's ReplicaSets and Pods, when the world observes scheduling (a GPU pool)."""
+    pods: tuple[Obj, ...] = ()
+    node_names: Mapping[str, str] = field(default_factory=dict)
+    """A pool node's stored name → its name in the pool (what is compared)."""
 
     @property
     def ready(self) -> tuple[str, str] | None:
@@ -167,6 +177,13 @@ class Snapshot:
     @property
     def gone(self) -> bool:
         return self.isvc is None and self.deployment is None and self.service is None
+
+    def pods_summary(self) -> Obj:
+        """Bound and Pending pods (``scheduling.py``)."""
+        return pods_summary(self.pods, self.replicasets, node_names=self.node_names)
+
+    def pending_messages(self) -> list[str | None]:
+        return [p["message"] for p in self.pods_summary()["pending"]]
 
     def children(self) -> Obj:
         uid = ((self.isvc or {}).get("metadata") or {}).get("uid")
@@ -188,8 +205,11 @@ class Step:
     lb_calls: dict[str, int]
     lb_record: bool
     events: list[str]
+    scheduling: Obj | None = None
+    """ReplicaSet replica counts in sequence, and the pods at the end (GPU pool scenarios only)."""
 
     def as_dict(self) -> Obj:
+        scheduling = {} if self.scheduling is None else {"scheduling": self.scheduling}
         return {
             "step": self.name,
             "transitions": self.transitions,
@@ -198,6 +218,7 @@ class Step:
             "children": self.children,
             "loadBalancer": {"calls": self.lb_calls, "record": self.lb_record},
             "events": self.events,
+            **scheduling,
         }
 
 
@@ -218,7 +239,9 @@ def make_step(
     transitions: list[str],
     lb_calls: dict[str, int],
     events: Iterable[str],
+    replicasets: list[str] | None = None,
 ) -> Step:
+    """``replicasets``: the step's ReplicaSet tokens, when the world observes scheduling."""
     status = (snapshot.isvc or {}).get("status") or {}
     return Step(
         name=name,
@@ -229,4 +252,5 @@ def make_step(
         lb_calls={call: n for call, n in sorted(lb_calls.items()) if n},
         lb_record=snapshot.registered,
         events=sorted(set(events)),
+        scheduling=None if replicasets is None else {"replicaSets": replicasets, "pods": snapshot.pods_summary()},
     )

@@ -17,16 +17,19 @@ real cluster has and the simulator models only through its seams:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import ApiError, Forbidden, NotFound
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver.server import FakeApiServer
+from inference_operator.sim.cluster.nodes import NodeShape, build_node
 from inference_operator.sim.wiring import Interposer
 
 from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
+from .scheduling import ReplicaSetSequence, placement, pool_node
 from .world import Refusal, refusal_of
 
 Obj = dict[str, Any]
@@ -81,17 +84,27 @@ class QuotaGate:
 
 
 class SimWorld:
-    """:class:`~.world.World` on a fresh :class:`Simulation`."""
+    """:class:`~.world.World` on a fresh :class:`Simulation`.
+
+    With a ``layout`` it runs the simulated cluster with those nodes (the GPU pool scenarios:
+    the layout mirrors the real cluster's other nodes, a pool joins them), its kubelets
+    stopping a deleted pod at once as kwok's do; without, the timer model of ``nodes`` nodes.
+    """
 
     backend = "simulator"
 
-    def __init__(self, *, nodes: int = 2, gpus_per_node: int = 8) -> None:
+    def __init__(self, *, nodes: int = 2, gpus_per_node: int = 8, layout: Sequence[NodeShape] | None = None) -> None:
         self.gate: QuotaGate
-        self.sim = Simulation(
-            ready_after=5.0, nodes=nodes, gpus_per_node=gpus_per_node, interpose=Interposer(api=self._gated)
-        )
+        gated = Interposer(api=self._gated)
+        if layout is None:
+            self.sim = Simulation(ready_after=5.0, nodes=nodes, gpus_per_node=gpus_per_node, interpose=gated)
+        else:
+            self.sim = Simulation(ready_after=5.0, node_layout=layout, termination_seconds=0.0, interpose=gated)
         self.observation = Observation()
         self._watch = self.sim.api.watch(KIND, NAMESPACE)
+        self._rs_watch = self.sim.api.watch("ReplicaSet", NAMESPACE)
+        self._replicasets: ReplicaSetSequence | None = None  # once a pool joined
+        self._pool: dict[str, str] = {}
         self._last_token: dict[str, str] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
         self._events_seen: dict[int, int] = {}
@@ -129,6 +142,19 @@ class SimWorld:
     def allow_services(self, quota: str) -> None:
         self.gate.forbidden.pop(NAMESPACE, None)
 
+    def gpu_pool(self, shapes: Sequence[NodeShape]) -> Obj:
+        if self.sim.cluster is None:
+            raise AssertionError("a GPU pool needs the simulated cluster: make the SimWorld with a layout")
+        for shape in shapes:
+            node = build_node(
+                pool_node(shape, pool=NAMESPACE, name=shape.name), now=format_timestamp(self.sim.clock.wall())
+            )
+            self.sim.api.create(node, field_manager="kubelet")
+            self._pool[shape.name] = shape.name
+        self.sim.run_until_quiescent(until=self.sim.now)
+        self._replicasets = ReplicaSetSequence()
+        return placement(NAMESPACE)
+
     def forget_lb_record(self, name: str) -> None:
         self.sim.lb.registrations.pop(f"{NAMESPACE}/{name}", None)
 
@@ -144,7 +170,17 @@ class SimWorld:
             deployment=self.sim.get(DEPLOYMENT, NAMESPACE, name),
             service=self.sim.get(SERVICE, NAMESPACE, name),
             registered=f"{NAMESPACE}/{name}" in self.sim.lb.registrations,
+            **self._scheduling(),
         )
+
+    def _scheduling(self) -> Obj:
+        if self._replicasets is None:
+            return {}
+        return {
+            "replicasets": tuple(self.sim.api.list("ReplicaSet", NAMESPACE)),
+            "pods": tuple(self.sim.api.list("Pod", NAMESPACE)),
+            "node_names": dict(self._pool),
+        }
 
     def settle(self, step: str, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
         snapshot = self._run_until(name, until, what=what)
@@ -156,8 +192,18 @@ class SimWorld:
         transitions, last = step_transitions(tokens, after=self._last_token.get(name))
         if last is not None:
             self._last_token[name] = last
+        replicasets = self._rs_watch.drain()
         self.observation.steps.append(
-            make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
+            make_step(
+                step,
+                snapshot,
+                transitions=transitions,
+                lb_calls=self._lb_calls(name),
+                events=self._events(name),
+                replicasets=None
+                if self._replicasets is None
+                else self._replicasets.take((e.type, e.object) for e in replicasets),
+            )
         )
         return snapshot
 

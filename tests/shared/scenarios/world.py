@@ -11,9 +11,11 @@ deadlines). Both record the same :class:`~.observe.Observation`, step by step.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
+
+from inference_operator.sim.cluster.nodes import NodeShape
 
 from .observe import Observation, Snapshot
 
@@ -72,6 +74,12 @@ class World(Protocol):
 
     def allow_services(self, quota: str) -> None:
         """The quota deleted again."""
+        ...
+
+    def gpu_pool(self, shapes: Sequence[NodeShape]) -> Obj:
+        """Nodes of these shapes join the cluster as the scenario's own pool (``scheduling.py``:
+        labelled and tainted for it, named by the shapes within it), Ready; from now on each step
+        also records the ReplicaSets and Pods. Returns the spec fields that put pods on the pool."""
         ...
 
     def forget_lb_record(self, name: str) -> None:

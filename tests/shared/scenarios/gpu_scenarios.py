@@ -1,0 +1,166 @@
+"""The GPU scenarios, written against a World, each on a pool of nodes of its own
+(``scheduling.py``): a fleet that fits; a pool that is full (a pod Pending with the scheduler's
+words); a template change on a full pool with the default strategy (the rolling update
+deadlocks: RolloutBlocked), with ``Replace`` and with ``Auto`` (both complete); a scale-up past
+capacity and back; a pod that fits only one node of three (a node selector, a taint it does
+not tolerate).
+
+Every pool node is sized like the simulator's default (96 cpu, 1Ti, 110 pods) with 8 GPUs, so
+only GPUs run out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from inference_operator.api.constants import Reason
+from inference_operator.sim.cluster.nodes import NodeShape
+
+from .common import NAME, check, created, llama, ready_message, ready_replicas, ready_with, scenario
+from .observe import PROGRESSING, Snapshot
+from .world import World
+
+Obj = dict[str, Any]
+TWO_NODES: Final = (NodeShape("gpu-a", gpus=8), NodeShape("gpu-b", gpus=8))
+NEW_IMAGE: Final = "vllm/vllm-openai:v0.7.0"
+SHORT_OF_GPUS: Final = "Insufficient nvidia.com/gpu"
+
+
+def pending(s: Snapshot) -> list[str | None]:
+    return s.pending_messages()
+
+
+def bound(s: Snapshot) -> dict[str, dict[str, int]]:
+    result: dict[str, dict[str, int]] = s.pods_summary()["bound"]
+    return result
+
+
+def short_of_gpus(count: int) -> Any:
+    """Exactly ``count`` pods Pending, each with the scheduler's words for a GPU shortage."""
+    return lambda s: len(pending(s)) == count and all(SHORT_OF_GPUS in (m or "") for m in pending(s))
+
+
+def replicasets_seen(world: World) -> list[str]:
+    step = world.observation.steps[-1]
+    return list((step.scheduling or {}).get("replicaSets") or [])
+
+
+@scenario("gpu-fits", nodes=True)
+def fleet_that_fits(world: World) -> None:
+    pool = world.gpu_pool(TWO_NODES)
+    s = created(world, replicas=2, gpu=4, **pool)
+    check(pending(s) == [] and sum(sum(n.values()) for n in bound(s).values()) == 2, f"both bound: {bound(s)}")
+    check(replicasets_seen(world) == ["r1=2"], f"one ReplicaSet of 2, got {replicasets_seen(world)}")
+
+
+@scenario("gpu-pool-full", nodes=True)
+def pool_that_is_full(world: World) -> None:
+    pool = world.gpu_pool(TWO_NODES)
+    check(world.apply(llama(replicas=3, gpu=8, **pool)) is None, "the InferenceService was refused")
+    s = world.settle(
+        "3 replicas of 8 GPUs on 2 nodes of 8",
+        NAME,
+        lambda s: s.stalled_with(Reason.PODS_UNSCHEDULABLE) and ready_replicas(s) == 2 and short_of_gpus(1)(s),
+        what="PodsUnschedulable, 2 replicas ready and 1 Pending for GPUs",
+    )
+    check(ready_message(s).endswith(f"1 pod(s) cannot be scheduled: {pending(s)[0]}"), ready_message(s))
+    check(bound(s) == {"gpu-a": {"r1": 1}, "gpu-b": {"r1": 1}}, f"one per node: {bound(s)}")
+
+
+def _full_pool_rollout(world: World, **spec: Any) -> Obj:
+    """Two replicas of 8 GPUs fill the pool's two nodes; then a new image: the template change."""
+    pool = world.gpu_pool(TWO_NODES)
+    created(world, replicas=2, gpu=8, **pool, **spec)
+    world.apply(llama(replicas=2, gpu=8, image=NEW_IMAGE, **pool, **spec))
+    return pool
+
+
+def _rolled_out(s: Snapshot) -> bool:
+    """Ready with 2 replicas, both of the new revision, nothing Pending."""
+    return ready_with(2)(s) and bound(s) == {"gpu-a": {"r2": 1}, "gpu-b": {"r2": 1}} and pending(s) == []
+
+
+@scenario("gpu-rollout-blocked", nodes=True)
+def template_change_on_a_full_pool_deadlocks(world: World) -> None:
+    _full_pool_rollout(world)
+    s = world.settle(
+        "a new image, the default strategy",
+        NAME,
+        lambda s: s.stalled_with(Reason.ROLLOUT_BLOCKED) and ready_replicas(s) == 2 and short_of_gpus(1)(s),
+        what="RolloutBlocked: the surge pod Pending for the GPUs the old pods hold",
+    )
+    check("set spec.rollout.strategy to Replace or Auto" in ready_message(s), ready_message(s))
+    check(replicasets_seen(world) == ["r1=2 r2=1"], f"one surge replica, got {replicasets_seen(world)}")
+    check(world.observation.steps[-1].transitions[-1] == f"False/{Reason.ROLLOUT_BLOCKED}", "said so")
+
+
+REPLACED: Final = ["r1=2 r2=0", "r1=1 r2=0", "r1=1 r2=1", "r1=0 r2=1", "r1=0 r2=2"]
+"""An old pod stops before a new one starts, one at a time (maxSurge 0, maxUnavailable 1)."""
+
+
+@scenario("gpu-rollout-replace", nodes=True)
+def template_change_on_a_full_pool_with_replace(world: World) -> None:
+    _full_pool_rollout(world, rollout={"strategy": "Replace"})
+    world.settle("a new image, Replace", NAME, _rolled_out, what="rolled out: both replicas new, Ready")
+    check(world.observation.steps[-1].transitions == [PROGRESSING, f"True/{Reason.READY}"], "Progressing, Ready")
+    check(replicasets_seen(world) == REPLACED, f"replaced one at a time, got {replicasets_seen(world)}")
+
+
+@scenario("gpu-rollout-auto", nodes=True)
+def template_change_on_a_full_pool_with_auto(world: World) -> None:
+    _full_pool_rollout(world, rollout={"strategy": "Auto"})
+    world.settle("a new image, Auto", NAME, _rolled_out, what="rolled out: both replicas new, Ready")
+    check(world.observation.steps[-1].transitions[-1] == f"True/{Reason.READY}", "Ready in the end")
+    check(replicasets_seen(world)[-1] == "r1=0 r2=2", f"the old ReplicaSet emptied, got {replicasets_seen(world)}")
+
+
+@scenario("gpu-scale-beyond", nodes=True)
+def scale_up_beyond_capacity(world: World) -> None:
+    pool = world.gpu_pool(TWO_NODES)
+    created(world, replicas=2, gpu=8, **pool)
+    world.apply(llama(replicas=3, gpu=8, **pool))
+    world.settle(
+        "scaled to 3 replicas of 8 GPUs on 2 nodes of 8",
+        NAME,
+        lambda s: s.stalled_with(Reason.PODS_UNSCHEDULABLE) and ready_replicas(s) == 2 and short_of_gpus(1)(s),
+        what="PodsUnschedulable, 2 replicas ready and 1 Pending for GPUs",
+    )
+    check(replicasets_seen(world) == ["r1=3"], f"the ReplicaSet scaled, got {replicasets_seen(world)}")
+    world.apply(llama(replicas=2, gpu=8, **pool))
+    world.settle("scaled back to 2", NAME, lambda s: ready_with(2)(s) and pending(s) == [], what="Ready with 2")
+    check(replicasets_seen(world) == ["r1=2"], f"the ReplicaSet scaled back, got {replicasets_seen(world)}")
+
+
+THREE_KINDS: Final = (
+    NodeShape("h100", gpus=8, labels={"accelerator": "h100"}),
+    NodeShape(
+        "h100-reserved",
+        gpus=8,
+        labels={"accelerator": "h100"},
+        taints=[{"key": "dedicated", "value": "training", "effect": "NoSchedule"}],
+    ),
+    NodeShape("l4", gpus=8, labels={"accelerator": "l4"}),
+)
+
+
+@scenario("gpu-one-node-fits", nodes=True)
+def pod_that_fits_only_one_node(world: World) -> None:
+    """Two replicas asking for H100s: one node has them free, one is reserved by a taint the
+    pods do not tolerate, one has other GPUs. One replica runs, the other waits."""
+    pool = world.gpu_pool(THREE_KINDS)
+    selector = {**pool["nodeSelector"], "accelerator": "h100"}
+    check(
+        world.apply(llama(replicas=2, gpu=8, nodeSelector=selector, tolerations=pool["tolerations"])) is None, "refused"
+    )
+    s = world.settle(
+        "2 replicas of 8 H100s",
+        NAME,
+        lambda s: s.stalled_with(Reason.PODS_UNSCHEDULABLE) and ready_replicas(s) == 1 and short_of_gpus(1)(s),
+        what="PodsUnschedulable, 1 replica on the one H100 node and 1 Pending",
+    )
+    check(bound(s) == {"h100": {"r1": 1}}, f"on the untainted H100 node: {bound(s)}")
+    message = pending(s)[0] or ""
+    for reason in ("1 Insufficient nvidia.com/gpu", "1 node(s) had untolerated taint(s)"):
+        check(reason in message, f"{reason!r} in {message!r}")
+    world.apply(llama(replicas=1, gpu=8, nodeSelector=selector, tolerations=pool["tolerations"]))
+    world.settle("scaled to 1", NAME, lambda s: ready_with(1)(s) and pending(s) == [], what="Ready with 1")
