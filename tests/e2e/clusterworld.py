@@ -12,13 +12,22 @@ satisfied it, and the operator is idle: nothing queued and no reconcile, Event o
 a few polls in a row (its /metrics), so that what a pass does after the condition became true
 (an Event on its way) is still part of the step. The registry counts calls per key; the world's
 own calls (a record forgotten on purpose) are subtracted.
+
+A GPU pool (``gpu_pool``) is kwok Nodes of the scenario's own, named ``<namespace>-<shape>``,
+labelled and tainted for the namespace alone (``tests/shared/scenarios/scheduling.py``), so no
+other test's pod lands on them and the scenario's pods land nowhere else; from then on the
+namespace's ReplicaSets are watched too, and each step also waits for that watch to catch up.
+``close`` deletes the scenario's InferenceServices, waits for their pods to go, then deletes
+the pool's Nodes. ``other_nodes`` is the rest of the cluster as the pool found it: the
+simulator mirrors it, since kube-scheduler's message counts every node.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -27,8 +36,10 @@ import yaml
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
+from inference_operator.sim.cluster.nodes import NodeShape, build_node
 
 from ..shared.scenarios.observe import Observation, Snapshot, make_step, step_transitions, transition_token
+from ..shared.scenarios.scheduling import ReplicaSetSequence, placement, pool_node, shape_of_node
 from ..shared.scenarios.world import Refusal, refusal_of
 from .conftest import Cluster
 from .harness import OperatorProcess, wait_until
@@ -40,7 +51,11 @@ PATHS = {
     DEPLOYMENT: "/apis/apps/v1/namespaces/{ns}/deployments",
     SERVICE: "/api/v1/namespaces/{ns}/services",
     "Event": "/api/v1/namespaces/{ns}/events",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "Pod": "/api/v1/namespaces/{ns}/pods",
 }
+KWOK_NODE = {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}  # as hack/cluster_config.py's
+POOL_ADDRESS = "198.18.254.{}"  # the blackholed range of the fake nodes' InternalIPs (hack/cluster_config.py)
 QUIET_POLLS = 3  # operator counters unchanged (and nothing queued) this many polls in a row
 QUIET_COUNTERS = ("reconcile_total", "api_writes_total", "events_posted_total", "workqueue_depth")
 
@@ -67,12 +82,13 @@ class _Http:
         return data
 
 
-class InferenceServiceWatch:
-    """Every watch event of the namespace's InferenceServices, from a resourceVersion on."""
+class NamespaceWatch:
+    """Every watch event of one kind's objects in a namespace, from a resourceVersion on."""
 
-    def __init__(self, http: _Http, namespace: str) -> None:
+    def __init__(self, http: _Http, namespace: str, kind: str = KIND) -> None:
         self._http = http
-        self._path = PATHS[KIND].format(ns=quote(namespace))
+        self._kind = kind
+        self._path = PATHS[kind].format(ns=quote(namespace))
         listed = http.get(self._path) or {}
         self._rv = listed["metadata"]["resourceVersion"]
         self._events: list[tuple[str, Obj]] = []
@@ -107,7 +123,7 @@ class InferenceServiceWatch:
 
     def _take_line(self, event: Obj) -> None:
         if event["type"] == "ERROR":
-            raise AssertionError(f"the watch of InferenceServices failed: {event['object']}")
+            raise AssertionError(f"the watch of {self._kind}s failed: {event['object']}")
         obj = event["object"]
         with self._lock:
             self._rv = obj["metadata"]["resourceVersion"]
@@ -123,13 +139,14 @@ class InferenceServiceWatch:
             return not mine or mine[-1][0] == "DELETED"
         return any(obj["metadata"]["resourceVersion"] == resource_version for _, obj in mine)
 
-    def take(self, name: str) -> list[tuple[str, Obj]]:
-        """The events of ``name`` not taken yet."""
+    def take(self, name: str | None = None) -> list[tuple[str, Obj]]:
+        """The events of ``name`` (None: of every object) not taken yet."""
         if self._error is not None:
             raise self._error
+        key = name or ""
         with self._lock:
-            mine = [e for e in self._events if e[1]["metadata"]["name"] == name]
-            taken, self._taken[name] = self._taken.get(name, 0), len(mine)
+            mine = [e for e in self._events if name is None or e[1]["metadata"]["name"] == name]
+            taken, self._taken[key] = self._taken.get(key, 0), len(mine)
         return mine[taken:]
 
     def stop(self) -> None:
@@ -151,16 +168,32 @@ class ClusterWorld:
         self.operator = operator
         self.observation = Observation()
         self._http = _Http(str(cluster.kubeconfig))
-        self._watch = InferenceServiceWatch(self._http, namespace)
+        self._watch = NamespaceWatch(self._http, namespace)
+        self._rs_watch: NamespaceWatch | None = None  # once a pool joined
+        self._replicasets = ReplicaSetSequence()
+        self._pool: dict[str, str] = {}  # a pool node's name → its name in the pool
+        self.other_nodes: list[NodeShape] = []
         self._last_token: dict[str, str] = {}
         self._own_calls: dict[str, dict[str, int]] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
         self._events_seen: dict[str, int] = {}
 
     def close(self) -> None:
-        """Stop watching; disarm load balancer faults a failed scenario may have left armed."""
+        """Stop watching; disarm load balancer faults a failed scenario may have left armed;
+        take the pool away once nothing of the scenario runs on it."""
         self._watch.stop()
+        if self._rs_watch is not None:
+            self._rs_watch.stop()
         self.registry.set_faults()
+        if not self._pool:
+            return
+        self.kubectl.run("delete", "inferenceservices", "--all", "-n", self.namespace, "--wait=false")
+        wait_until(
+            lambda: not (self._http.get(PATHS["Pod"].format(ns=quote(self.namespace))) or {}).get("items"),
+            timeout=TIMEOUT,
+            what=f"the pods in {self.namespace} to be gone before their nodes",
+        )
+        self.kubectl.run("delete", "node", *self._pool, "--wait=true", "--timeout=60s")
 
     # -- a user's actions ---------------------------------------------------------------------
 
@@ -195,6 +228,47 @@ class ClusterWorld:
     def allow_services(self, quota: str) -> None:
         self.kubectl.run("delete", "quota", quota, "-n", self.namespace)
 
+    def gpu_pool(self, shapes: Sequence[NodeShape]) -> Obj:
+        listed = self._http.get("/api/v1/nodes") or {}
+        self.other_nodes = [shape_of_node(node) for node in listed.get("items") or []]
+        first = 100 + len(self.other_nodes)
+        wanted: dict[str, NodeShape] = {}
+        for index, shape in enumerate(shapes):
+            name = f"{self.namespace}-{shape.name}"
+            wanted[name] = pool_node(shape, pool=self.namespace, name=name)
+            node = build_node(wanted[name], now="")
+            node["metadata"]["annotations"] = dict(KWOK_NODE)
+            # kwok's node-initialize stage fills in the conditions (Ready) and nodeInfo.
+            node["status"] = {
+                **{k: v for k, v in node["status"].items() if k != "conditions"},
+                "addresses": [
+                    {"type": "InternalIP", "address": POOL_ADDRESS.format(first + index)},
+                    {"type": "Hostname", "address": name},
+                ],
+            }
+            self.kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(node))
+            self._pool[name] = shape.name
+        for name, member in wanted.items():
+            wait_until(
+                functools.partial(self._node_ready, name, member.taints),
+                timeout=TIMEOUT,
+                what=f"the pool node {name} to be Ready with its own taints only",
+            )
+        self._rs_watch = NamespaceWatch(self._http, self.namespace, "ReplicaSet")
+        return placement(self.namespace)
+
+    def _node_ready(self, name: str, taints: Sequence[Any]) -> bool:
+        node = self._http.get(f"/api/v1/nodes/{quote(name)}") or {}
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (node.get("status") or {}).get("conditions") or []
+        )
+        have = [
+            {k: t[k] for k in ("key", "value", "effect") if k in t}
+            for t in (node.get("spec") or {}).get("taints") or []
+        ]
+        return ready and have == [dict(t) for t in taints]
+
     def forget_lb_record(self, name: str) -> None:
         HttpLoadBalancer(self.registry.url).release(self._key(name))
         own = self._own_calls.setdefault(name, {})
@@ -217,7 +291,18 @@ class ClusterWorld:
             deployment=self._get(DEPLOYMENT, name),
             service=self._get(SERVICE, name),
             registered=self._key(name) in self.registry.registrations(),
+            **self._scheduling(),
         )
+
+    def _scheduling(self) -> Obj:
+        if self._rs_watch is None:
+            return {}
+        ns = quote(self.namespace)
+        return {
+            "replicasets": tuple((self._http.get(PATHS["ReplicaSet"].format(ns=ns)) or {}).get("items") or []),
+            "pods": tuple((self._http.get(PATHS["Pod"].format(ns=ns)) or {}).get("items") or []),
+            "node_names": dict(self._pool),
+        }
 
     def settle(self, step: str, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
         def holds() -> Snapshot | None:
@@ -233,12 +318,27 @@ class ClusterWorld:
             timeout=30,
             what=f"the watch to deliver version {version} of {name}",
         )
+        rs_watch = self._rs_watch
+        for rs in snapshot.replicasets:
+            meta = rs["metadata"]
+            wait_until(
+                functools.partial(rs_watch.seen, meta["name"], meta["resourceVersion"]) if rs_watch else bool,
+                timeout=30,
+                what=f"the watch to deliver version {meta['resourceVersion']} of ReplicaSet {meta['name']}",
+            )
         tokens = [transition_token(obj, deleted=kind == "DELETED") for kind, obj in self._watch.take(name)]
         transitions, last = step_transitions(tokens, after=self._last_token.get(name))
         if last is not None:
             self._last_token[name] = last
         self.observation.steps.append(
-            make_step(step, snapshot, transitions=transitions, lb_calls=self._lb_calls(name), events=self._events(name))
+            make_step(
+                step,
+                snapshot,
+                transitions=transitions,
+                lb_calls=self._lb_calls(name),
+                events=self._events(name),
+                replicasets=None if rs_watch is None else self._replicasets.take(rs_watch.take()),
+            )
         )
         return snapshot
 

@@ -1,7 +1,8 @@
 """The scenario suite (tests/shared/scenarios) on the simulator alone, offline and in seconds.
 
 Covers: every scenario of the catalogue meets its own expectations on the simulator (the e2e
-suite runs the same scenarios on the real control plane and compares); the scenarios in
+suite runs the same scenarios on the real control plane and compares), the GPU pool ones on
+the simulated cluster beside the default nodes; the scenarios in
 ``SIMULATOR_GAPS`` still fail on the simulator (strict xfail: remove the entry once fixed); every
 scenario of the demo has its counterpart in the catalogue; the
 normalisation of Ready transitions (transient reasons collapse into one Progressing, repeats
@@ -17,7 +18,8 @@ from inference_operator.api.constants import SERVICE
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import Forbidden
 from inference_operator.demo import SCENARIO_NAMES
-from tests.shared.scenarios.catalogue import SCENARIOS, SIMULATOR_GAPS, foreign_service
+from inference_operator.sim.cluster.nodes import default_layout
+from tests.shared.scenarios.catalogue import NEEDS_NODES, SCENARIOS, SIMULATOR_GAPS, foreign_service
 from tests.shared.scenarios.observe import DELETED, PROGRESSING, step_transitions, transition_token
 from tests.shared.scenarios.simworld import QuotaGate, SimWorld
 from tests.shared.scenarios.world import refusal_of
@@ -36,9 +38,10 @@ def _params() -> list[object]:
 
 @pytest.mark.parametrize("scenario", _params())
 def test_scenario_meets_its_expectations_on_the_simulator(scenario: str) -> None:
-    world = SimWorld()
+    world = SimWorld(layout=default_layout() if scenario in NEEDS_NODES else None)
     SCENARIOS[scenario](world)
     assert world.observation.steps
+    assert all((step.scheduling is not None) == (scenario in NEEDS_NODES) for step in world.observation.steps)
 
 
 def test_every_demo_scenario_is_in_the_catalogue() -> None:
