@@ -38,7 +38,7 @@ from inference_operator.lb.http import HttpLoadBalancer
 from inference_operator.lb.registry import RegistryServer
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
 
-from ..shared.scenarios.observe import Observation, Snapshot, make_step, step_transitions, transition_token
+from ..shared.scenarios.observe import Snapshot, StepRecorder, transition_token
 from ..shared.scenarios.scheduling import ReplicaSetSequence, placement, pool_node, shape_of_node
 from ..shared.scenarios.world import Refusal, refusal_of
 from .conftest import Cluster
@@ -153,7 +153,7 @@ class NamespaceWatch:
         self._stop.set()
 
 
-class ClusterWorld:
+class ClusterWorld(StepRecorder):
     """:class:`~tests.shared.scenarios.world.World` on the e2e control plane, in ``namespace`` (which must exist)."""
 
     backend = "cluster"
@@ -161,19 +161,18 @@ class ClusterWorld:
     def __init__(
         self, cluster: Cluster, namespace: str, *, registry: RegistryServer, operator: OperatorProcess
     ) -> None:
+        super().__init__()
         self.cluster = cluster
         self.kubectl = cluster.kubectl
         self.namespace = namespace
         self.registry = registry
         self.operator = operator
-        self.observation = Observation()
         self._http = _Http(str(cluster.kubeconfig))
         self._watch = NamespaceWatch(self._http, namespace)
         self._rs_watch: NamespaceWatch | None = None  # once a pool joined
         self._replicasets = ReplicaSetSequence()
         self._pool: dict[str, str] = {}  # a pool node's name → its name in the pool
         self.other_nodes: list[NodeShape] = []
-        self._last_token: dict[str, str] = {}
         self._own_calls: dict[str, dict[str, int]] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
         self._events_seen: dict[str, int] = {}
@@ -327,19 +326,8 @@ class ClusterWorld:
                 what=f"the watch to deliver version {meta['resourceVersion']} of ReplicaSet {meta['name']}",
             )
         tokens = [transition_token(obj, deleted=kind == "DELETED") for kind, obj in self._watch.take(name)]
-        transitions, last = step_transitions(tokens, after=self._last_token.get(name))
-        if last is not None:
-            self._last_token[name] = last
-        self.observation.steps.append(
-            make_step(
-                step,
-                snapshot,
-                transitions=transitions,
-                lb_calls=self._lb_calls(name),
-                events=self._events(name),
-                replicasets=None if rs_watch is None else self._replicasets.take(rs_watch.take()),
-            )
-        )
+        rs_tokens = None if rs_watch is None else self._replicasets.take(rs_watch.take())
+        self._record(step=step, name=name, snapshot=snapshot, tokens=tokens, replicasets=rs_tokens)
         return snapshot
 
     def _wait_quiet(self) -> None:

@@ -254,3 +254,36 @@ def make_step(
         events=sorted(set(events)),
         scheduling=None if replicasets is None else {"replicaSets": replicasets, "pods": snapshot.pods_summary()},
     )
+
+
+class StepRecorder:
+    """What both worlds do when a step ends: the object's watch tokens become the step's
+    transitions (each object's last token remembered for its next step), and the step is
+    recorded with the world's own count of load balancer calls and Events."""
+
+    def __init__(self) -> None:
+        self.observation = Observation()
+        self._last_token: dict[str, str] = {}
+
+    def _lb_calls(self, name: str) -> dict[str, int]:
+        raise NotImplementedError
+
+    def _events(self, name: str) -> list[str]:
+        raise NotImplementedError
+
+    def _record(
+        self, *, step: str, name: str, snapshot: Snapshot, tokens: Iterable[str | None], replicasets: list[str] | None
+    ) -> None:
+        transitions, last = step_transitions(tokens, after=self._last_token.get(name))
+        if last is not None:
+            self._last_token[name] = last
+        self.observation.steps.append(
+            make_step(
+                step,
+                snapshot,
+                transitions=transitions,
+                lb_calls=self._lb_calls(name),
+                events=self._events(name),
+                replicasets=replicasets,
+            )
+        )

@@ -28,7 +28,7 @@ from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
 from inference_operator.sim.wiring import Interposer
 
-from .observe import Observation, Snapshot, make_step, step_transitions, transition_token
+from .observe import Snapshot, StepRecorder, transition_token
 from .scheduling import ReplicaSetSequence, placement, pool_node
 from .world import Refusal, refusal_of
 
@@ -83,7 +83,7 @@ class QuotaGate:
             ) from None
 
 
-class SimWorld:
+class SimWorld(StepRecorder):
     """:class:`~.world.World` on a fresh :class:`Simulation`.
 
     With a ``layout`` it runs the simulated cluster with those nodes (the GPU pool scenarios:
@@ -94,18 +94,17 @@ class SimWorld:
     backend = "simulator"
 
     def __init__(self, *, nodes: int = 2, gpus_per_node: int = 8, layout: Sequence[NodeShape] | None = None) -> None:
+        super().__init__()
         self.gate: QuotaGate
         gated = Interposer(api=self._gated)
         if layout is None:
             self.sim = Simulation(ready_after=5.0, nodes=nodes, gpus_per_node=gpus_per_node, interpose=gated)
         else:
             self.sim = Simulation(ready_after=5.0, node_layout=layout, termination_seconds=0.0, interpose=gated)
-        self.observation = Observation()
         self._watch = self.sim.api.watch(KIND, NAMESPACE)
         self._rs_watch = self.sim.api.watch("ReplicaSet", NAMESPACE)
         self._replicasets: ReplicaSetSequence | None = None  # once a pool joined
         self._pool: dict[str, str] = {}
-        self._last_token: dict[str, str] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
         self._events_seen: dict[int, int] = {}
         self._last_resync = self.sim.now
@@ -189,22 +188,9 @@ class SimWorld:
             for event in self._watch.drain()
             if event.object["metadata"]["name"] == name
         ]
-        transitions, last = step_transitions(tokens, after=self._last_token.get(name))
-        if last is not None:
-            self._last_token[name] = last
-        replicasets = self._rs_watch.drain()
-        self.observation.steps.append(
-            make_step(
-                step,
-                snapshot,
-                transitions=transitions,
-                lb_calls=self._lb_calls(name),
-                events=self._events(name),
-                replicasets=None
-                if self._replicasets is None
-                else self._replicasets.take((e.type, e.object) for e in replicasets),
-            )
-        )
+        replicasets = [(e.type, e.object) for e in self._rs_watch.drain()]
+        rs_tokens = None if self._replicasets is None else self._replicasets.take(replicasets)
+        self._record(step=step, name=name, snapshot=snapshot, tokens=tokens, replicasets=rs_tokens)
         return snapshot
 
     def _run_until(self, name: str, until: Callable[[Snapshot], bool], *, what: str) -> Snapshot:
