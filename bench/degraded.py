@@ -364,7 +364,7 @@ def run_degraded(n: int, window: float, resync: float) -> Row:
     warned_before = meter.warnings_by_object()
     driver = Driver(sim, resync=resync, first_resync=start.time + resync / 2)
     for namespace, name in deployments:
-        sim.platform.crash_pods(namespace, name, 1)
+        sim.cluster.crash_pods(namespace, name, 1)
     driver.run(start.time + SETTLE)
     settled = meter.counts()
     driver.run(start.time + window)

@@ -45,10 +45,12 @@ class SimulatedCluster:
         layout: Sequence[NodeShape] = DEFAULT_LAYOUT,
         ready_after: float = 5.0,
         stop_seconds: float | None = None,
+        tracer: Tracer = NULL_TRACER,
     ) -> None:
+        """``tracer`` is told each status the Deployment controller writes."""
         self.api = api
         self.clock = clock
-        self.tracer: Tracer = NULL_TRACER
+        self.tracer = tracer
         self._crashing: dict[str, int] = {}  # namespace/deployment → pods that crash-loop
         for shape in layout:
             api.create(build_node(shape, now=format_timestamp(clock.wall())), field_manager="kubelet")
@@ -69,6 +71,8 @@ class SimulatedCluster:
             deployments=deployments,
             replicasets=self.replicasets,
             pods_of=self.replicaset_logic.owned_pods,
+            withdraw=lambda key: self.deployment_controller.queue.cancel_after(key),
+            tracer=tracer,
         )
         self.deployment_controller = controller("deployment-controller", self.deployment_logic.reconcile)
         self.replicaset_controller = controller("replicaset-controller", self.replicaset_logic.reconcile)
