@@ -6,7 +6,7 @@ the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pod
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the scheduler
 and the kubelets, in that order (at equal times, the earlier acts first). Pods, ReplicaSets and
 the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
-It also keeps the platform's test hook :meth:`crash_pods`.
+It also keeps the test hook :meth:`crash_pods` (pods that crash-loop).
 """
 
 from __future__ import annotations
