@@ -3,9 +3,10 @@
 Covers: all four seed scenarios pass their own checks; the scale + upgrade scenario prints
 the seed's timeline with the one step more that the real RollingUpdate arithmetic takes; the
 delete scenario notes the garbage collection at the time it happened, not after the pods'
-grace period; ``--scenario`` runs one; every sample manifest in deploy/samples
-converges to Ready on the simulator (``demo -f``); a bad option, an unreadable, malformed or
-invalid manifest each give one line on stderr and exit code 2; ``crd`` prints the CRD.
+grace period; ``demo --help`` states the default nodes; ``--scenario`` runs one; every sample
+manifest in deploy/samples converges to Ready on the simulator (``demo -f``); a bad option, an
+unreadable, malformed or invalid manifest each give one line on stderr and exit code 2;
+``crd`` prints the CRD.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from inference_operator.api.crd import crd
 from inference_operator.cli import main
 from inference_operator.demo import SCENARIOS, Report, Scenario, run_scenarios
+from inference_operator.sim.cluster.nodes import default_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "deploy" / "samples").glob("*.yaml"))
@@ -61,6 +63,15 @@ def test_the_delete_scenario_notes_the_garbage_collection_when_it_happened(
     assert code == 0
     assert timeline[0].startswith("[   5.0s] (kubectl delete")
     assert timeline[-1] == "[   5.0s] (garbage collector deleted Deployment and Service llama)"
+
+
+def test_demo_help_states_the_default_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    layout = default_layout()
+    assert ", ".join(node.name for node in layout) in text
+    assert f"with {layout[0].gpus} nvidia.com/gpu each" in text and len({n.gpus for n in layout}) == 1
 
 
 def test_a_scenario_whose_checks_fail_is_counted_and_shown(capsys: pytest.CaptureFixture[str]) -> None:
