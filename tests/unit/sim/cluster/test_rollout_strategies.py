@@ -58,6 +58,15 @@ def upgrade(sim: Simulation, strategy: str | None, *, replicas: int = 2, watch: 
             watch.append(live_pods(sim))
 
 
+def start_auto_rollout(sim: Simulation) -> None:
+    """An Auto service Ready on the pool, then an image change, up to the Deployment's patch."""
+    sim.apply(llama(strategy="Auto"))
+    sim.run_until_quiescent(until=sim.now + 300)
+    sim.apply(llama(image="vllm:0.7.0", strategy="Auto"))
+    while (d := sim.get("Deployment", "default", "llama")) and "0.7.0" not in str(d["spec"]["template"]):
+        assert sim.step()
+
+
 def test_the_default_strategy_on_a_full_pool_is_blocked_and_says_why() -> None:
     sim = pool(2)
     upgrade(sim, None)
@@ -91,11 +100,7 @@ def test_auto_surges_onto_a_free_node() -> None:
 
 def test_auto_switches_to_replacing_when_another_workload_takes_the_free_node() -> None:
     sim = pool(3)
-    sim.apply(llama(strategy="Auto"))
-    sim.run_until_quiescent(until=sim.now + 300)
-    sim.apply(llama(image="vllm:0.7.0", strategy="Auto"))
-    while (d := sim.get("Deployment", "default", "llama")) and "0.7.0" not in str(d["spec"]["template"]):
-        assert sim.step()
+    start_auto_rollout(sim)
     # The plan counted one free node; a training job is created before the surge pod and gets it.
     container = {"name": "train", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
     sim.apply(
@@ -115,11 +120,7 @@ def test_auto_switches_to_replacing_when_another_workload_takes_the_free_node() 
 
 def test_an_operator_restart_mid_rollout_keeps_the_plan() -> None:
     sim = pool(3)
-    sim.apply(llama(strategy="Auto"))
-    sim.run_until_quiescent(until=sim.now + 300)
-    sim.apply(llama(image="vllm:0.7.0", strategy="Auto"))
-    while (d := sim.get("Deployment", "default", "llama")) and "0.7.0" not in str(d["spec"]["template"]):
-        assert sim.step()
+    start_auto_rollout(sim)
     before = sim.get("Deployment", "default", "llama")
     sim.restart_operator()
     sim.run_until_quiescent(until=sim.now + 600)
