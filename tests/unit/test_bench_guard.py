@@ -9,8 +9,8 @@ machine slows both sides alike.
 How the bound was chosen: bench/sim.py runs the simulated cluster (nodes, scheduler,
 ReplicaSets, two pods per InferenceService, kubelets: about 25 writes per object where the
 timer-based Deployment controller it replaced made 8). On the project's shared 2-core machine
-(load average about 3) the ratio measured 0.0401, 0.0461, 0.0463 and 0.0601 at N=1000 (median
-0.046); the timer model measured 0.0144 in the same window, and 0.0163-0.0205 (median 0.0176)
+(load average about 3) the ratio measured 0.0401, 0.0461, 0.0463, 0.0466 and 0.0601 at N=1000
+(median 0.046); the timer model measured 0.0144 in the same window, and 0.0163-0.0205 (median 0.0176)
 when the old bound of 0.04 was chosen, so pods cost about 2.6x per object. 0.10 is 2.2x the median
 and 1.7x the highest figure seen: room for a noisier CI machine, while a regression that more
 than doubles the simulator's cost per object fails. It would not catch one of 1.5x or even 2x:
