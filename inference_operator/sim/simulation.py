@@ -108,9 +108,9 @@ class Simulation:
             layout=default_layout(nodes=nodes, gpus_per_node=gpus_per_node) if node_layout is None else node_layout,
             ready_after=ready_after,
             stop_seconds=termination_seconds,
-            tracer=self.tracer,
         )
         self.api.reset_counters()  # the writes counted are the workload's, not the setup's
+        self.cluster.tracer = self.tracer
         if self.tracer.enabled:
             self.api.on_collected = self._collected
         self.deployment_controller = deployment_controller

@@ -6,7 +6,9 @@ the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pod
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the scheduler
 and the kubelets, in that order (at equal times, the earlier acts first). Pods, ReplicaSets and
 the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
-It also keeps the test hook :meth:`crash_pods` (pods that crash-loop).
+It also keeps the test hook :meth:`crash_pods` (pods that crash-loop), and tells its ``tracer``
+each change of a Node's or Pod's capacity facts (:mod:`.capacity`) and each Deployment status
+its Deployment controller writes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
+from inference_operator.sim.cluster.capacity import CapacityTrace
 from inference_operator.sim.cluster.deploycontroller import DeploymentController
 from inference_operator.sim.cluster.kubelet import Kubelet
 from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
@@ -45,12 +48,11 @@ class SimulatedCluster:
         layout: Sequence[NodeShape] = DEFAULT_LAYOUT,
         ready_after: float = 5.0,
         stop_seconds: float | None = None,
-        tracer: Tracer = NULL_TRACER,
     ) -> None:
-        """``tracer`` is told each status the Deployment controller writes."""
         self.api = api
         self.clock = clock
-        self.tracer = tracer
+        self._tracer: Tracer = NULL_TRACER
+        self._capacity = CapacityTrace()
         self._crashing: dict[str, int] = {}  # namespace/deployment → pods that crash-loop
         for shape in layout:
             api.create(build_node(shape, now=format_timestamp(clock.wall())), field_manager="kubelet")
@@ -72,7 +74,6 @@ class SimulatedCluster:
             replicasets=self.replicasets,
             pods_of=self.replicaset_logic.owned_pods,
             withdraw=lambda key: self.deployment_controller.queue.cancel_after(key),
-            tracer=tracer,
         )
         self.deployment_controller = controller("deployment-controller", self.deployment_logic.reconcile)
         self.replicaset_controller = controller("replicaset-controller", self.replicaset_logic.reconcile)
@@ -98,6 +99,24 @@ class SimulatedCluster:
             informer.start()
 
     @property
+    def tracer(self) -> Tracer:
+        """Told each change of a Node's or Pod's capacity facts (:mod:`.capacity`), and each
+        Deployment status the Deployment controller writes (:mod:`.tracing`)."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Tracer) -> None:
+        """A tracer set after the nodes registered is first told the nodes and pods as they are."""
+        self._tracer = tracer
+        self.deployment_logic.tracer = tracer
+        self._capacity = CapacityTrace()
+        if tracer.enabled:
+            for node in self.nodes.list():
+                self._capacity.node(tracer, None, node)
+            for pod in self.pod_cache.list():
+                self._capacity.pod(tracer, None, pod)
+
+    @property
     def controllers(self) -> list[Controller]:
         return [
             self.deployment_controller,
@@ -108,6 +127,8 @@ class SimulatedCluster:
 
     def _wire(self) -> None:
         def pod_event(old: Obj | None, new: Obj | None) -> None:
+            if self.tracer.enabled:
+                self._capacity.pod(self.tracer, old, new)
             rs_key = self.replicaset_logic.observe_pod(old, new)
             if rs_key is not None:
                 self.replicaset_controller.enqueue(rs_key)
@@ -142,10 +163,16 @@ class SimulatedCluster:
             on_update=replicaset_event,
             on_delete=lambda old: replicaset_event(old, None),
         )
+
+        def node_event(old: Obj | None, new: Obj | None) -> None:
+            if self.tracer.enabled:
+                self._capacity.node(self.tracer, old, new)
+            self.scheduler.retry_pending()
+
         self.nodes.add_event_handler(
-            on_add=lambda _new: self.scheduler.retry_pending(),
-            on_update=lambda _old, _new: self.scheduler.retry_pending(),
-            on_delete=lambda _old: self.scheduler.retry_pending(),
+            on_add=lambda new: node_event(None, new),
+            on_update=node_event,
+            on_delete=lambda old: node_event(old, None),
         )
 
     def _deployment_of_replicaset(self, rs_key: str) -> str | None:
