@@ -86,9 +86,9 @@ class QuotaGate:
 class SimWorld(StepRecorder):
     """:class:`~.world.World` on a fresh :class:`Simulation`.
 
-    With a ``layout`` it runs the simulated cluster with those nodes (the GPU pool scenarios:
-    the layout mirrors the real cluster's other nodes, a pool joins them), its kubelets
-    stopping a deleted pod at once as kwok's do; without, the timer model of ``nodes`` nodes.
+    With a ``layout`` the simulated cluster has those nodes (the GPU pool scenarios: the layout
+    mirrors the real cluster's other nodes, a pool joins them) and its kubelets stop a deleted
+    pod at once, as kwok's do; without, ``nodes`` nodes of ``gpus_per_node`` GPUs.
     """
 
     backend = "simulator"
@@ -142,8 +142,6 @@ class SimWorld(StepRecorder):
         self.gate.forbidden.pop(NAMESPACE, None)
 
     def gpu_pool(self, shapes: Sequence[NodeShape]) -> Obj:
-        if self.sim.cluster is None:
-            raise AssertionError("a GPU pool needs the simulated cluster: make the SimWorld with a layout")
         for shape in shapes:
             node = build_node(
                 pool_node(shape, pool=NAMESPACE, name=shape.name), now=format_timestamp(self.sim.clock.wall())

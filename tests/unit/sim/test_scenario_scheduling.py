@@ -5,14 +5,12 @@ selects and tolerates exactly that; a stored Node reads back as the shape it was
 ReplicaSet replica counts become one token per change, by revision, repeats collapsed also
 across steps, a deleted ReplicaSet leaving the token; the pods summary counts bound pods per
 pool node and revision, lists Pending ones with the scheduler's words, and leaves terminating
-pods out; a world without the simulated cluster refuses a pool.
+pods out; on the simulator a pool joins the layout's nodes, labelled and tainted for it.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
 from tests.shared.scenarios.scheduling import (
@@ -87,6 +85,13 @@ def test_the_pods_summary_counts_bound_pods_lists_pending_ones_and_leaves_termin
     }
 
 
-def test_a_world_without_the_simulated_cluster_refuses_a_pool() -> None:
-    with pytest.raises(AssertionError, match="needs the simulated cluster"):
-        SimWorld().gpu_pool([NodeShape("a")])
+def test_on_the_simulator_a_pool_joins_the_layouts_nodes() -> None:
+    world = SimWorld(layout=[NodeShape("other", gpus=0)])
+    fields = world.gpu_pool([NodeShape("a"), NodeShape("b", labels={"accelerator": "l4"})])
+    nodes = {n["metadata"]["name"]: n for n in world.sim.api.list("Node")}
+    assert sorted(nodes) == ["a", "b", "other"]
+    assert nodes["b"]["metadata"]["labels"]["accelerator"] == "l4"
+    for name in ("a", "b"):
+        assert nodes[name]["metadata"]["labels"][POOL_LABEL] == fields["nodeSelector"][POOL_LABEL]
+        assert [t["key"] for t in nodes[name]["spec"]["taints"]] == [POOL_TAINT]
+    assert POOL_LABEL not in nodes["other"]["metadata"]["labels"]
