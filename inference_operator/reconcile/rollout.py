@@ -24,6 +24,7 @@ from inference_operator.api.constants import GPU_RESOURCE, GROUP
 from inference_operator.api.models import InferenceService
 from inference_operator.api.rollout import AUTO, DEFAULT_MAX_UNAVAILABLE, REPLACE, SURGE
 from inference_operator.core.objects import Obj
+from inference_operator.core.resources import pod_requests
 from inference_operator.reconcile.capacity import Capacity
 from inference_operator.reconcile.status import unschedulable_message
 
@@ -125,7 +126,9 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj]) -> Stall | Non
     Pending because no node has the GPUs free, while others of its pods are bound to nodes and
     hold GPUs (a replica too big for every node is no stall: its plan is blocked). Not while
     one of its pods is terminating: its GPUs come free when it is gone (a Replace step, a
-    surge's scale-down), and the pod waiting for them will be placed then."""
+    surge's scale-down), and the pod waiting for them will be placed then. A Pending pod that
+    asks for another number of GPUs than ``gpu`` is of an old template (one too big for every
+    node, say, that the new template fixes): the new pods are not waiting behind it."""
     if gpu <= 0 or old_pods <= 0:
         return None
     messages = []
@@ -135,7 +138,8 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj]) -> Stall | Non
             return None
         holding += bool((pod.get("spec") or {}).get("nodeName"))
         message = unschedulable_message(pod)
-        if message is not None and _INSUFFICIENT_GPU in message:
+        asks = pod_requests(pod.get("spec") or {}).get(GPU_RESOURCE, 0)
+        if message is not None and _INSUFFICIENT_GPU in message and asks == gpu:
             messages.append(message)
     return Stall(len(messages), messages[0]) if messages and holding else None
 

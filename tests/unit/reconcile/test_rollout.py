@@ -5,7 +5,8 @@ Covers: maxSurge/maxUnavailable resolved as the Deployment controller resolves t
 by node (a replica's GPUs on one node), replaces the rest within maxUnavailable, waits and says
 so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
 a plan is kept for the template it was made for and re-made for a new one; a stall switches
-Auto to replacing; a terminating pod or a replica too big for every node is no stall; the count
+Auto to replacing; a terminating pod, a replica too big for every node or an old template's pod
+Pending for another number of GPUs is no stall; the count
 honours node selectors, taints, cordons and readiness, and ignores finished pods.
 """
 
@@ -59,8 +60,12 @@ def plan(isvc: InferenceService, *, capacity: Capacity = UNKNOWN, live: Obj | No
     return plan_rollout(isvc, template=pod_template(isvc), live=live, capacity=lambda: capacity, stall=stall)
 
 
-def pending(message: str = FULL, *, bound: str | None = None, deleting: bool = False) -> Obj:
-    pod: Obj = {"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Pending"}}
+GPU = "nvidia.com/gpu"
+
+
+def pending(message: str = FULL, *, bound: str | None = None, deleting: bool = False, gpus: int = 8) -> Obj:
+    container = {"name": "server", "resources": {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}}
+    pod: Obj = {"metadata": {"name": "p"}, "spec": {"containers": [container]}, "status": {"phase": "Pending"}}
     if bound:
         pod["spec"]["nodeName"] = bound
         pod["status"] = {"phase": "Running"}
@@ -172,6 +177,14 @@ def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
     assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending()]) is None  # nothing holds a GPU
     assert detect_stall(gpu=8, old_pods=0, pods=[pending(), pending(bound="n1")]) is None
     assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), pending(bound="n")]) is None
+
+
+def test_an_old_templates_pod_pending_for_other_gpus_is_no_stall() -> None:
+    """16 GPUs per replica fit no node; the fix to 1 starts a new pod that is bound at once,
+    while the old 16-GPU pod still waits: the new pods wait behind nothing."""
+    old_pending = pending(gpus=16)
+    assert detect_stall(gpu=1, old_pods=1, pods=[old_pending, pending(bound="n1", gpus=1)]) is None
+    assert detect_stall(gpu=1, old_pods=1, pods=[old_pending, pending(gpus=1), pending(bound="n1")]) == Stall(1, FULL)
 
 
 def node(name: str, *, gpus: int = 8, **shape: Any) -> Obj:
