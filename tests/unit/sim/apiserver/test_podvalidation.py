@@ -4,14 +4,16 @@ Covers, on the FakeApiServer directly: each rule family (resources, tolerations,
 env sources, ports, probes, container names) refuses with the real field path and words, several
 problems are listed as the real server lists them, and a malformed quantity is a 400 before any
 validation. End to end on the simulator: InferenceServices the CRD admits but whose Deployment a
-real cluster would refuse (a request above its limit, a toleration with Equal and no key,
-tolerationSeconds on NoSchedule, a node-selector value that is no label, a ConfigMap key
-that is no key) end ChildRejected naming the field, not Ready. The differential conformance
+real cluster would refuse (a request above its limit, a node-selector value that is no label,
+a ConfigMap key that is no key) end ChildRejected naming the field, not Ready; the tolerations
+a cluster would refuse (Equal and no key, tolerationSeconds on NoSchedule) are refused at the
+InferenceService's admission already, with its field path. The differential conformance
 suite (tests/shared/conformance/checks/podtemplate.py) compares all of it with a real server.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -132,11 +134,6 @@ def test_a_valid_template_is_stored_with_canonical_quantities_and_no_requests_co
     ("spec", "field"),
     [
         ({"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}, f"{C0}.resources.requests"),
-        ({"tolerations": [{"operator": "Equal", "value": "v"}]}, f"{POD}.tolerations[0].operator"),
-        (
-            {"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]},
-            f"{POD}.tolerations[0].effect",
-        ),
         ({"nodeSelector": {"pool": "has space"}}, f"{POD}.nodeSelector"),
         (
             {"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "bad key!"}}}]},
@@ -145,8 +142,6 @@ def test_a_valid_template_is_stored_with_canonical_quantities_and_no_requests_co
     ],
     ids=[
         "request-above-limit",
-        "equal-without-key",
-        "seconds-on-noschedule",
         "selector-value",
         "configmap-key",
     ],
@@ -162,3 +157,20 @@ def test_an_admitted_spec_whose_deployment_a_cluster_refuses_is_child_rejected_n
     assert status["phase"] != Phase.READY and deployment_ready["reason"] == Reason.CHILD_REJECTED
     assert field in deployment_ready["message"]
     assert sim.get("Deployment", "default", "x") is None
+
+
+@pytest.mark.parametrize(
+    ("toleration", "field"),
+    [
+        ({"operator": "Equal", "value": "v"}, "spec.tolerations[0].operator"),
+        ({"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}, "spec.tolerations[0]"),
+    ],
+    ids=["equal-without-key", "seconds-on-noschedule"],
+)
+def test_a_toleration_a_cluster_would_refuse_is_refused_at_admission_of_the_inferenceservice(
+    toleration: Obj, field: str
+) -> None:
+    sim = Simulation()
+    with pytest.raises(Invalid, match=re.escape(field)):
+        sim.apply(make_inference_service("x", image="vllm/vllm-openai:v0.7.0", model="m", tolerations=[toleration]))
+    assert sim.get(KIND, "default", "x") is None
