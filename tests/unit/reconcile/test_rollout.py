@@ -5,8 +5,7 @@ Covers: maxSurge/maxUnavailable resolved as the Deployment controller resolves t
 by node (a replica's GPUs on one node), replaces the rest within maxUnavailable, waits and says
 so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
 a plan is kept for the template it was made for and re-made for a new one; a stall switches
-Auto to replacing; a terminating pod, a replica too big for every node or an old template's pod
-Pending for another number of GPUs is no stall; the count
+Auto to replacing; a terminating pod or a replica too big for every node is no stall; the count
 honours node selectors, taints, cordons and readiness, and ignores finished pods.
 """
 
@@ -60,12 +59,13 @@ def plan(isvc: InferenceService, *, capacity: Capacity = UNKNOWN, live: Obj | No
     return plan_rollout(isvc, template=pod_template(isvc), live=live, capacity=lambda: capacity, stall=stall)
 
 
-GPU = "nvidia.com/gpu"
-
-
-def pending(message: str = FULL, *, bound: str | None = None, deleting: bool = False, gpus: int = 8) -> Obj:
-    container = {"name": "server", "resources": {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}}
-    pod: Obj = {"metadata": {"name": "p"}, "spec": {"containers": [container]}, "status": {"phase": "Pending"}}
+def pending(
+    message: str = FULL, *, bound: str | None = None, deleting: bool = False, template: str = "new", created: str = ""
+) -> Obj:
+    """A pod of the service: of the ``template`` (pod-template-hash) created at ``created``."""
+    created = created or ("2026-01-01T00:01:00Z" if template == "new" else "2026-01-01T00:00:00Z")
+    meta = {"name": "p", "labels": {"pod-template-hash": template}, "creationTimestamp": created}
+    pod: Obj = {"metadata": meta, "spec": {}, "status": {"phase": "Pending"}}
     if bound:
         pod["spec"]["nodeName"] = bound
         pod["status"] = {"phase": "Running"}
@@ -172,19 +172,25 @@ def test_a_surge_stall_is_blocked_and_names_the_way_out() -> None:
 
 
 def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1")]) == Stall(1, FULL)
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1", deleting=True)]) is None
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending()]) is None  # nothing holds a GPU
-    assert detect_stall(gpu=8, old_pods=0, pods=[pending(), pending(bound="n1")]) is None
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), pending(bound="n")]) is None
+    old = pending(bound="n1", template="old")
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), old]) == Stall(1, FULL)
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1", template="old", deleting=True)]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(template="old")]) is None  # nothing holds a GPU
+    assert detect_stall(gpu=8, old_pods=0, pods=[pending(), old]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), old]) is None
 
 
-def test_an_old_templates_pod_pending_for_other_gpus_is_no_stall() -> None:
-    """16 GPUs per replica fit no node; the fix to 1 starts a new pod that is bound at once,
-    while the old 16-GPU pod still waits: the new pods wait behind nothing."""
-    old_pending = pending(gpus=16)
-    assert detect_stall(gpu=1, old_pods=1, pods=[old_pending, pending(bound="n1", gpus=1)]) is None
-    assert detect_stall(gpu=1, old_pods=1, pods=[old_pending, pending(gpus=1), pending(bound="n1")]) == Stall(1, FULL)
+def test_an_old_pod_left_pending_while_a_new_one_runs_is_no_stall() -> None:
+    """A replica too big for every node, replaced by one that fits: the pending pod is the old one."""
+    assert detect_stall(gpu=1, old_pods=1, pods=[pending(template="old"), pending(bound="n1")]) is None
+
+
+def test_the_newest_template_is_the_one_whose_pods_were_created_last() -> None:
+    rollback = [
+        pending(template="a", created="2026-01-01T00:05:00Z"),  # the old template's pods, re-created
+        pending(bound="n1", template="b", created="2026-01-01T00:02:00Z"),
+    ]
+    assert detect_stall(gpu=8, old_pods=1, pods=rollback) == Stall(1, FULL)
 
 
 def node(name: str, *, gpus: int = 8, **shape: Any) -> Obj:
