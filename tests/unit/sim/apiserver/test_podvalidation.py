@@ -4,9 +4,10 @@ Covers, on the FakeApiServer directly: each rule family (resources, tolerations,
 env sources, ports, probes, container names) refuses with the real field path and words, several
 problems are listed as the real server lists them, and a malformed quantity is a 400 before any
 validation. End to end on the simulator: InferenceServices the CRD admits but whose Deployment a
-real cluster would refuse (a request above its limit, a toleration with Equal and no key,
-tolerationSeconds on NoSchedule, a node-selector value that is no label, a ConfigMap key
-that is no key) end ChildRejected naming the field, not Ready. The differential conformance
+real cluster would refuse (an ephemeral-storage request above its limit, a node-selector value
+that is no label, a ConfigMap key that is no key) end ChildRejected naming the field, not Ready;
+what the CRD now refuses itself (cpu or memory above its limit, a toleration with Equal and no
+key, tolerationSeconds on NoSchedule) never gets that far. The differential conformance
 suite (tests/shared/conformance/checks/podtemplate.py) compares all of it with a real server.
 """
 
