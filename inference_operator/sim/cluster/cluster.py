@@ -3,8 +3,9 @@
 What kube-controller-manager, kube-scheduler and the kubelets are to a real cluster, in one
 object the :class:`~inference_operator.sim.simulation.Simulation` drives: four controllers on
 the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pods, ReplicaSets
-and (given) Deployments — the Deployment controller, the ReplicaSet controller, the scheduler
-and the kubelets, in that order (at equal times, the earlier acts first). Pods, ReplicaSets and
+and (given) Deployments — the Deployment controller, the ReplicaSet controller, the pod garbage
+collector (a deleted node's pods), the scheduler and the kubelets, in that order (at equal times,
+the earlier acts first). Pods, ReplicaSets and
 the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
 It also keeps the platform's test hook :meth:`crash_pods`.
 """
@@ -24,6 +25,7 @@ from inference_operator.sim.cluster import podstate
 from inference_operator.sim.cluster.deploycontroller import DeploymentController
 from inference_operator.sim.cluster.kubelet import Kubelet
 from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
+from inference_operator.sim.cluster.podgc import QUARANTINE_SECONDS, PodGarbageCollector, node_key
 from inference_operator.sim.cluster.replicasets import controller_of
 from inference_operator.sim.cluster.rscontroller import ReplicaSetController
 from inference_operator.sim.cluster.scheduler import Scheduler
@@ -72,6 +74,8 @@ class SimulatedCluster:
         )
         self.deployment_controller = controller("deployment-controller", self.deployment_logic.reconcile)
         self.replicaset_controller = controller("replicaset-controller", self.replicaset_logic.reconcile)
+        self.pod_gc = PodGarbageCollector(api=api, clock=clock, nodes=self.nodes, pods=self.pod_cache)
+        self.pod_gc_controller = controller("pod-garbage-collector", self.pod_gc.reconcile)
         self.scheduler = Scheduler(
             api=api,
             clock=clock,
@@ -98,6 +102,7 @@ class SimulatedCluster:
         return [
             self.deployment_controller,
             self.replicaset_controller,
+            self.pod_gc_controller,
             self.scheduler_controller,
             self.kubelet_controller,
         ]
@@ -141,8 +146,12 @@ class SimulatedCluster:
         self.nodes.add_event_handler(
             on_add=lambda _new: self.scheduler.retry_pending(),
             on_update=lambda _old, _new: self.scheduler.retry_pending(),
-            on_delete=lambda _old: self.scheduler.retry_pending(),
+            on_delete=self._node_deleted,
         )
+
+    def _node_deleted(self, node: Obj) -> None:
+        self.scheduler.retry_pending()
+        self.pod_gc_controller.queue.add_after(node_key(str(node["metadata"]["name"])), QUARANTINE_SECONDS)
 
     def _deployment_of_replicaset(self, rs_key: str) -> str | None:
         namespace, _, name = rs_key.partition("/")
