@@ -5,7 +5,7 @@ object the :class:`~inference_operator.sim.simulation.Simulation` drives: four c
 the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pods, ReplicaSets
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the pod garbage
 collector (a deleted node's pods), the scheduler and the kubelets, in that order (at equal times,
-the earlier acts first). Pods, ReplicaSets and
+the earlier acts first), and the taint eviction controller (NoExecute taints) after them. Pods, ReplicaSets and
 the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
 It also keeps the platform's test hook :meth:`crash_pods`.
 """
@@ -29,6 +29,7 @@ from inference_operator.sim.cluster.podgc import QUARANTINE_SECONDS, PodGarbageC
 from inference_operator.sim.cluster.replicasets import controller_of
 from inference_operator.sim.cluster.rscontroller import ReplicaSetController
 from inference_operator.sim.cluster.scheduler import Scheduler
+from inference_operator.sim.cluster.tainteviction import TaintEviction, no_execute_taints
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
@@ -76,6 +77,8 @@ class SimulatedCluster:
         self.replicaset_controller = controller("replicaset-controller", self.replicaset_logic.reconcile)
         self.pod_gc = PodGarbageCollector(api=api, clock=clock, nodes=self.nodes, pods=self.pod_cache)
         self.pod_gc_controller = controller("pod-garbage-collector", self.pod_gc.reconcile)
+        self.taint_eviction = TaintEviction(api=api, clock=clock, nodes=self.nodes, pods=self.pod_cache)
+        self.taint_eviction_controller = controller("taint-eviction-controller", self.taint_eviction.reconcile)
         self.scheduler = Scheduler(
             api=api,
             clock=clock,
@@ -105,6 +108,7 @@ class SimulatedCluster:
             self.pod_gc_controller,
             self.scheduler_controller,
             self.kubelet_controller,
+            self.taint_eviction_controller,
         ]
 
     def _wire(self) -> None:
@@ -120,6 +124,7 @@ class SimulatedCluster:
                 self.kubelet.forget(pod["metadata"]["uid"])
             elif podstate.node_of(new):
                 self.kubelet_controller.enqueue(obj_key(new))
+                self._check_taints(podstate.node_of(new))
             if new is None and rs_key is not None:  # Recreate waits for the last old pod to go
                 deployment = self._deployment_of_replicaset(rs_key)
                 if deployment is not None:
@@ -144,10 +149,19 @@ class SimulatedCluster:
             on_delete=lambda old: replicaset_event(old, None),
         )
         self.nodes.add_event_handler(
-            on_add=lambda _new: self.scheduler.retry_pending(),
-            on_update=lambda _old, _new: self.scheduler.retry_pending(),
+            on_add=self._node_changed,
+            on_update=lambda _old, new: self._node_changed(new),
             on_delete=self._node_deleted,
         )
+
+    def _node_changed(self, node: Obj) -> None:
+        self.scheduler.retry_pending()
+        self._check_taints(str(node["metadata"]["name"]))
+
+    def _check_taints(self, node_name: str) -> None:
+        node = self.nodes.get("", node_name)
+        if node is not None and no_execute_taints(node):
+            self.taint_eviction_controller.enqueue(node_key(node_name))
 
     def _node_deleted(self, node: Obj) -> None:
         self.scheduler.retry_pending()

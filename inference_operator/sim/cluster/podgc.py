@@ -69,12 +69,8 @@ class PodGarbageCollector:
 
     def _failed(self, pod: Obj) -> Obj:
         """The status PodGC writes before deleting: phase Failed, ``DisruptionTarget`` True."""
-        disruption = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": DISRUPTION_REASON,
-            "message": ORPHAN_MESSAGE,
-            "lastTransitionTime": format_timestamp(self.clock.wall()),
+        now = format_timestamp(self.clock.wall())
+        return {
+            "phase": "Failed",
+            "conditions": podstate.disrupted(pod, reason=DISRUPTION_REASON, message=ORPHAN_MESSAGE, now=now),
         }
-        others = [c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") != "DisruptionTarget"]
-        return {"phase": "Failed", "conditions": [*others, disruption]}
