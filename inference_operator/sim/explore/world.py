@@ -3,8 +3,9 @@
 Kept apart from the hypothesis state machine (:mod:`.machine`) so that each action is a plain
 method: a regression test, a notebook or the state machine can drive it alike. Users and other
 actors write to the FakeApiServer directly; only the operator goes through the fault wrappers
-(:mod:`..faults`). :meth:`World.settle` lets the cluster quiesce (bounded: a key that fails
-forever never lets it) and returns the :class:`~.invariants.Observation` the invariants read.
+(:mod:`..faults`); a cluster admin changes the Nodes (:mod:`.capacity`). :meth:`World.settle`
+lets the cluster quiesce (bounded: a key that fails forever never lets it) and returns the
+:class:`~.invariants.Observation` the invariants read.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE
+from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import ApiError
 from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.sim.apiserver.watch import WatchEvent
+from inference_operator.sim.cluster.nodes import NodeShape
+from inference_operator.sim.explore.capacity import NodePool
+from inference_operator.sim.explore.describe import describe
 from inference_operator.sim.explore.foreign import foreign_child_manifest
 from inference_operator.sim.explore.observation import ForeignMark, Observation
 from inference_operator.sim.faults import (
@@ -56,13 +60,17 @@ FOREIGN_ANNOTATION: Final = ("example.com/audited", "true")
 class World:
     """A simulated cluster running the operator behind fault wrappers."""
 
-    def __init__(self, *, ready_after: float = 5.0) -> None:
+    def __init__(self, *, ready_after: float = 5.0, node_layout: Sequence[NodeShape] | None = None) -> None:
+        """``node_layout``: run the simulated cluster with these nodes (None: the Simulation's default)."""
         self.crash = CrashSwitch()
         self.api: FaultyApi
         self.lb: FaultyLoadBalancer
-        self.sim = Simulation(
-            ready_after=ready_after, interpose=Interposer(api=self._faulty_api, load_balancer=self._faulty_lb)
-        )
+        interpose = Interposer(api=self._faulty_api, load_balancer=self._faulty_lb)
+        if node_layout is None:
+            self.sim = Simulation(ready_after=ready_after, interpose=interpose)
+        else:
+            self.sim = Simulation(ready_after=ready_after, interpose=interpose, cluster=True, node_layout=node_layout)
+        self.nodes = NodePool(self.sim)
         self.marks: list[ForeignMark] = []
         self.finalizer_violations: list[str] = []
         self.stale_informers: set[str] = set()
@@ -382,18 +390,4 @@ class World:
 
     def describe(self) -> str:
         """The cluster in a few lines, for a failure report."""
-        lines = [f"t={self.sim.now:.1f}s restarts={self.sim.restarts}"]
-        for obj in self.sim.api.list(KIND):
-            status = obj.get("status") or {}
-            ready: Obj = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-            meta = obj["metadata"]
-            lines.append(
-                f"  {KIND} {meta['name']} gen={meta.get('generation')} observed={status.get('observedGeneration')} "
-                f"deleting={bool(meta.get('deletionTimestamp'))} "
-                f"Ready={ready.get('status')}/{ready.get('reason')}: {ready.get('message')!r}"
-            )
-        for kind in (DEPLOYMENT, SERVICE):
-            names = [o["metadata"]["name"] for o in self.sim.api.list(kind)]
-            lines.append(f"  {kind}s: {names}")
-        lines.append(f"  balancer: { {k: (r.id, r.target) for k, r in self.sim.lb.registrations.items()} }")
-        return "\n".join(lines)
+        return describe(self.sim)
