@@ -12,6 +12,8 @@ Covers:
 - The machine's composite actions: a full-pool rollout leaves the new pod waiting for GPUs and
   says so; a scale past capacity leaves one replica Pending.
 - A bounded, seeded run of the cluster explorer keeps every enforced invariant.
+- Regressions: the cluster explorer's findings, as the minimal sequences it printed; those its
+  machine still waits for (ClusterExplorer.waits) are expected to fail, strictly.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 
 from inference_operator.api.constants import KIND
-from inference_operator.sim.explore import ENFORCED_INVARIANTS, INVARIANTS, World
+from inference_operator.sim.explore import ENFORCED_INVARIANTS, INVARIANTS, InvariantViolation, World
 from inference_operator.sim.explore.capacity import LAYOUT
 from inference_operator.sim.explore.capacitymachine import CIClusterExplorer, ClusterExplorer
 from inference_operator.sim.explore.invariants import check
@@ -233,4 +235,24 @@ def test_the_cluster_explorer_starts_on_the_layout_with_a_gpu_server() -> None:
     assert state.world.sim.cluster is not None
     assert [n["metadata"]["name"] for n in state.world.sim.api.list("Node")] == [s.name for s in LAYOUT]
     assert state.world.sim.api.list(KIND)[0]["spec"]["gpu"] == 8
+    state.teardown()
+
+
+# -- regressions: the cluster explorer's findings ---------------------------------------------------
+
+
+@pytest.mark.xfail(reason=ClusterExplorer.waits["zero_writes_when_converged"], raises=InvariantViolation, strict=True)
+def test_a_node_joining_changes_the_schedulers_words_and_status_catches_up_at_once() -> None:
+    # A node without GPUs joins a full pool: the pending pods' message goes from "0/3 nodes" to
+    # "0/4 nodes" and no Deployment moves; status keeps the old words until a resync after the
+    # pod recheck, so one more pass (a resync) writes.
+    state = ClusterExplorer(invariants={"zero_writes_when_converged"})
+    gpu1 = {"model": SPEC["model"], "image": SPEC["image"], "replicas": 0, "gpu": 1, "progressDeadlineSeconds": 60}
+    state.create(name="llama", spec=gpu1)
+    state.full_pool_rollout(name="llama")
+    state.apply(name="mistral", spec=gpu1)
+    state.add_node(node="gpu-a100-1")
+    state.settle()
+    state.add_node(node="cpu-1")
+    state.scale_beyond_capacity(name="mistral")
     state.teardown()
