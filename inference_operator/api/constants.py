@@ -66,7 +66,8 @@ class Reason:
     API_UNAVAILABLE: Final = "ApiUnavailable"  # 5xx, timeouts: expected to pass
     PODS_REFUSED: Final = "PodsRefused"  # the API server refuses the ReplicaSet's pods (Pod Security, quota…)
     # Stalls that need a person: the phase is Failed until the cause is fixed.
-    NEEDS_ACTION: Final = (INVALID_SPEC, CHILD_CONFLICT, CHILD_REJECTED, CHILD_FORBIDDEN, PODS_REFUSED)
+    ROLLOUT_BLOCKED: Final = "RolloutBlocked"  # a rollout nothing will move on: GPUs held, a replica too big
+    NEEDS_ACTION: Final = (INVALID_SPEC, CHILD_CONFLICT, CHILD_REJECTED, CHILD_FORBIDDEN, PODS_REFUSED, ROLLOUT_BLOCKED)
     WAITING_FOR_CHILDREN: Final = "WaitingForChildren"
     TERMINATING: Final = "Terminating"
     # Deployment
@@ -108,6 +109,7 @@ class EventReason:
     LB_REGISTERED: Final = "LoadBalancerRegistered"
     LB_RELEASED: Final = "LoadBalancerReleased"
     LB_FAILED: Final = "LoadBalancerFailed"
+    ROLLOUT_SWITCHED: Final = "RolloutSwitched"
 
 
 class Phase:

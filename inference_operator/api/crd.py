@@ -32,14 +32,14 @@ def _structural(node: Any, defs: dict[str, Schema]) -> Any:
         return _structural(merged, defs)
     if "anyOf" in node:
         branches = [b for b in node["anyOf"] if b.get("type") != "null"]
-        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        rest = {k: v for k, v in node.items() if k != "anyOf" and k not in _DROP}
         if rest.get("default", ...) is None:
             rest.pop("default")
         if node.get("x-kubernetes-int-or-string"):  # a quantity: never negative, as integer or as string
             return {
                 **rest,
                 "anyOf": [{"type": "integer"}, {"type": "string"}],
-                "pattern": QUANTITY_PATTERN,
+                "pattern": node.get("pattern", QUANTITY_PATTERN),
                 "minimum": 0,
             }
         if len(branches) == 1:
@@ -101,6 +101,7 @@ PRINTER_COLUMNS = [
     {"name": "Available", "type": "integer", "jsonPath": ".status.readyReplicas"},
     {"name": "Model", "type": "string", "jsonPath": ".spec.model"},
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+    {"name": "Rollout", "type": "string", "jsonPath": ".status.rollout.plan"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     {"name": "URL", "type": "string", "jsonPath": ".status.url", "priority": 1},
     {"name": "Image", "type": "string", "jsonPath": ".spec.image", "priority": 1},

@@ -2,22 +2,21 @@
 
 The CRD's OpenAPI schema is generated from these models (``crd.py``), and the reconciler
 parses every spec through them once, at the entry of reconcile. A rule that spans fields is
-written twice, side by side: as a CEL expression the API server enforces at admission, and as
-a Python check the reconciler enforces for objects that never went through admission
-(written straight into the fake API server, or created before a rule existed).
+written twice, side by side (:class:`.base.Rule`): CEL for admission, Python for the reconciler.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from inference_operator.api.base import Rule, StrictModel, rules_schema
 from inference_operator.api.constants import MAX_CONDITION_MESSAGE, MAX_LB_ADDRESS, MAX_LB_ID, MAX_LB_TARGET
 from inference_operator.api.fielderrors import WHOLE, Integer, at, format_validation_error, int_or_string, without_nulls
+from inference_operator.api.rollout import RolloutSpec, RolloutStatus
 
 MAX_GPUS_PER_REPLICA = 16
 MAX_REPLICAS = 1000
@@ -50,32 +49,6 @@ NAME_MESSAGE = (
 _NAME_RE = re.compile(NAME_PATTERN)
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A cross-field rule: CEL for the API server, a predicate for the reconciler."""
-
-    cel: str
-    message: str
-    field_path: str
-    check: Callable[[Any], bool]
-
-
-def _rules(*rules: Rule) -> dict[str, Any]:
-    return {
-        "x-kubernetes-validations": [
-            {"rule": r.cel, "message": r.message, **({"fieldPath": r.field_path} if r.field_path else {})}
-            for r in rules
-        ]
-    }
-
-
-class _Model(BaseModel):
-    """Strict: a value of the wrong JSON type is refused, never coerced (``"3"`` is no integer,
-    ``"yes"`` no boolean), as the CRD's schema refuses it; see :mod:`.fielderrors`."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, strict=True)
-
-
 Quantity = Annotated[
     int | str,
     BeforeValidator(int_or_string),
@@ -94,7 +67,7 @@ def _check_quantities(values: dict[str, int | str] | None, where: str) -> dict[s
     return values
 
 
-class Resources(_Model):
+class Resources(StrictModel):
     """CPU, memory and ephemeral-storage requests and limits; GPUs go in ``spec.gpu``."""
 
     requests: dict[ResourceName, Quantity] | None = Field(
@@ -108,7 +81,7 @@ class Resources(_Model):
         return _check_quantities(v, info.field_name)
 
 
-class KeyRef(_Model):
+class KeyRef(StrictModel):
     name: str = Field(min_length=1, max_length=253, description="Name of the Secret or ConfigMap.")
     key: str = Field(min_length=1, max_length=253, description="Key inside it.")
     optional: bool | None = None
@@ -122,11 +95,11 @@ ENV_SOURCE_ONE = Rule(
 )
 
 
-class EnvVarSource(_Model):
+class EnvVarSource(StrictModel):
     secretKeyRef: KeyRef | None = Field(default=None, description="A key of a Secret in the same namespace.")
     configMapKeyRef: KeyRef | None = Field(default=None, description="A key of a ConfigMap in the same namespace.")
 
-    model_config = ConfigDict(json_schema_extra=_rules(ENV_SOURCE_ONE))
+    model_config = ConfigDict(json_schema_extra=rules_schema(ENV_SOURCE_ONE))
 
     @model_validator(mode="after")
     def _exactly_one(self) -> EnvVarSource:
@@ -143,12 +116,12 @@ ENV_VALUE_XOR_SOURCE = Rule(
 )
 
 
-class EnvVar(_Model):
+class EnvVar(StrictModel):
     name: str = Field(min_length=1, max_length=256, pattern=ENV_NAME_PATTERN, description="Variable name.")
     value: str | None = Field(default=None, max_length=32768, description="Literal value.")
     valueFrom: EnvVarSource | None = Field(default=None, description="Take the value from a Secret or ConfigMap key.")
 
-    model_config = ConfigDict(json_schema_extra=_rules(ENV_VALUE_XOR_SOURCE))
+    model_config = ConfigDict(json_schema_extra=rules_schema(ENV_VALUE_XOR_SOURCE))
 
     @model_validator(mode="after")
     def _value_xor_source(self) -> EnvVar:
@@ -165,14 +138,14 @@ TOLERATION_EXISTS_NO_VALUE = Rule(
 )
 
 
-class Toleration(_Model):
+class Toleration(StrictModel):
     key: str | None = Field(default=None, max_length=316, description="Taint key; empty with Exists matches all.")
     operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Exists or Equal (default).")
     value: str | None = Field(default=None, max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     tolerationSeconds: Annotated[int, Field(ge=0), WHOLE] | None = None
 
-    model_config = ConfigDict(json_schema_extra=_rules(TOLERATION_EXISTS_NO_VALUE))
+    model_config = ConfigDict(json_schema_extra=rules_schema(TOLERATION_EXISTS_NO_VALUE))
 
     @model_validator(mode="after")
     def _exists_has_no_value(self) -> Toleration:
@@ -181,7 +154,7 @@ class Toleration(_Model):
         return self
 
 
-class LoadBalancerSpec(_Model):
+class LoadBalancerSpec(StrictModel):
     enabled: bool = Field(default=True, description="Register the Service with the external load balancer.")
 
 
@@ -213,7 +186,7 @@ NODE_SELECTOR_KEYS = Rule(
 )
 
 
-class InferenceServiceSpec(_Model):
+class InferenceServiceSpec(StrictModel):
     """What the user asks for: one inference server, replicated."""
 
     image: str = Field(
@@ -245,7 +218,7 @@ class InferenceServiceSpec(_Model):
         default_factory=dict,
         max_length=MAX_LIST_ITEMS,
         description="Schedule only on nodes with these labels.",
-        json_schema_extra=_rules(NODE_SELECTOR_KEYS),
+        json_schema_extra=rules_schema(NODE_SELECTOR_KEYS),
     )
     tolerations: list[Toleration] = Field(
         default_factory=list,
@@ -260,6 +233,12 @@ class InferenceServiceSpec(_Model):
     )
     loadBalancer: LoadBalancerSpec = Field(
         default_factory=LoadBalancerSpec, description="External load balancer registration."
+    )
+    # No schema default: an unset field keeps existing Deployments as they are (their strategy is
+    # the Deployment's default, a Surge).
+    rollout: RolloutSpec | None = Field(
+        default=None,
+        description="How a template change replaces running pods: Surge (the default), Replace or Auto.",
     )
     # Only ever a tightening: Restricted adds what the restricted Pod Security Standard asks for
     # on top of the container context every pod already gets; runAsUser >= 1 can never mean root.
@@ -278,7 +257,7 @@ class InferenceServiceSpec(_Model):
         description="Run the server as this user id (never 0): for images whose USER is a name, not a number.",
     )
 
-    model_config = ConfigDict(json_schema_extra=_rules(*SPEC_RULES))
+    model_config = ConfigDict(json_schema_extra=rules_schema(*SPEC_RULES))
 
     @field_validator("nodeSelector")
     @classmethod
@@ -296,7 +275,7 @@ class InferenceServiceSpec(_Model):
         return self
 
 
-class Condition(_Model):
+class Condition(StrictModel):
     type: str
     status: Literal["True", "False", "Unknown"]
     reason: str
@@ -305,7 +284,7 @@ class Condition(_Model):
     lastTransitionTime: str | None = None
 
 
-class LoadBalancerStatus(_Model):
+class LoadBalancerStatus(StrictModel):
     id: str | None = Field(default=None, max_length=MAX_LB_ID, description="Registration id at the load balancer.")
     address: str | None = Field(default=None, max_length=MAX_LB_ADDRESS, description="Address clients use.")
     target: str | None = Field(
@@ -313,7 +292,7 @@ class LoadBalancerStatus(_Model):
     )
 
 
-class InferenceServiceStatus(_Model):
+class InferenceServiceStatus(StrictModel):
     """What the operator observed; written only by the operator."""
 
     observedGeneration: int | None = None
@@ -324,6 +303,7 @@ class InferenceServiceStatus(_Model):
     phase: Literal["Pending", "Progressing", "Ready", "Degraded", "Failed", "Terminating"] | None = None
     url: str | None = Field(default=None, max_length=MAX_LB_ADDRESS)
     loadBalancer: LoadBalancerStatus | None = None
+    rollout: RolloutStatus | None = Field(default=None, description="What the rollout does and why.")
     conditions: list[Condition] = Field(
         default_factory=list,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},

@@ -63,6 +63,12 @@ class Backend(Protocol):
         Deployment is not ready."""
         ...
 
+    def cached(self, kind: str) -> list[Obj] | None:
+        """Every object of ``kind`` (``Node``, ``Pod``) the operator's cache holds, cluster-wide:
+        what a rollout counts free GPUs from. None when the operator cannot read that kind
+        (namespaced mode cannot read Nodes). Never a request: read-only objects, not copies."""
+        ...
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         """Post a Kubernetes Event about ``obj`` (type is Normal or Warning)."""
         ...

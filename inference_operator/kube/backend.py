@@ -121,6 +121,9 @@ class KubeBackend:
         # a diagnosis a second stale is as good, and far cheaper for the control plane.
         return self.client.list_objects("Pod", namespace, label_selector=selector, from_cache=True)
 
+    def cached(self, kind: str) -> list[Obj] | None:
+        return None  # Nodes and Pods are not watched here yet: rollouts count no capacity
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         term = self.fence.term() if self.fence is not None else None

@@ -128,8 +128,8 @@ def pod_security_context(spec: InferenceServiceSpec) -> dict[str, Any]:
     return context
 
 
-def desired_deployment(isvc: InferenceService) -> dict[str, Any]:
-    """The Deployment that runs the inference server replicas."""
+def pod_template(isvc: InferenceService) -> dict[str, Any]:
+    """The pod template of the Deployment: what a change of it rolls out."""
     spec = isvc.spec
     pod_spec: dict[str, Any] = {
         "containers": [server_container(spec)],
@@ -145,19 +145,36 @@ def desired_deployment(isvc: InferenceService) -> dict[str, Any]:
         pod_spec["nodeSelector"] = dict(spec.nodeSelector)
     if spec.tolerations:
         pod_spec["tolerations"] = [t.model_dump(exclude_none=True) for t in spec.tolerations]
+    return {"metadata": {"labels": child_labels(isvc.name)}, "spec": pod_spec}
+
+
+def desired_deployment(
+    isvc: InferenceService,
+    *,
+    template: dict[str, Any] | None = None,
+    strategy: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The Deployment that runs the inference server replicas; ``template`` is
+    :func:`pod_template` when the caller has it already, ``strategy`` and ``annotations`` the
+    rollout plan's (none: the Deployment's default strategy)."""
+    spec = isvc.spec
+    metadata = _child_metadata(isvc)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    deployment_spec: dict[str, Any] = {
+        "replicas": spec.replicas,
+        "selector": {"matchLabels": selector_labels(isvc.name)},
+        "progressDeadlineSeconds": spec.progressDeadlineSeconds,
+        "template": pod_template(isvc) if template is None else template,
+    }
+    if strategy is not None:
+        deployment_spec["strategy"] = strategy
     return {
         "apiVersion": DEPLOYMENT_API_VERSION,
         "kind": DEPLOYMENT,
-        "metadata": _child_metadata(isvc),
-        "spec": {
-            "replicas": spec.replicas,
-            "selector": {"matchLabels": selector_labels(isvc.name)},
-            "progressDeadlineSeconds": spec.progressDeadlineSeconds,
-            "template": {
-                "metadata": {"labels": child_labels(isvc.name)},
-                "spec": pod_spec,
-            },
-        },
+        "metadata": metadata,
+        "spec": deployment_spec,
     }
 
 

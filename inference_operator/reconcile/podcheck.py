@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inference_operator.api.constants import Reason
+from inference_operator.reconcile.rollout import Stall
 from inference_operator.reconcile.status import PodProblem
 
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
@@ -26,6 +27,8 @@ class PodsRead:
     at: float
     problem: PodProblem | None
     epoch: int
+    stall: Stall | None = None
+    """New pods left Pending for GPUs old pods hold, among the pods read."""
 
     @property
     def starting(self) -> bool:

@@ -34,16 +34,19 @@ from inference_operator.api.constants import (
 from inference_operator.api.constants import ConditionType as CT
 from inference_operator.api.models import NAME_RULE, InferenceService, SpecError
 from inference_operator.core.clock import Clock, format_timestamp, parse_timestamp
-from inference_operator.core.conditions import Cond, find, is_true
+from inference_operator.core.conditions import Cond, find
 from inference_operator.core.errors import ApiError
 from inference_operator.core.objects import Obj, has_finalizer, is_being_deleted, key_of
 from inference_operator.core.ports import Backend, LoadBalancerError, LoadBalancerProvider, Result
 from inference_operator.reconcile.announce import Action, action_summary, transition_events
 from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync, describe
-from inference_operator.reconcile.builders import desired_deployment, desired_service, selector_string
+from inference_operator.reconcile.builders import desired_service, selector_string
 from inference_operator.reconcile.children import act_on_child, diff_child
+from inference_operator.reconcile.deferral import StatusDeferral
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
+from inference_operator.reconcile.rollout import RolloutPlan, Stall, detect_stall
+from inference_operator.reconcile.rolloutstep import RolloutStep, blocked_condition
 from inference_operator.reconcile.stalls import Blocked
 from inference_operator.reconcile.status import (
     DeploymentView,
@@ -68,7 +71,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_REQUEUE_WHILE_PROGRESSING = 5.0
 STUCK_AFTER = datetime.timedelta(seconds=10)
-DEFER_LIMIT = 30.0  # seconds a status write may wait for the Deployment controller
 STUCK_MARGIN = 0.5  # look again this long after a rollout would count as stuck
 
 
@@ -93,9 +95,10 @@ class Reconciler:
         # Per-uid memory between passes. No lock: the workqueue never hands one key to two
         # workers, so an entry is only touched by one thread at a time, and single dict
         # operations are atomic.
-        self._deferred_since: dict[str, float] = {}  # when the status write was first held
+        self._deferral = StatusDeferral(clock)
         self._pods_read: dict[str, PodsRead] = {}
         self._refusals = RefusedApplies(clock)
+        self._rollout = RolloutStep(lambda: self.backend, diagnosed_stall=self._diagnosed_stall)
         # Events follow ``self.backend``, even when a test puts a wrapper in its place.
         self.balancer = BalancerSync(load_balancer, lambda *a, **k: self.backend.record_event(*a, **k))
 
@@ -122,7 +125,8 @@ class Reconciler:
         # garbage collector takes them); the load balancer does, so it comes before that.
         # A child that cannot be written does not stop the pass: status must say why.
         blocked: list[Blocked] = []
-        deployment, deployment_action = self._ensure_child(key, isvc, DEPLOYMENT, desired_deployment(isvc), blocked)
+        desired, plan = self._rollout.desired(isvc)
+        deployment, deployment_action = self._ensure_child(key, isvc, DEPLOYMENT, desired, blocked)
         service, service_action = self._ensure_child(key, isvc, SERVICE, desired_service(isvc), blocked)
         obj, finalizer_added = self._ensure_finalizer(obj)
         # Registration follows what can serve: no Deployment, no record at the balancer.
@@ -130,11 +134,14 @@ class Reconciler:
         lb, lb_note = self.balancer.ensure(isvc, obj, service, deployment=deployment is not None, refused=refused)
         actions = {DEPLOYMENT: deployment_action, SERVICE: service_action}
         self._announce_actions(obj, isvc.name, actions, lb_note)
+        self._rollout.announce(obj, plan if deployment_action is not None else None)
         self._tell(
             key, Acted(children=actions, finalizer_added=finalizer_added, lb_note=lb_note, blocked=tuple(blocked))
         )
         view = DeploymentView.of(deployment)
-        return self._update_status(key, isvc=isvc, obj=obj, view=view, service=service, lb=lb, blocked=blocked)
+        return self._update_status(
+            key, isvc=isvc, obj=obj, view=view, service=service, lb=lb, blocked=blocked, plan=plan
+        )
 
     def _tell(self, key: str, record: PhaseRecord) -> None:
         """The one place the tracer hears of a pass: each phase's record, as that phase ends
@@ -153,16 +160,20 @@ class Reconciler:
         service: Obj | None,
         lb: LoadBalancerState,
         blocked: list[Blocked],
+        plan: RolloutPlan,
     ) -> Result:
         """Write the status this pass saw (or hold it while the Deployment controller catches
         up), raise what blocked the pass, and say when to look again."""
         previous = obj.get("status") or {}
-        if not blocked and self._defer_status(isvc.uid, previous, view, lb):
+        if not blocked and self._deferral.hold(isvc.uid, previous, view, lb):
             self._tell(key, StatusDecided(previous=previous, status=previous, deferred=True))
             return Result(requeue_after=self.requeue_while_progressing)
         problem = self._pod_problem(isvc, view)
-        stall = blocked[0].condition if blocked else None
-        status = compute_status(isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall)
+        stall = blocked[0].condition if blocked else blocked_condition(plan, view, isvc.spec.replicas)
+        rollout = plan.status(isvc.spec.replicas) if plan.written or plan.blocked else None
+        status = compute_status(
+            isvc, previous, view, service, lb, now=self._now(), problem=problem, blocked=stall, rollout=rollout
+        )
         self._write_status(key, obj, status)
         if blocked:
             raise blocked[0].error  # back to the queue, with backoff: status already says why
@@ -172,25 +183,6 @@ class Reconciler:
         if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
             return Result(requeue_after=LB_RECHECK_SECONDS)
         return result
-
-    def _defer_status(self, uid: str, previous: Obj, view: DeploymentView, lb: LoadBalancerState) -> bool:
-        """Hold the status write while the Deployment controller has not yet observed the
-        Deployment's current spec, as long as the current status claims nothing untrue.
-
-        The Deployment controller always writes status after a spec change, and that event
-        wakes us again within milliseconds; writing "not observed yet" first would cost one
-        more write per object and say nothing a person can act on. Never deferred: a status
-        that still says Ready=True (it would be stale), a load balancer failure, or a wait
-        longer than ``DEFER_LIMIT`` (the controller-manager may be down: then say so).
-        """
-        if view.observed or lb.state == "failed" or is_true(previous.get("conditions") or [], CT.READY):
-            self._deferred_since.pop(uid, None)
-            return False
-        now = self.clock.now()
-        if now - self._deferred_since.setdefault(uid, now) < DEFER_LIMIT:
-            return True
-        del self._deferred_since[uid]
-        return False
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -214,9 +206,15 @@ class Reconciler:
         seen = self._pods_read.get(isvc.uid)
         if seen is not None and seen.still_holds(version=view.version, now=now, epoch=self.balancer.resync_epoch):
             return seen.problem
-        problem = pod_problem(self.backend.list_pods(isvc.namespace, selector_string(isvc.name)))
-        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch)
+        pods = self.backend.list_pods(isvc.namespace, selector_string(isvc.name))
+        problem = pod_problem(pods)
+        stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods)
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch, stall)
         return problem
+
+    def _diagnosed_stall(self, uid: str) -> Stall | None:
+        seen = self._pods_read.get(uid)
+        return seen.stall if seen is not None else None
 
     def _ensure_finalizer(self, obj: Obj) -> tuple[Obj, bool]:
         """The object with our finalizer, and whether this pass added it."""
@@ -304,7 +302,7 @@ class Reconciler:
         why = "release the load balancer, then remove our finalizer"
         self._tell(key, Decided(subject="deletion", decision="finalize", reason=why))
         self.balancer.forget(meta.get("uid", ""))
-        self._deferred_since.pop(meta.get("uid", ""), None)
+        self._deferral.forget(meta.get("uid", ""))
         self._pods_read.pop(meta.get("uid", ""), None)
         self._refusals.forget(meta.get("uid", ""))
         releasable = NAME_RULE.check(meta["name"])

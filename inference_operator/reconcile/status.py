@@ -87,6 +87,14 @@ def _start(cs: Obj) -> str:
     return f"container {cs.get('name') or '?'} is running{again}"
 
 
+def unschedulable_message(pod: Obj) -> str | None:
+    """The scheduler's words for a pod it could not place (None: scheduled, or not tried yet)."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+            return str(c.get("message") or "no node fits")
+    return None
+
+
 def pod_problem(pods: list[Obj]) -> PodProblem | None:
     """The most telling reason among the pods of a Deployment why replicas are not ready.
 
@@ -101,9 +109,8 @@ def pod_problem(pods: list[Obj]) -> PodProblem | None:
         if (pod.get("metadata") or {}).get("deletionTimestamp"):
             continue
         status = pod.get("status") or {}
-        for c in status.get("conditions") or []:
-            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-                unschedulable.append(str(c.get("message") or "no node fits"))
+        if (message := unschedulable_message(pod)) is not None:
+            unschedulable.append(message)
         for cs in status.get("containerStatuses") or []:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in _IMAGE_PULL:
@@ -275,8 +282,8 @@ def degraded_condition(isvc: InferenceService, previous: Obj, dep: DeploymentVie
 
 def progressing_condition(deployment: Cond, degraded: Cond) -> Cond:
     t = CT.PROGRESSING
-    if deployment.reason == Reason.PROGRESS_DEADLINE_EXCEEDED:
-        return Cond(t, "False", Reason.PROGRESS_DEADLINE_EXCEEDED, deployment.message)
+    if deployment.reason in (Reason.PROGRESS_DEADLINE_EXCEEDED, Reason.ROLLOUT_BLOCKED):
+        return Cond(t, "False", deployment.reason, deployment.message)
     if deployment.is_true:
         return Cond(t, "False", Reason.ROLLOUT_COMPLETE, "rollout complete")
     if degraded.is_true:
@@ -318,6 +325,7 @@ def compute_status(
     now: str,
     problem: PodProblem | None = None,
     blocked: Cond | None = None,
+    rollout: Obj | None = None,
 ) -> Obj:
     """The full status for this observation (``dep``: ``DeploymentView.of(deployment)``).
 
@@ -350,6 +358,8 @@ def compute_status(
     }
     if url:
         status["url"] = url
+    if rollout is not None:
+        status["rollout"] = rollout
     if lb.registration is not None:
         status["loadBalancer"] = {
             "id": lb.registration.id,

@@ -61,6 +61,22 @@ WATCHES: tuple[Watch, ...] = (
 WATCHED_KINDS: tuple[str, ...] = tuple(w.kind for w in WATCHES)
 
 
+@dataclass(frozen=True)
+class Read:
+    """A kind the reconciler reads from a cluster-wide cache without being woken by it."""
+
+    kind: str
+    api_version: str
+    plural: str
+
+
+CAPACITY_READS: tuple[Read, ...] = (Read("Node", "v1", "nodes"), Read("Pod", "v1", "pods"))
+"""What a rollout counts free GPUs from (``Backend.cached``): every Node, and every Pod, for the
+GPUs other workloads hold too. A stall is found when a pass looks, not by an event: a pod the
+scheduler cannot place changes nothing the reconciler watches, so it looks again at the
+rollout's stuck time (see the reconciler's ``_next``)."""
+
+
 def watch_of(kind: str) -> Watch:
     """The declaration for ``kind`` (a kind the reconciler does not watch is a programming error)."""
     for watch in WATCHES:

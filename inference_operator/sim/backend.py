@@ -91,6 +91,7 @@ class FakeBackend:
         *,
         pods: Callable[[str, str], list[Obj]] = lambda _namespace, _selector: [],
         events: list[Event] | None = None,
+        capacity: dict[str, SharedInformer] | None = None,
     ) -> None:
         """``pods`` answers :meth:`list_pods` (namespace, label selector); ``events`` are the Events
         recorded so far (API objects: they outlive an operator process)."""
@@ -104,6 +105,7 @@ class FakeBackend:
         self.correlator = EventCorrelator(clock)
         self.writes = 0  # mutating requests the operator sent (Events excluded)
         self.pods_source = pods
+        self.capacity_informers: dict[str, SharedInformer] = dict(capacity or {})
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.informers[kind].get(namespace, name)
@@ -144,6 +146,10 @@ class FakeBackend:
 
     def list_pods(self, namespace: str, selector: str) -> list[Obj]:
         return self.pods_source(namespace, selector)
+
+    def cached(self, kind: str) -> list[Obj] | None:
+        informer = self.capacity_informers.get(kind)
+        return None if informer is None else informer.list()
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         """Record an Event the way the real backend posts one: correlated first (repeats

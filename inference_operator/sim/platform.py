@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 
 from inference_operator.api.constants import GPU_RESOURCE
+from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Result
@@ -24,7 +25,6 @@ from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as C
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.informer import SharedInformer
-from inference_operator.ssa.compare import parse_quantity
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
 

@@ -31,7 +31,7 @@ from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.reconcile.reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
-from inference_operator.reconcile.watches import WATCHES, Watch
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Watch
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.backend import Event, FakeBackend, Timeline, TimelineEntry
 from inference_operator.sim.clock import FakeClock
@@ -146,7 +146,7 @@ class Simulation:
         )
         self._build_operator()
         self.cluster_deployments.start()
-        for informer in self.informers.values():
+        for informer in self._operator_informers():
             informer.start()
 
     def _deployment_changed(self, obj: Obj) -> None:
@@ -157,6 +157,10 @@ class Simulation:
         its informers wired to its queue by the reconciler's watch rule (not yet started)."""
         # As on a real cluster, the operator watches its children by the owner label only.
         self.informers = {w.kind: SharedInformer(self.api, w.kind, label=w.label_selector) for w in WATCHES}
+        # What a rollout counts free GPUs from: every Node and Pod, where the cluster has them.
+        self.capacity_informers = (
+            {r.kind: SharedInformer(self.api, r.kind) for r in CAPACITY_READS} if self.cluster is not None else {}
+        )
         self.backend = FakeBackend(
             cast(FakeApiServer, self._operator_api),
             self.informers,
@@ -164,6 +168,7 @@ class Simulation:
             self._timeline,
             pods=self.platform.pods,
             events=events,
+            capacity=self.capacity_informers,
         )
         ports = operator_ports(
             backend=self.backend,
@@ -269,12 +274,12 @@ class Simulation:
         A new reconciler, controller, workqueue and informers (which list everything again)
         over the same API server and load balancer. The simulated cluster keeps running.
         """
-        for informer in self.informers.values():
+        for informer in self._operator_informers():
             informer.stop()
         self.restarts += 1
         self._timeline.add("(operator restarted)")
         self._build_operator(events=self.backend.events)
-        for informer in self.informers.values():
+        for informer in self._operator_informers():
             informer.start()
 
     def resync(self) -> int:
@@ -314,7 +319,10 @@ class Simulation:
     def pump(self) -> int:
         """Deliver pending watch events: the controller-manager's first, then the operator's."""
         cluster = self.cluster_deployments.pump() + (self.cluster.pump() if self.cluster is not None else 0)
-        return cluster + sum(informer.pump() for informer in self.informers.values())
+        return cluster + sum(informer.pump() for informer in self._operator_informers())
+
+    def _operator_informers(self) -> list[SharedInformer]:
+        return [*self.informers.values(), *self.capacity_informers.values()]
 
     def run_until_quiescent(self, *, max_steps: int = 10_000_000, until: float | None = None) -> int:
         """Run until no work is left (advancing the fake clock over waits); returns reconciles run."""

@@ -8,7 +8,8 @@ The trace shows, step by step, what the operator saw, decided and wrote (the for
 - the controller: each dequeue with a snapshot of the queue, and how each pass ended;
 - the reconciler: its four phases (observe, diff, act, status) with what each saw and decided;
 - the Backend and the load balancer (``tracedio``): every write with its result;
-- on the simulator only, the platform: the Deployment controller's status moves and the garbage collector.
+- on the simulator only, the platform: the Deployment controller's status moves and the garbage collector;
+- on the simulated cluster, each change of a Node's or Pod's capacity facts (:meth:`Tracer.cluster`).
 
 The default is :data:`NULL_TRACER`, whose ``enabled`` is False: call sites test it before
 building anything, so tracing off costs one attribute read per step. :class:`Recorder` turns
@@ -32,6 +33,7 @@ from inference_operator.trace.redact import redact, redact_at
 __all__ = [
     "FORMAT",
     "NULL_TRACER",
+    "READABLE_VERSIONS",
     "VERSION",
     "NullTracer",
     "Recorder",
@@ -40,7 +42,9 @@ __all__ = [
 ]
 
 FORMAT = "inference-operator-trace"
-VERSION = 1
+VERSION = 2
+"""Version 2 added the ``node`` and ``pod`` records; a version-1 trace reads the same without them."""
+READABLE_VERSIONS = (1, 2)
 PHASES = ("observe", "diff", "act", "status")
 """The four phases of the control loop: observe → diff → act → update status (docs/trace-format.md)."""
 MAX_ERROR = 4096  # characters of a write's error kept: the answer of another system, not ours to size
@@ -80,6 +84,11 @@ class Tracer(Protocol):
         """The simulated platform moved (Deployment controller, garbage collector, a user); returns its id."""
         ...
 
+    def cluster(self, kind: str, name: str, *, change: str, state: Obj) -> None:
+        """A simulated cluster's ``node`` (by name) or ``pod`` (``namespace/name``) was added,
+        changed or deleted; ``state``: what capacity depends on (``sim/cluster/capacity.py``)."""
+        ...
+
     def note(self, text: str) -> None:
         """Free text for people (a scenario's ``kubectl`` step)."""
         ...
@@ -112,6 +121,9 @@ class NullTracer:
 
     def platform(self, actor: str, action: str, kind: str, key: str, *, rv: str | None, detail: Obj) -> str:
         return ""
+
+    def cluster(self, kind: str, name: str, *, change: str, state: Obj) -> None:
+        return None
 
     def note(self, text: str) -> None:
         return None
@@ -296,6 +308,10 @@ class Recorder:
         self._link(record, kind, key, rv, id_)
         self._emit(record)
         return id_
+
+    def cluster(self, kind: str, name: str, *, change: str, state: Obj) -> None:
+        # the object is named by ``node`` or ``pod``, not ``key``: a viewer's objects are the operator's
+        self._emit({"type": kind, "change": change, kind: name, **state})
 
     def note(self, text: str) -> None:
         self._emit({"type": "note", "text": text})

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from inference_operator.core.objects import Obj
+from inference_operator.trace.recorder import READABLE_VERSIONS
 
 __all__ = ["FileSink", "ListSink", "RingSink", "TraceError", "dumps", "read_trace", "ring_files"]
 
@@ -193,7 +194,8 @@ def read_trace(path: str | os.PathLike[str], *, ring: bool = False) -> list[Obj]
         header = lines[0]
         if header.get("format") != "inference-operator-trace":
             raise TraceError(f"{file}: format is {header.get('format')!r}, not 'inference-operator-trace'")
-        if header.get("version") != 1:
-            raise TraceError(f"{file}: trace format version {header.get('version')!r}; this reader knows 1")
+        if header.get("version") not in READABLE_VERSIONS:
+            known = ", ".join(str(v) for v in READABLE_VERSIONS)
+            raise TraceError(f"{file}: trace format version {header.get('version')!r}; this reader knows {known}")
         records.extend(lines if n == 0 else lines[1:])
     return records

@@ -1,12 +1,13 @@
 """``inference-operator trace view``: a trace as one self-contained HTML page.
 
-The page (``inference_operator/viewer/``: index.html, viewer.css, model.js, viewer.js) is plain HTML, CSS
-and JavaScript with no build step. This module only reads the trace, checks it, and inlines the
-stylesheet, the script and the records into the template, so the file works offline, from
-``file://`` or from the small loopback server ``--serve`` starts: the page fetches nothing.
+The page (``inference_operator/trace/viewer/``: index.html, viewer.css, capacity.js, model.js,
+capview.js, diagram.js, viewer.js) is plain HTML, CSS and JavaScript with no build step. This module only
+reads the trace, checks it, and inlines the stylesheet, the scripts and the records into the
+template, so the file works offline, from ``file://`` or from the small loopback server
+``--serve`` starts: the page fetches nothing.
 
 Why the Python side is this small: everything a learner sees (phases, queue, spec vs status,
-causality links) is derived in the browser from the records, following docs/trace-format.md's
+causality links, the cluster's capacity) is derived in the browser from the records, following docs/trace-format.md's
 "For a viewer"; the format is the contract, not a Python model of it.
 """
 
@@ -36,8 +37,14 @@ __all__ = ["ViewError", "embed_json", "load_records", "page_server", "render_pag
 _TEMPLATE_DIR = "viewer"
 _DATA_SLOT = "/*TRACE_DATA*/"
 _CSS_SLOT = "/*VIEWER_CSS*/"
-_JS_SLOT = "/*VIEWER_JS*/"
-_MODEL_SLOT = "/*MODEL_JS*/"
+_SCRIPTS = (
+    ("/*CAPACITY_JS*/", "capacity.js"),
+    ("/*MODEL_JS*/", "model.js"),
+    ("/*CAPVIEW_JS*/", "capview.js"),
+    ("/*DIAGRAM_JS*/", "diagram.js"),
+    ("/*VIEWER_JS*/", "viewer.js"),
+)
+"""The inline scripts, each one's slot and file, in the page's order (and the policy's)."""
 _TITLE_SLOT = "TRACE_TITLE"
 _CSP_STYLE_SLOT = "CSP_STYLE_HASH"
 _CSP_SCRIPT_SLOT = "CSP_SCRIPT_HASHES"
@@ -98,13 +105,12 @@ def render_page(records: list[Obj], *, title: str) -> str:
     safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     # the script and stylesheet must not close their own element either
     css = _template("viewer.css").replace("</", "<\\/")
-    js = _template("viewer.js").replace("</", "<\\/")
-    model = _template("model.js").replace("</", "<\\/")
-    values = {_TITLE_SLOT: safe_title, _CSS_SLOT: css, _MODEL_SLOT: model, _JS_SLOT: js}
+    scripts = {slot: _template(name).replace("</", "<\\/") for slot, name in _SCRIPTS}
+    values = {_TITLE_SLOT: safe_title, _CSS_SLOT: css, **scripts}
     # The Content-Security-Policy allows exactly these inline blocks, by hash: no 'unsafe-inline',
     # so markup that got into the page some other way could never run or restyle it.
     values[_CSP_STYLE_SLOT] = csp_hash(css)
-    values[_CSP_SCRIPT_SLOT] = f"{csp_hash(model)} {csp_hash(js)}"
+    values[_CSP_SCRIPT_SLOT] = " ".join(csp_hash(scripts[slot]) for slot, _ in _SCRIPTS)
     try:
         values[_DATA_SLOT] = embed_json(records)
     except RecursionError:

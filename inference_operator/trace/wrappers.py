@@ -68,6 +68,9 @@ class TracingBackend:
     def list_pods(self, namespace: str, selector: str) -> list[Obj]:
         return self.inner.list_pods(namespace, selector)
 
+    def cached(self, kind: str) -> list[Obj] | None:
+        return self.inner.cached(kind)
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         self.inner.record_event(obj, type=type, reason=reason, message=message)
 

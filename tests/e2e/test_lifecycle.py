@@ -50,7 +50,38 @@ def test_create_becomes_ready_with_children_and_a_registration(
     assert obj["status"]["loadBalancer"]["id"] == registry.registrations()[key].id
     assert condition(obj, "LoadBalancerReady")["status"] == "True"
     table = cluster.kubectl.run("get", "infsvc", "llama", "-n", namespace).stdout
-    assert table.split("\n")[0].split() == ["NAME", "READY", "REPLICAS", "AVAILABLE", "MODEL", "PHASE", "AGE"]
+    assert table.split("\n")[0].split() == [
+        "NAME",
+        "READY",
+        "REPLICAS",
+        "AVAILABLE",
+        "MODEL",
+        "PHASE",
+        "ROLLOUT",
+        "AGE",
+    ]
+
+
+def test_a_replace_rollout_is_written_as_the_real_api_accepts_it_and_finishes(cluster: Cluster, namespace: str) -> None:
+    cluster.kubectl.apply(llama("llama", rollout={"strategy": "Replace"}), namespace)
+    obj = wait_ready(cluster, "llama", namespace)
+    assert obj["status"]["rollout"]["plan"] == "Replace"
+    dep = cluster.kubectl.get("deployment", "llama", namespace)
+    assert dep is not None and dep["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    }
+    cluster.kubectl.apply(llama("llama", image="vllm/vllm-openai:v0.7.0", rollout={"strategy": "Replace"}), namespace)
+    cluster.kubectl.wait_for(
+        "infsvc",
+        "llama",
+        namespace,
+        lambda o: is_ready(o) and o["status"].get("observedGeneration") == 2,
+        what="the Replace rollout to finish",
+        timeout=TIMEOUT,
+    )
+    row = cluster.kubectl.run("get", "infsvc", "llama", "-n", namespace).stdout.split("\n")[1].split()
+    assert row[6] == "Replace"
 
 
 def test_scale_and_upgrade_patch_the_deployment_and_become_ready_again(cluster: Cluster, namespace: str) -> None:

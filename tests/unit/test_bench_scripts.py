@@ -1,9 +1,10 @@
 """The offline benchmarks still run to the end on a few objects.
 
-Covers: bench/sim.py (with and without pods modelled) and bench/degraded.py (every mode)
-finish with exit 0 and print their figures. They are not run by anything else, so a change to
-the simulator's semantics (objects in a missing namespace refused, as NamespaceLifecycle does)
-once left both failing at their first apply, unnoticed. Figures are not asserted: benchmarks measure, tests do not time.
+Covers: bench/sim.py (with and without pods modelled), bench/degraded.py (every mode) and
+bench/rollout.py (every strategy on every pool) finish with exit 0 and print their figures.
+They are not run by anything else, so a change to the simulator's semantics (objects in a
+missing namespace refused, as NamespaceLifecycle does) once left two of them failing at their
+first apply, unnoticed. Figures are not asserted: benchmarks measure, tests do not time.
 """
 
 from __future__ import annotations
@@ -37,3 +38,10 @@ def test_the_simulator_benchmark_converges_with_pods_modelled() -> None:
 def test_the_degraded_benchmark_runs_each_kind_of_trouble_to_its_report(mode: str) -> None:
     out = run_bench("bench/degraded.py", "12", "--window", "61", "--mode", mode)
     assert "API req/s" in out
+
+
+def test_the_rollout_benchmark_reports_every_strategy_on_every_pool() -> None:
+    out = run_bench("bench/rollout.py", "--replicas", "4", "--horizon", "300")
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert [(r[0], r[1]) for r in rows] == [(s, t) for s in ("0", "2", "8") for t in ("Surge", "Replace", "Auto")]
+    assert all("never" not in " ".join(r) for r in rows if r[1] != "Surge")  # Replace and Auto always finish

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.errors import Invalid
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.managedfields import BadRequest
 from inference_operator.sim.apiserver.podtemplate import canonical_quantity
-from inference_operator.ssa.compare import parse_quantity
 
 __all__ = ["TAINT_EFFECTS", "validate_node"]
 

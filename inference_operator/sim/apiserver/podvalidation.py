@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import syntax
-from inference_operator.ssa.compare import parse_quantity
 
 __all__ = ["QUANTITY_SYNTAX", "pod_spec_problems", "quantity_syntax_error"]
 

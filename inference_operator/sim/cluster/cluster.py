@@ -5,9 +5,11 @@ object the :class:`~inference_operator.sim.simulation.Simulation` drives: four c
 the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pods, ReplicaSets
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the pod garbage
 collector (a deleted node's pods), the scheduler and the kubelets, in that order (at equal times,
-the earlier acts first), and the taint eviction controller (NoExecute taints) after them. Pods, ReplicaSets and
-the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
-It also keeps the platform's test hook :meth:`crash_pods`.
+the earlier acts first), and the taint eviction controller (NoExecute taints) after them. Pods,
+ReplicaSets and the scheduler's words are stored objects, so the operator reads them as it
+would on a cluster.
+It also keeps the platform's test hook :meth:`crash_pods`, and tells its ``tracer`` each change
+of a Node's or Pod's capacity facts (:mod:`.capacity`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
+from inference_operator.sim.cluster.capacity import CapacityTrace
 from inference_operator.sim.cluster.deploycontroller import DeploymentController
 from inference_operator.sim.cluster.kubelet import Kubelet
 from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
@@ -51,7 +54,8 @@ class SimulatedCluster:
     ) -> None:
         self.api = api
         self.clock = clock
-        self.tracer: Tracer = NULL_TRACER
+        self._tracer: Tracer = NULL_TRACER
+        self._capacity = CapacityTrace()
         self._crashing: dict[str, int] = {}  # namespace/deployment → pods that crash-loop
         for shape in layout:
             api.create(build_node(shape, now=format_timestamp(clock.wall())), field_manager="kubelet")
@@ -101,6 +105,22 @@ class SimulatedCluster:
             informer.start()
 
     @property
+    def tracer(self) -> Tracer:
+        """Told each change of a Node's or Pod's capacity facts (:mod:`.capacity`)."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Tracer) -> None:
+        """A tracer set after the nodes registered is first told the nodes and pods as they are."""
+        self._tracer = tracer
+        self._capacity = CapacityTrace()
+        if tracer.enabled:
+            for node in self.nodes.list():
+                self._capacity.node(tracer, None, node)
+            for pod in self.pod_cache.list():
+                self._capacity.pod(tracer, None, pod)
+
+    @property
     def controllers(self) -> list[Controller]:
         return [
             self.deployment_controller,
@@ -113,6 +133,8 @@ class SimulatedCluster:
 
     def _wire(self) -> None:
         def pod_event(old: Obj | None, new: Obj | None) -> None:
+            if self.tracer.enabled:
+                self._capacity.pod(self.tracer, old, new)
             rs_key = self.replicaset_logic.observe_pod(old, new)
             if rs_key is not None:
                 self.replicaset_controller.enqueue(rs_key)
@@ -148,24 +170,26 @@ class SimulatedCluster:
             on_update=replicaset_event,
             on_delete=lambda old: replicaset_event(old, None),
         )
-        self.nodes.add_event_handler(
-            on_add=self._node_changed,
-            on_update=lambda _old, new: self._node_changed(new),
-            on_delete=self._node_deleted,
-        )
 
-    def _node_changed(self, node: Obj) -> None:
-        self.scheduler.retry_pending()
-        self._check_taints(str(node["metadata"]["name"]))
+        def node_event(old: Obj | None, new: Obj | None) -> None:
+            if self.tracer.enabled:
+                self._capacity.node(self.tracer, old, new)
+            self.scheduler.retry_pending()
+            if new is not None:
+                self._check_taints(str(new["metadata"]["name"]))
+            elif old is not None:
+                self.pod_gc_controller.queue.add_after(node_key(str(old["metadata"]["name"])), QUARANTINE_SECONDS)
+
+        self.nodes.add_event_handler(
+            on_add=lambda new: node_event(None, new),
+            on_update=node_event,
+            on_delete=lambda old: node_event(old, None),
+        )
 
     def _check_taints(self, node_name: str) -> None:
         node = self.nodes.get("", node_name)
         if node is not None and no_execute_taints(node):
             self.taint_eviction_controller.enqueue(node_key(node_name))
-
-    def _node_deleted(self, node: Obj) -> None:
-        self.scheduler.retry_pending()
-        self.pod_gc_controller.queue.add_after(node_key(str(node["metadata"]["name"])), QUARANTINE_SECONDS)
 
     def _deployment_of_replicaset(self, rs_key: str) -> str | None:
         namespace, _, name = rs_key.partition("/")

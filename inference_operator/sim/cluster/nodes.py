@@ -6,8 +6,8 @@ would create, with capacity equal to allocatable (no system reservations) and th
 labels (GPU nodes also ``nvidia.com/gpu.present``, as GPU feature discovery sets it).
 The default layout is the one the simulator always implied: two nodes with 8 GPUs each,
 sized like a common 8-GPU server (96 cpu, 1 TiB memory — enough that only GPUs run out), and
-kubelet's default limit of 110 pods. The readers (:func:`allocatable`, :func:`scheduling_taints`)
-say what the scheduler sees in a stored Node, whoever created it.
+kubelet's default limit of 110 pods. What the scheduler sees in a stored Node, whoever created
+it, is read by :mod:`inference_operator.core.nodefit`.
 """
 
 from __future__ import annotations
@@ -18,25 +18,13 @@ from typing import Final
 
 from inference_operator.api.constants import GPU_RESOURCE
 from inference_operator.core.objects import Obj
-from inference_operator.sim.cluster.resources import Resources, amounts
 
 __all__ = [
     "DEFAULT_LAYOUT",
-    "NOT_READY_TAINT",
-    "UNREACHABLE_TAINT",
-    "UNSCHEDULABLE_TAINT",
     "NodeShape",
-    "allocatable",
     "build_node",
     "default_layout",
-    "is_ready",
-    "scheduling_taints",
 ]
-
-
-NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
-UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 
 
 @dataclass(frozen=True)
@@ -94,41 +82,3 @@ def build_node(shape: NodeShape, *, now: str) -> Obj:
         "spec": spec,
         "status": {"capacity": dict(resources), "allocatable": dict(resources), "conditions": [ready]},
     }
-
-
-def allocatable(node: Obj) -> Resources:
-    """What the scheduler may place on ``node`` (its ``status.allocatable``, as integers)."""
-    status = node.get("status") or {}
-    return amounts(status.get("allocatable") or status.get("capacity"))
-
-
-def is_ready(node: Obj) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
-
-
-def _ready_status(node: Obj) -> str:
-    for condition in (node.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return str(condition.get("status") or "Unknown")
-    return "Unknown"
-
-
-def scheduling_taints(node: Obj) -> list[Obj]:
-    """The node's taints as the scheduler meets them on a real cluster.
-
-    The node lifecycle controller taints a node whose Ready condition is False
-    (``not-ready``) or Unknown (``unreachable``), and a cordoned one (``unschedulable``), with
-    effect NoSchedule; those taints are added here when the stored node lacks them.
-    """
-    taints = [t for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, dict)]
-    present = {(t.get("key"), t.get("effect")) for t in taints}
-    added: list[Obj] = []
-    ready = _ready_status(node)
-    if ready != "True":
-        added.append({"key": NOT_READY_TAINT if ready == "False" else UNREACHABLE_TAINT, "effect": "NoSchedule"})
-    if (node.get("spec") or {}).get("unschedulable"):
-        added.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-    return taints + [t for t in added if (t["key"], t["effect"]) not in present]

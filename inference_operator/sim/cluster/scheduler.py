@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from inference_operator.core.clock import format_timestamp
+from inference_operator.core.nodefit import NodeStatus, allocatable, filter_node, scheduling_taints
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.core.ports import Result
+from inference_operator.core.resources import Resources, add, pod_requests, subtract
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.fit import NodeStatus, choose_node, feasible_nodes_to_find, filter_node, fit_error
-from inference_operator.sim.cluster.nodes import allocatable, scheduling_taints
-from inference_operator.sim.cluster.resources import Resources, add, pod_requests, subtract
+from inference_operator.sim.cluster.fit import choose_node, feasible_nodes_to_find, fit_error
 from inference_operator.sim.informer import SharedInformer
 
 __all__ = ["SCHEDULER", "Scheduler"]

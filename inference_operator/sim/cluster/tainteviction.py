@@ -20,13 +20,13 @@ from typing import Final
 
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import NotFound
+from inference_operator.core.nodefit import tolerates
 from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.fit import tolerates
 from inference_operator.sim.informer import SharedInformer
 
 __all__ = ["EVICTION_MESSAGE", "EVICTION_REASON", "TaintEviction", "no_execute_taints"]

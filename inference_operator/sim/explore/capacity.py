@@ -17,8 +17,9 @@ from typing import Final
 from inference_operator.api.constants import GPU_RESOURCE
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import ApiError
+from inference_operator.core.nodefit import allocatable
 from inference_operator.core.objects import Obj
-from inference_operator.sim.cluster.nodes import NodeShape, allocatable, build_node
+from inference_operator.sim.cluster.nodes import NodeShape, build_node
 from inference_operator.sim.simulation import Simulation
 
 __all__ = ["LAYOUT", "NODE_NAMES", "SPARE", "TAINT_EFFECTS", "TAINT_KEYS", "NodePool"]

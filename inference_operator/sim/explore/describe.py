@@ -9,10 +9,10 @@ why it does not).
 from __future__ import annotations
 
 from inference_operator.api.constants import DEPLOYMENT, GPU_RESOURCE, KIND, SERVICE
+from inference_operator.core.nodefit import allocatable
 from inference_operator.core.objects import Obj
+from inference_operator.core.resources import pod_requests
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.nodes import allocatable
-from inference_operator.sim.cluster.resources import pod_requests
 from inference_operator.sim.simulation import Simulation
 
 __all__ = ["describe"]

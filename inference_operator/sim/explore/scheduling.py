@@ -21,12 +21,11 @@ from collections.abc import Callable
 from typing import Final
 
 from inference_operator.api.constants import DEPLOYMENT, GPU_RESOURCE
+from inference_operator.core.nodefit import allocatable, matches_node_selector, scheduling_taints, tolerates
 from inference_operator.core.objects import Obj, controller_owner_uid
+from inference_operator.core.resources import pod_requests
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.fit import tolerates
-from inference_operator.sim.cluster.nodes import allocatable, scheduling_taints
 from inference_operator.sim.cluster.replicasets import template_without_hash
-from inference_operator.sim.cluster.resources import pod_requests
 from inference_operator.sim.explore.isvcs import IsvcView, isvcs, ours, ready_of
 from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.simulation import Simulation
@@ -62,18 +61,16 @@ def shortage_words(*, gpu_per_replica: int, gpus_free: int) -> tuple[str, ...]:
 
 def gpus_free_for(sim: Simulation, pod_spec: Obj) -> int:
     """GPUs not held by any running or stopping pod on the nodes ``pod_spec`` may use: ready,
-    matching its node selector, every NoSchedule/NoExecute taint tolerated."""
+    matching its node selector and affinity, every NoSchedule/NoExecute taint tolerated."""
     held: dict[str, int] = {}
     for pod in sim.api.list("Pod"):
         on = podstate.node_of(pod)
         if on and not podstate.is_terminal(pod):
             held[on] = held.get(on, 0) + pod_requests(pod.get("spec") or {}).get(GPU_RESOURCE, 0)
-    selector = pod_spec.get("nodeSelector") or {}
     tolerations = pod_spec.get("tolerations") or []
     free = 0
     for node in sim.api.list("Node"):
-        labels = node["metadata"].get("labels") or {}
-        if any(labels.get(k) != v for k, v in selector.items()):
+        if not matches_node_selector(pod_spec, node["metadata"].get("labels") or {}):
             continue
         taints = [t for t in scheduling_taints(node) if t.get("effect") in ("NoSchedule", "NoExecute")]
         if not all(tolerates(tolerations, t) for t in taints):

@@ -185,6 +185,7 @@ var TraceModel = (function () {
         case 'result': return 'pass ' + rec.pass + ' ended: ' + rec.outcome + (rec.requeueAfter ? ' after ' + rec.requeueAfter + 's' : '') + (rec.error ? ' ' + rec.error : '');
         case 'platform': return rec.actor + ' ' + rec.action + ' ' + rec.kind + (rec.readyReplicas !== undefined ? ' ready ' + rec.readyReplicas + '/' + rec.replicas : '');
         case 'note': return '# ' + rec.text;
+        case 'node': case 'pod': return CapacityModel.summary(rec); // capacity.js, inlined before this file
         default: return rec.type;
       }
     }

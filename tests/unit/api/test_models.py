@@ -183,7 +183,7 @@ def test_crd_has_status_and_scale_subresources() -> None:
     assert version["served"] and version["storage"]
 
 
-def test_crd_prints_ready_replicas_model_and_phase_columns() -> None:
+def test_crd_prints_ready_replicas_model_phase_and_rollout_columns() -> None:
     columns = crd()["spec"]["versions"][0]["additionalPrinterColumns"]
     assert [c["name"] for c in columns if "priority" not in c] == [
         "Ready",
@@ -191,8 +191,10 @@ def test_crd_prints_ready_replicas_model_and_phase_columns() -> None:
         "Available",
         "Model",
         "Phase",
+        "Rollout",
         "Age",
     ]
+    assert next(c for c in columns if c["name"] == "Rollout")["jsonPath"] == ".status.rollout.plan"
     assert [c["name"] for c in columns if c.get("priority") == 1] == ["URL", "Image"]
 
 

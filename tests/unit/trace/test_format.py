@@ -56,7 +56,7 @@ def test_a_trace_written_to_a_file_reads_back_as_the_same_records(tmp_path: Path
     assert back == memory.records
     header = back[0]
     assert header["type"] == "header"
-    assert header["format"] == "inference-operator-trace" and header["version"] == 1
+    assert header["format"] == "inference-operator-trace" and header["version"] == 2
     assert header["backend"] == "simulator" and header["clock"] == "fake"
     assert header["started"] and header["operatorVersion"]
     assert [r["seq"] for r in back] == list(range(1, len(back) + 1))
@@ -69,8 +69,8 @@ def test_a_reader_refuses_another_format_or_version(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="something-else"):
         read_trace(other)
     newer = tmp_path / "newer.jsonl"
-    newer.write_text(json.dumps({"type": "header", "format": "inference-operator-trace", "version": 2}) + "\n")
-    with pytest.raises(TraceError, match="version 2"):
+    newer.write_text(json.dumps({"type": "header", "format": "inference-operator-trace", "version": 3}) + "\n")
+    with pytest.raises(TraceError, match="version 3; this reader knows 1, 2"):
         read_trace(newer)
     headless = tmp_path / "headless.jsonl"
     headless.write_text(json.dumps({"type": "event"}) + "\n")

@@ -4,7 +4,7 @@ Covers: a missing file, a directory, a file that is not JSON lines, JSON without
 format, another version each end with one ``error:`` line naming the file and the problem and exit
 code 2, no traceback; the page is one self-contained file: the stylesheet and script inline, no
 ``http(s)://`` in any ``src``/``href``/``url()``, a Content-Security-Policy that forbids fetching
-(and allows the inline style and two scripts by their sha256, no 'unsafe-inline'),
+(and allows the inline style and the five scripts by their sha256, in order, no 'unsafe-inline'),
 the records embedded as JSON that parses back to exactly the trace; a record holding
 ``</script>``, ``<!--``, ``&`` and U+2028 cannot end the data element early; a ring (``FILE``,
 ``FILE.1``) is read whole, oldest first; the default output is ``FILE.html``; the template files
@@ -60,7 +60,7 @@ def embedded(html: str) -> object:
         ("not json\n", "not a trace (not JSON lines"),
         ('{"seq":1,"type":"note","text":"x"}\n', "does not start with a header record"),
         (json.dumps({**HEADER, "format": "other"}) + "\n", "format is 'other'"),
-        (json.dumps({**HEADER, "version": 2}) + "\n", "trace format version 2; this reader knows 1"),
+        (json.dumps({**HEADER, "version": 3}) + "\n", "trace format version 3; this reader knows 1, 2"),
         ("[1, 2]\n", "a line is not a JSON object"),
     ],
 )
@@ -91,7 +91,7 @@ def test_the_page_is_self_contained_and_carries_the_trace(tmp_path: Path) -> Non
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", html, re.I), "an external url() in the CSS"
     assert "<link" not in html and "@import" not in html and "fetch(" not in html
     assert "default-src 'none'" in html, "the page may fetch nothing (Content-Security-Policy)"
-    assert html.count("<script") == 3 and html.count("<style>") == 1
+    assert html.count("<script") == 6 and html.count("<style>") == 1
     assert "/*VIEWER_JS*/" not in html and "/*TRACE_DATA*/" not in html and "TRACE_TITLE" not in html
 
 
@@ -104,7 +104,7 @@ def test_the_csp_allows_exactly_the_inline_blocks_by_hash_and_nothing_inline_els
     directives = dict(d.strip().split(" ", 1) for d in policy.group(1).split(";"))
     styles = re.findall(r"<style>(.*?)</style>", html, re.S)
     scripts = re.findall(r"<script>(.*?)</script>", html, re.S)  # the JSON data block is not executed
-    assert len(styles) == 1 and len(scripts) == 2
+    assert len(styles) == 1 and len(scripts) == 5
     assert directives["style-src"] == csp_hash(styles[0])
     assert directives["script-src"].split() == [csp_hash(s) for s in scripts]
     assert not re.search(r"\son[a-z]+\s*=", html.split("<style>")[0]), "no inline event handler in the markup"
@@ -117,7 +117,7 @@ def test_embedding_cannot_end_the_script_element_early() -> None:
     assert json.loads(data)[1] == hostile
     html = render_page([HEADER, hostile], title="</title><b>x")
     assert embedded(html) == [HEADER, hostile]
-    assert html.count("</script>") == 3 and "</title><b>x" not in html
+    assert html.count("</script>") == 6 and "</title><b>x" not in html
 
 
 def test_a_ring_is_read_whole_oldest_first(tmp_path: Path) -> None:
@@ -136,5 +136,5 @@ def test_a_ring_is_read_whole_oldest_first(tmp_path: Path) -> None:
 def test_the_template_is_package_data() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     listed = config["tool"]["setuptools"]["package-data"]["inference_operator.trace"]
-    for name in ("index.html", "viewer.css", "model.js", "viewer.js"):
+    for name in ("index.html", "viewer.css", "capacity.js", "model.js", "capview.js", "diagram.js", "viewer.js"):
         assert f"viewer/{name}" in listed and (ROOT / "inference_operator" / "trace" / "viewer" / name).is_file()

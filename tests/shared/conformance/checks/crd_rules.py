@@ -98,3 +98,19 @@ def bad_name_with_schema_errors(api: Api) -> None:
     api.create(isvc("Bad_Name", image=None))
     api.create(isvc("Bad_Name", env=[{"name": "A"}, {"name": "A"}]))
     api.create(isvc("bad_name", replicas=-1))
+
+
+@check("crd/cel-rollout-rules")
+def rollout_rules(api: Api) -> None:
+    for name, rollout in (
+        ("a", {"strategy": "Replace", "maxUnavailable": 0}),
+        ("b", {"strategy": "Replace", "maxUnavailable": "0%"}),
+        ("c", {"strategy": "Auto", "maxSurge": 1}),
+        ("d", {"strategy": "Surge", "maxSurge": "0%", "maxUnavailable": 0}),
+        ("e", {"strategy": "Surge", "maxUnavailable": "150%"}),
+        ("f", {"strategy": "Surge", "maxSurge": "lots"}),
+    ):
+        api.create(isvc(name, rollout=rollout))
+    api.create(isvc("g", rollout={"strategy": "Surge", "maxSurge": 2, "maxUnavailable": "100%"}), keep=SPEC)
+    api.create(isvc("h", rollout={"strategy": "Auto", "maxUnavailable": 0}), keep=SPEC)
+    api.create(isvc("i", rollout={}), keep=SPEC)

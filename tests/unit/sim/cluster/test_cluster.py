@@ -97,11 +97,15 @@ def test_a_rolling_update_on_a_full_gpu_pool_deadlocks_and_status_says_why() -> 
     assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == ("False", "Unschedulable", FULL_NODE)
     ready = condition(isvc(sim), "Ready")
     assert ready["status"] == "False"
-    assert ready["reason"] == "RolloutInProgress"
-    assert ready["message"].endswith(f"1 pod(s) cannot be scheduled: {FULL_NODE}")
+    assert ready["reason"] == "RolloutBlocked"  # a stall the operator names, not a rollout "in progress"
+    assert (
+        f"1 new pod(s) cannot be scheduled, each needs 8 nvidia.com/gpu and old pods hold them: {FULL_NODE}"
+        in (ready["message"])
+    )
+    assert ready["message"].endswith("set spec.rollout.strategy to Replace or Auto to stop old pods first")
+    assert isvc(sim)["status"]["phase"] == "Failed"  # it needs a person: waiting will never end it
     sim.run_until_quiescent(until=sim.now + 2000)  # past progressDeadlineSeconds
-    assert isvc(sim)["status"]["phase"] == "Failed"
-    assert condition(isvc(sim), "Ready")["reason"] == "ProgressDeadlineExceeded"
+    assert condition(isvc(sim), "Ready")["reason"] == "RolloutBlocked"
     dep = sim.get("Deployment", "default", "llama")
     assert dep is not None
     progressing = condition(dep, "Progressing")

@@ -4,16 +4,10 @@ count, and FitError messages byte for byte (histogram order, DRA's and preemptio
 
 from __future__ import annotations
 
-from inference_operator.sim.cluster.fit import (
-    NodeStatus,
-    choose_node,
-    feasible_nodes_to_find,
-    filter_node,
-    fit_error,
-    tolerates,
-)
+from inference_operator.core.nodefit import NodeStatus, filter_node, tolerates
+from inference_operator.core.resources import pod_requests
+from inference_operator.sim.cluster.fit import choose_node, feasible_nodes_to_find, fit_error
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
-from inference_operator.sim.cluster.resources import pod_requests
 
 NOW = "2026-01-01T00:00:00Z"
 GPU8 = {"containers": [{"name": "s", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}

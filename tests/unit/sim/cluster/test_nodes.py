@@ -7,15 +7,10 @@ from __future__ import annotations
 import pytest
 
 from inference_operator.core.errors import Invalid
+from inference_operator.core.nodefit import allocatable, scheduling_taints
 from inference_operator.sim.apiserver.managedfields import BadRequest
 from inference_operator.sim.apiserver.server import FakeApiServer
-from inference_operator.sim.cluster.nodes import (
-    DEFAULT_LAYOUT,
-    NodeShape,
-    allocatable,
-    build_node,
-    scheduling_taints,
-)
+from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.objects import Obj
-from inference_operator.ssa.compare import parse_quantity
 
 __all__ = ["Resources", "add", "amount", "amounts", "pod_requests", "subtract"]
 

@@ -1,0 +1,99 @@
+"""The rollout step of a pass: the Deployment to apply, with the strategy its plan chose.
+
+Reads what the plan needs (``rollout.py``) from the Backend's caches: the live Deployment, the
+Nodes and Pods (``Backend.cached``; counted only when a new plan is made), and this service's
+pods to find a stall. Where the backend has no Pod cache, the stall is the one the last pod
+diagnosis found in the pods it read (the reconciler's), so a stall is still found, one look later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from inference_operator.api.constants import DEPLOYMENT, OWNER_LABEL, EventReason, Reason
+from inference_operator.api.constants import ConditionType as CT
+from inference_operator.api.models import InferenceService
+from inference_operator.core.conditions import Cond
+from inference_operator.core.objects import Obj
+from inference_operator.core.ports import Backend
+from inference_operator.reconcile.builders import desired_deployment, pod_template
+from inference_operator.reconcile.capacity import UNKNOWN, Capacity, count_capacity
+from inference_operator.reconcile.rollout import ANNOTATION, RolloutPlan, Stall, detect_stall, plan_rollout
+from inference_operator.reconcile.status import DeploymentView
+
+log = logging.getLogger(__name__)
+
+
+def _own_pods(pods: list[Obj], isvc: InferenceService) -> list[Obj]:
+    return [
+        p
+        for p in pods
+        if (p.get("metadata") or {}).get("namespace") == isvc.namespace
+        and ((p.get("metadata") or {}).get("labels") or {}).get(OWNER_LABEL) == isvc.name
+    ]
+
+
+class RolloutStep:
+    """Plans each pass's rollout; keeps nothing between passes (the plan lives on the Deployment)."""
+
+    def __init__(self, backend: Callable[[], Backend], *, diagnosed_stall: Callable[[str], Stall | None]) -> None:
+        """``backend``: the reconciler's backend, looked up at each call (tests wrap it);
+        ``diagnosed_stall(uid)``: the stall the last pod diagnosis found, where no Pod cache exists."""
+        self._backend = backend
+        self._diagnosed = diagnosed_stall
+
+    def desired(self, isvc: InferenceService) -> tuple[Obj, RolloutPlan]:
+        """The Deployment to apply and the plan it carries."""
+        backend = self._backend()
+        template = pod_template(isvc)
+        live = backend.get(DEPLOYMENT, isvc.namespace, isvc.name)
+        plan = plan_rollout(
+            isvc,
+            template=template,
+            live=live,
+            capacity=lambda: self._capacity(backend, template, isvc.spec.replicas),
+            stall=self._stall(backend, isvc, live),
+        )
+        strategy = plan.deployment_strategy()
+        annotations = {ANNOTATION: plan.annotation()} if plan.written else None
+        return desired_deployment(isvc, template=template, strategy=strategy, annotations=annotations), plan
+
+    def _capacity(self, backend: Backend, template: Obj, replicas: int) -> Capacity:
+        nodes, pods = backend.cached("Node"), backend.cached("Pod")
+        if nodes is None or pods is None:
+            return UNKNOWN
+        return count_capacity(template["spec"], nodes=nodes, pods=pods, limit=max(replicas, 1))
+
+    def _stall(self, backend: Backend, isvc: InferenceService, live: Obj | None) -> Stall | None:
+        view = DeploymentView.of(live)
+        old = view.total - view.updated
+        if isvc.spec.gpu <= 0 or old <= 0:
+            return None
+        cached = backend.cached("Pod")
+        if cached is None:
+            return self._diagnosed(isvc.uid)
+        return detect_stall(gpu=isvc.spec.gpu, old_pods=old, pods=_own_pods(cached, isvc))
+
+    def announce(self, owner: Obj, plan: RolloutPlan | None) -> None:
+        """The switch from surging to replacing, as an Event a person sees in ``kubectl describe``."""
+        if plan is None or not plan.switched:
+            return
+        meta = owner["metadata"]
+        log.warning(
+            "Switched rollout to replacing name=%s namespace=%s message=%r",
+            meta["name"],
+            meta["namespace"],
+            plan.message,
+        )
+        self._backend().record_event(owner, type="Warning", reason=EventReason.ROLLOUT_SWITCHED, message=plan.message)
+
+
+def blocked_condition(plan: RolloutPlan | None, view: DeploymentView, replicas: int) -> Cond | None:
+    """``DeploymentReady=False, RolloutBlocked`` while a blocked plan keeps the rollout from finishing."""
+    if plan is None or not plan.blocked or not view.exists:
+        return None
+    if view.updated >= replicas and view.total <= view.updated and view.ready >= replicas:
+        return None  # finished after all (capacity came free)
+    message = f"{view.updated} of {replicas} replicas updated, {view.ready} ready; {plan.blocked}"
+    return Cond(CT.DEPLOYMENT_READY, "False", Reason.ROLLOUT_BLOCKED, message)

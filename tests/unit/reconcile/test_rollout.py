@@ -1,0 +1,212 @@
+"""The rollout plan and the count of free capacity, as pure functions.
+
+Covers: maxSurge/maxUnavailable resolved as the Deployment controller resolves them; an unset
+``spec.rollout`` writes nothing; Replace never surges; Auto surges as many replicas as fit node
+by node (a replica's GPUs on one node), replaces the rest within maxUnavailable, waits and says
+so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
+a plan is kept for the template it was made for and re-made for a new one; a stall switches
+Auto to replacing; a terminating pod or a replica too big for every node is no stall; the count
+honours node selectors, taints, cordons and readiness, and ignores finished pods.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
+from inference_operator.reconcile.builders import pod_template
+from inference_operator.reconcile.capacity import UNKNOWN, Capacity, count_capacity
+from inference_operator.reconcile.rollout import (
+    ANNOTATION,
+    Stall,
+    detect_stall,
+    plan_rollout,
+    resolve,
+    template_digest,
+)
+from inference_operator.sim.cluster.nodes import NodeShape, build_node
+
+Obj = dict[str, Any]
+FULL = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+
+
+def service(*, replicas: int = 4, gpu: int = 1, rollout: Obj | None = None, **spec: Any) -> InferenceService:
+    obj = make_inference_service("llama", image="vllm:0.7.0", model="m", replicas=replicas, gpu=gpu, **spec)
+    if rollout is not None:
+        obj["spec"]["rollout"] = rollout
+    obj["metadata"]["uid"] = "u1"
+    return InferenceService.from_object(obj)
+
+
+def room(fits: int, *, free: int | None = None, nodes: int = 2, largest: int = 8) -> Capacity:
+    return Capacity(known=True, fits=fits, free_gpus=fits if free is None else free, nodes=nodes, largest=largest)
+
+
+def live_with(plan_record: Obj | None, *, total: int = 4, updated: int = 0) -> Obj:
+    meta: Obj = {"name": "llama", "namespace": "default", "generation": 2}
+    if plan_record is not None:
+        meta["annotations"] = {ANNOTATION: json.dumps(plan_record)}
+    return {"metadata": meta, "status": {"observedGeneration": 2, "replicas": total, "updatedReplicas": updated}}
+
+
+def plan(isvc: InferenceService, *, capacity: Capacity = UNKNOWN, live: Obj | None = None, stall: Stall | None = None):
+    if live is None:
+        live = live_with(None)
+    return plan_rollout(isvc, template=pod_template(isvc), live=live, capacity=lambda: capacity, stall=stall)
+
+
+def pending(message: str = FULL, *, bound: str | None = None, deleting: bool = False) -> Obj:
+    pod: Obj = {"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Pending"}}
+    if bound:
+        pod["spec"]["nodeName"] = bound
+        pod["status"] = {"phase": "Running"}
+    else:
+        pod["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        ]
+    if deleting:
+        pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("surge", "unavailable", "replicas", "expected"),
+    [
+        (None, None, 4, (1, 1)),
+        (None, None, 2, (1, 0)),  # 25% of 2: surge rounds up, unavailable down
+        ("50%", "50%", 3, (2, 1)),
+        (0, "10%", 4, (0, 1)),  # both 0: one may be unavailable, as the controller decides
+        (3, 0, 4, (3, 0)),
+    ],
+)
+def test_counts_resolve_as_the_deployment_controller_resolves_them(surge, unavailable, replicas, expected) -> None:
+    assert resolve(surge, unavailable, replicas) == expected
+
+
+def test_an_unset_rollout_writes_no_strategy_and_no_annotation() -> None:
+    p = plan(service())
+    assert not p.written and p.deployment_strategy() is None
+
+
+def test_replace_never_surges_and_takes_the_allowed_number_at_a_time() -> None:
+    p = plan(service(rollout={"strategy": "Replace", "maxUnavailable": 2}))
+    assert p.deployment_strategy() == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 2}}
+    assert p.status(4)["maxUnavailable"] == 2 and "replacing 2 replica(s) at a time" in p.message
+
+
+def test_auto_surges_all_replicas_when_they_all_fit() -> None:
+    p = plan(service(rollout={"strategy": "Auto"}), capacity=room(4))
+    assert (p.max_surge, p.max_unavailable, p.plan) == (4, 0, "Surge")
+    assert p.message.startswith("surging all 4 replica(s): 4 nvidia.com/gpu free on the 2 nodes it may run on")
+
+
+def test_auto_surges_what_fits_and_replaces_the_rest_within_max_unavailable() -> None:
+    p = plan(service(rollout={"strategy": "Auto"}), capacity=room(2))
+    assert (p.max_surge, p.max_unavailable, p.plan) == (2, 1, "Surge 2 + Replace")
+    assert "surging 2 of 4 replicas" in p.message and "replacing the other 2, 1 at a time" in p.message
+
+
+def test_auto_replaces_when_nothing_fits() -> None:
+    p = plan(service(rollout={"strategy": "Auto"}), capacity=room(0))
+    assert (p.max_surge, p.max_unavailable, p.plan, p.blocked) == (0, 1, "Replace", "")
+
+
+def test_auto_with_max_unavailable_zero_and_no_room_waits_and_says_so_with_numbers() -> None:
+    p = plan(service(rollout={"strategy": "Auto", "maxUnavailable": 0}), capacity=room(0, free=3))
+    assert (p.max_surge, p.max_unavailable) == (1, 0)  # a valid strategy that moves once room appears
+    assert "no room for another replica (3 nvidia.com/gpu free" in p.blocked
+    assert p.status(4)["plan"] == "Blocked"
+
+
+def test_a_replica_larger_than_every_node_is_blocked_not_silent() -> None:
+    p = plan(service(gpu=16, rollout={"strategy": "Auto"}), capacity=room(0, largest=8))
+    assert "it needs 16 nvidia.com/gpu on one node and the largest node" in p.blocked and "has 8" in p.blocked
+
+
+def test_auto_without_readable_nodes_surges_one_and_says_why() -> None:
+    p = plan(service(rollout={"strategy": "Auto"}), capacity=UNKNOWN)
+    assert p.max_surge == 1 and "Nodes cannot be read" in p.message
+
+
+def test_a_plan_is_kept_for_its_template_and_made_anew_for_another() -> None:
+    isvc = service(rollout={"strategy": "Auto"})
+    record = {"template": template_digest(pod_template(isvc)), "plan": "Surge 2 + Replace", "maxSurge": 2}
+    record |= {"maxUnavailable": 1, "message": "kept"}
+    calls: list[int] = []
+
+    def counted() -> Capacity:
+        calls.append(1)
+        return room(4)
+
+    kept = plan_rollout(isvc, template=pod_template(isvc), live=live_with(record), capacity=counted, stall=None)
+    assert (kept.max_surge, kept.message, calls) == (2, "kept", [])
+    record["template"] = "another"
+    fresh = plan_rollout(isvc, template=pod_template(isvc), live=live_with(record), capacity=counted, stall=None)
+    assert (fresh.max_surge, calls) == (4, [1])
+
+
+def test_a_stall_switches_auto_to_replacing_once() -> None:
+    isvc = service(rollout={"strategy": "Auto"})
+    record = {"template": template_digest(pod_template(isvc)), "plan": "Surge", "maxSurge": 4, "maxUnavailable": 0}
+    stall = Stall(1, FULL)
+    switched = plan(isvc, live=live_with(record), stall=stall)
+    assert switched.switched and (switched.max_surge, switched.max_unavailable) == (0, 1)
+    assert switched.message.startswith("switched to replacing 1 replica(s) at a time: 1 new pod(s) cannot be scheduled")
+    again = plan(isvc, live=live_with(json.loads(switched.annotation())), stall=stall)
+    assert not again.switched and again.max_surge == 0
+
+
+def test_a_surge_stall_is_blocked_and_names_the_way_out() -> None:
+    p = plan(service(), stall=Stall(1, FULL))
+    assert p.blocked.startswith("rollout stalled: 1 new pod(s) cannot be scheduled, each needs 1 nvidia.com/gpu")
+    assert p.blocked.endswith("set spec.rollout.strategy to Replace or Auto to stop old pods first")
+
+
+def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1")]) == Stall(1, FULL)
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1", deleting=True)]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending()]) is None  # nothing holds a GPU
+    assert detect_stall(gpu=8, old_pods=0, pods=[pending(), pending(bound="n1")]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), pending(bound="n")]) is None
+
+
+def node(name: str, *, gpus: int = 8, **shape: Any) -> Obj:
+    return build_node(NodeShape(name, gpus=gpus, **shape), now="2026-01-01T00:00:00Z")
+
+
+def bound(node_name: str, gpus: int, *, phase: str = "Running") -> Obj:
+    container = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+    return {
+        "metadata": {"name": f"on-{node_name}"},
+        "spec": {"nodeName": node_name, "containers": [container]},
+        "status": {"phase": phase},
+    }
+
+
+def test_capacity_is_counted_node_by_node() -> None:
+    spec = pod_template(service(gpu=4))["spec"]
+    nodes = [node("a"), node("b")]
+    counted = count_capacity(spec, nodes=nodes, pods=[bound("a", 6), bound("b", 2)], limit=10)
+    assert (counted.fits, counted.free_gpus, counted.nodes, counted.largest) == (1, 8, 2, 8)  # 2 + 6 free: one fits
+
+
+def test_capacity_honours_selector_taints_cordons_readiness_and_ignores_finished_pods() -> None:
+    spec = pod_template(service(gpu=8, nodeSelector={"pool": "h100"}))["spec"]
+    nodes = [
+        node("a", labels={"pool": "h100"}),
+        node("b", labels={"pool": "a100"}),
+        node("c", labels={"pool": "h100"}, taints=[{"key": "gpu", "value": "x", "effect": "NoSchedule"}]),
+        node("d", labels={"pool": "h100"}, unschedulable=True),
+        node("e", labels={"pool": "h100"}, ready=False),
+    ]
+    counted = count_capacity(spec, nodes=nodes, pods=[bound("a", 8, phase="Succeeded")], limit=10)
+    assert (counted.fits, counted.nodes, counted.where) == (1, 1, "on the 1 node matching pool=h100")
+
+
+def test_capacity_counts_no_further_than_asked() -> None:
+    spec = pod_template(service(gpu=1))["spec"]
+    assert count_capacity(spec, nodes=[node("a"), node("b")], pods=[], limit=3).fits == 3

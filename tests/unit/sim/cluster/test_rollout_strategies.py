@@ -1,0 +1,130 @@
+"""Rollout strategies on the simulated cluster, a GPU pool of 8-GPU nodes, on the fake clock.
+
+Covers: on a full pool the default strategy stalls and status says RolloutBlocked with the
+scheduler's words, Replace completes without ever asking for a spare GPU, Auto completes by
+replacing when nothing is free and by surging where a node is free; Auto that counted a free
+node which another workload then took switches to replacing, with a Warning Event; status and
+``kubectl get`` (the Rollout column's path) name the plan; the plan lives on the Deployment, so
+an operator restart mid-rollout changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference_operator.api.samples import make_inference_service
+from inference_operator.sim.cluster.nodes import NodeShape
+from inference_operator.sim.simulation import Simulation
+
+Obj = dict[str, Any]
+
+
+def pool(nodes: int) -> Simulation:
+    return Simulation(node_layout=[NodeShape(f"gpu-{i}", gpus=8) for i in range(nodes)], termination_seconds=5)
+
+
+def llama(*, image: str = "vllm:0.6.3", replicas: int = 2, strategy: str | None = None) -> Obj:
+    obj = make_inference_service("llama", image=image, model="m", replicas=replicas, gpu=8)
+    if strategy is not None:
+        obj["spec"]["rollout"] = {"strategy": strategy}
+    return obj
+
+
+def status(sim: Simulation) -> Obj:
+    found = sim.get("InferenceService", "default", "llama")
+    assert found is not None
+    return dict(found["status"])
+
+
+def ready(sim: Simulation) -> Obj:
+    return next(c for c in status(sim)["conditions"] if c["type"] == "Ready")
+
+
+def live_pods(sim: Simulation) -> int:
+    """The service's pods not terminating: more than spec.replicas only while surging."""
+    return sum(1 for p in sim.api.list("Pod", "default") if not p["metadata"].get("deletionTimestamp"))
+
+
+def upgrade(sim: Simulation, strategy: str | None, *, replicas: int = 2, watch: list[int] | None = None) -> None:
+    sim.apply(llama(replicas=replicas, strategy=strategy))
+    sim.run_until_quiescent(until=sim.now + 300)
+    assert status(sim)["phase"] == "Ready"
+    sim.apply(llama(image="vllm:0.7.0", replicas=replicas, strategy=strategy))
+    for _ in range(600):  # a second of fake time at a time, to watch the pool
+        sim.run_until_quiescent(until=sim.now + 1)
+        if watch is not None:
+            watch.append(live_pods(sim))
+
+
+def start_auto_rollout(sim: Simulation) -> None:
+    """An Auto service Ready on the pool, then an image change, up to the Deployment's patch."""
+    sim.apply(llama(strategy="Auto"))
+    sim.run_until_quiescent(until=sim.now + 300)
+    sim.apply(llama(image="vllm:0.7.0", strategy="Auto"))
+    while (d := sim.get("Deployment", "default", "llama")) and "0.7.0" not in str(d["spec"]["template"]):
+        assert sim.step()
+
+
+def test_the_default_strategy_on_a_full_pool_is_blocked_and_says_why() -> None:
+    sim = pool(2)
+    upgrade(sim, None)
+    cond = ready(sim)
+    assert (cond["status"], cond["reason"]) == ("False", "RolloutBlocked")
+    assert (
+        "each needs 8 nvidia.com/gpu and old pods hold them: 0/2 nodes are available: 2 Insufficient" in cond["message"]
+    )
+    assert status(sim)["rollout"]["plan"] == "Blocked"
+
+
+@pytest.mark.parametrize("strategy", ["Replace", "Auto"])
+def test_replace_and_auto_complete_on_a_full_pool_without_a_spare_gpu(strategy: str) -> None:
+    sim = pool(2)
+    seen: list[int] = []
+    upgrade(sim, strategy, watch=seen)
+    assert status(sim)["phase"] == "Ready" and status(sim)["updatedReplicas"] == 2
+    assert max(seen) == 2  # never a pod beyond spec.replicas: no spare GPU needed
+    assert status(sim)["rollout"]["plan"] == "Replace"
+    assert status(sim)["rollout"]["maxSurge"] == 0
+
+
+def test_auto_surges_onto_a_free_node() -> None:
+    sim = pool(3)
+    upgrade(sim, "Auto")
+    rollout = status(sim)["rollout"]
+    assert status(sim)["phase"] == "Ready"
+    assert (rollout["plan"], rollout["maxSurge"], rollout["maxUnavailable"]) == ("Surge 1 + Replace", 1, 1)
+    assert "8 nvidia.com/gpu free on the 3 nodes it may run on" in rollout["message"]
+
+
+def test_auto_switches_to_replacing_when_another_workload_takes_the_free_node() -> None:
+    sim = pool(3)
+    start_auto_rollout(sim)
+    # The plan counted one free node; a training job is created before the surge pod and gets it.
+    container = {"name": "train", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+    sim.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"containers": [container]},
+        }
+    )
+    sim.run_until_quiescent(until=sim.now + 600)
+    assert status(sim)["phase"] == "Ready" and status(sim)["updatedReplicas"] == 2
+    assert status(sim)["rollout"]["message"].startswith("switched to replacing 1 replica(s) at a time")
+    switched = [e for e in sim.events if e.reason == "RolloutSwitched"]
+    assert len(switched) == 1 and switched[0].type == "Warning"
+
+
+def test_an_operator_restart_mid_rollout_keeps_the_plan() -> None:
+    sim = pool(3)
+    start_auto_rollout(sim)
+    before = sim.get("Deployment", "default", "llama")
+    sim.restart_operator()
+    sim.run_until_quiescent(until=sim.now + 600)
+    after = sim.get("Deployment", "default", "llama")
+    assert before is not None and after is not None
+    assert after["spec"]["strategy"] == before["spec"]["strategy"]
+    assert status(sim)["rollout"]["plan"] == "Surge 1 + Replace"
