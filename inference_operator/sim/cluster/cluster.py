@@ -28,10 +28,11 @@ from inference_operator.sim.cluster.capacity import CapacityTrace
 from inference_operator.sim.cluster.deploycontroller import DeploymentController
 from inference_operator.sim.cluster.kubelet import Kubelet
 from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
-from inference_operator.sim.cluster.podgc import QUARANTINE_SECONDS, PodGarbageCollector, node_key
+from inference_operator.sim.cluster.podgc import QUARANTINE_SECONDS, PodGarbageCollector
 from inference_operator.sim.cluster.replicasets import controller_of
 from inference_operator.sim.cluster.rscontroller import ReplicaSetController
 from inference_operator.sim.cluster.scheduler import Scheduler
+from inference_operator.sim.cluster.sweep import node_key
 from inference_operator.sim.cluster.tainteviction import TaintEviction, no_execute_taints
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.trace.recorder import NULL_TRACER, Tracer

@@ -19,15 +19,13 @@ from typing import Final
 
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import NotFound
-from inference_operator.core.objects import Obj, key_of
+from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
-from inference_operator.sim.apiserver.server import FakeApiServer
-from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.informer import SharedInformer
+from inference_operator.sim.cluster.sweep import NodeSweep
 
-__all__ = ["DISRUPTION_REASON", "ORPHAN_MESSAGE", "QUARANTINE_SECONDS", "PodGarbageCollector", "node_key"]
+__all__ = ["DISRUPTION_REASON", "ORPHAN_MESSAGE", "QUARANTINE_SECONDS", "PodGarbageCollector"]
 
 QUARANTINE_SECONDS: Final = 40.0
 """``quarantineTime``: how long a node must stay absent before its pods are orphans."""
@@ -35,26 +33,14 @@ DISRUPTION_REASON: Final = "DeletionByPodGC"
 ORPHAN_MESSAGE: Final = "PodGC: node no longer exists"
 
 
-def node_key(name: str) -> str:
-    """The collector's workqueue key of a (cluster-scoped) Node."""
-    return key_of("", name)
-
-
-class PodGarbageCollector:
+class PodGarbageCollector(NodeSweep):
     """Fails and deletes the pods of one vanished node per key."""
-
-    def __init__(self, *, api: FakeApiServer, clock: FakeClock, nodes: SharedInformer, pods: SharedInformer) -> None:
-        self.api = api
-        self.clock = clock
-        self.nodes = nodes
-        self.pods = pods
 
     def reconcile(self, _namespace: str, name: str) -> Result:
         if self.nodes.get("", name) is not None:
             return Result()  # it came back within the quarantine
-        for pod in self.pods.list():
-            if podstate.node_of(pod) == name:
-                self._collect(pod)
+        for pod in self.pods_on(name):
+            self._collect(pod)
         return Result()
 
     def _collect(self, pod: Obj) -> None:

@@ -24,10 +24,8 @@ from inference_operator.core.nodefit import tolerates
 from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
-from inference_operator.sim.apiserver.server import FakeApiServer
-from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.informer import SharedInformer
+from inference_operator.sim.cluster.sweep import NodeSweep
 
 __all__ = ["EVICTION_MESSAGE", "EVICTION_REASON", "TaintEviction", "no_execute_taints"]
 
@@ -39,22 +37,16 @@ def no_execute_taints(node: Obj) -> list[Obj]:
     return [t for t in (node.get("spec") or {}).get("taints") or () if t.get("effect") == "NoExecute"]
 
 
-class TaintEviction:
+class TaintEviction(NodeSweep):
     """Evicts, per key, the pods of one node that do not tolerate its NoExecute taints."""
-
-    def __init__(self, *, api: FakeApiServer, clock: FakeClock, nodes: SharedInformer, pods: SharedInformer) -> None:
-        self.api = api
-        self.clock = clock
-        self.nodes = nodes
-        self.pods = pods
 
     def reconcile(self, _namespace: str, name: str) -> Result:
         node = self.nodes.get("", name)
         taints = no_execute_taints(node) if node is not None else []
         if not taints:
             return Result()
-        for pod in self.pods.list():
-            if podstate.node_of(pod) != name or not podstate.is_active(pod):
+        for pod in self.pods_on(name):
+            if not podstate.is_active(pod):
                 continue
             tolerations = (pod.get("spec") or {}).get("tolerations") or []
             if not all(tolerates(tolerations, taint) for taint in taints):

@@ -18,7 +18,6 @@ Covers:
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -28,19 +27,15 @@ from inference_operator.sim.explore import ENFORCED_INVARIANTS, INVARIANTS, Worl
 from inference_operator.sim.explore.capacity import LAYOUT
 from inference_operator.sim.explore.capacitymachine import CIClusterExplorer, ClusterExplorer
 from inference_operator.sim.explore.invariants import check
-from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.explore.runner import explore
 from inference_operator.sim.explore.scheduling import INSUFFICIENT_GPU, gpus_free_for, shortage_words
 
+from .worlds import SPEC as BASE_SPEC
+from .worlds import quiet
+
 Obj = dict[str, Any]
 NS = "default"
-SPEC: Obj = {
-    "image": "vllm/vllm-openai:v0.6.3",
-    "model": "meta-llama/Llama-3.1-8B-Instruct",
-    "replicas": 1,
-    "gpu": 8,
-    "progressDeadlineSeconds": 60,
-}
+SPEC: Obj = {**BASE_SPEC, "gpu": 8}
 SCHEDULING = frozenset({"ready_only_when_scheduled", "gpu_shortage_explained"})
 CLUSTER_EXAMPLES = 12
 CLUSTER_STEPS = 15
@@ -50,11 +45,6 @@ def cluster_world(**spec: Any) -> World:
     world = World(node_layout=LAYOUT)
     world.apply("llama", {**SPEC, **spec})
     return world
-
-
-def quiet(world: World) -> Observation:
-    """An observation of the world as it stands, without running anything."""
-    return Observation(sim=world.sim, reconciles=Counter(), warnings=Counter(), pass_calls=[], pass_lb=[], failing={})
 
 
 def pods(world: World) -> list[Obj]:
