@@ -21,9 +21,9 @@ from inference_operator.sim.explore.machine import IMAGES, MODEL, NAME, OPTIONAL
 
 __all__ = ["GPU_SPECS", "CIClusterExplorer", "ClusterExplorer"]
 
-FILL_STEPS: Final = 2_000
-"""Steps a full-pool rollout lets the cluster take to fill the pool before the image changes."""
 FILL_SECONDS: Final = 60.0
+"""Fake seconds a full-pool rollout lets pass (undisturbed, as before a settle) for the pool to
+fill before the image changes."""
 
 GPU_SPECS: Final = st.fixed_dictionaries(
     {
@@ -90,13 +90,16 @@ class ClusterExplorer(Explorer):
     @action
     def full_pool_rollout(self, name: str) -> None:
         """Fill every 8-GPU node with one replica of ``name``, let them start, then change the
-        image: the new pods find no free GPU while the old ones hold them all."""
+        image: the new pods find no free GPU while the old ones hold them all. The time it takes
+        ends informer lag, as it would: a long run over a stale cache would only show what a
+        lost delete costs while it lasts (the operator re-applies a gone object's children, the
+        garbage collector removes them, each removal wakes it)."""
         world = self.world
         current = world.isvc(name)
         spec = dict((current or {}).get("spec") or {"image": IMAGES[0], "model": MODEL})
         spec.update(gpu=8, replicas=max(1, world.nodes.full_gpu_nodes(8)), progressDeadlineSeconds=60)
         world.apply(name, spec)
-        world.run(FILL_STEPS, within=FILL_SECONDS)
+        world.wait(FILL_SECONDS)
         world.edit(name, "image", IMAGES[1] if spec["image"] == IMAGES[0] else IMAGES[0])
 
     @rule(name=NAME)

@@ -25,7 +25,7 @@ from inference_operator.sim.cluster.nodes import NodeShape
 from inference_operator.sim.explore.capacity import NodePool
 from inference_operator.sim.explore.describe import describe
 from inference_operator.sim.explore.foreign import foreign_child_manifest
-from inference_operator.sim.explore.observation import ForeignMark, Observation
+from inference_operator.sim.explore.observation import ForeignMark, Observation, warning_counts
 from inference_operator.sim.faults import (
     LB_WRITES,
     ApiErrorKind,
@@ -263,6 +263,18 @@ class World:
         at most ``within`` fake seconds); returns the steps taken."""
         return self._run(max_steps=steps, until=self.sim.now + within)
 
+    def wait(self, seconds: float) -> int:
+        """Time passes undisturbed, as before a settle: lag ends, stale caches re-list, and the
+        cluster and the operator run for up to ``seconds``; returns the steps taken."""
+        self._catch_up()
+        return self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + seconds)
+
+    def _catch_up(self) -> None:
+        for kind, informer in self.sim.informers.items():
+            informer.resume()
+            if kind in self.stale_informers:
+                self.relist(kind)
+
     def _run(self, *, max_steps: int, until: float) -> int:
         steps = 0
         while steps < max_steps:
@@ -298,10 +310,7 @@ class World:
         this instant with no crash armed, count the operator's writes: a converged system makes
         none (a key still retrying may catch up in the first).
         """
-        for kind, informer in self.sim.informers.items():
-            informer.resume()
-            if kind in self.stale_informers:
-                self.relist(kind)
+        self._catch_up()
         steps = self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
         self.sim.resync()
         steps += self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
@@ -323,7 +332,7 @@ class World:
         observation = Observation(
             sim=self.sim,
             reconciles=+reconciles,
-            warnings=self._warnings(),
+            warnings=warning_counts(self.sim.events[self._events_at :], ttl=EVENT_TTL),
             pass_calls=self.api.calls[calls_at:second_at],
             pass_lb=self.lb.calls[lb_at:],
             failing=self._failing(),
@@ -338,23 +347,6 @@ class World:
         )
         self._window_start()
         return observation
-
-    def _warnings(self) -> Counter[tuple[str, str, str]]:
-        """Warning Events posted while settling, per (key, reason, message); one posted more than
-        ``EVENT_TTL`` after the same one counts afresh (that one has expired by then)."""
-        counts: Counter[tuple[str, str, str]] = Counter()  # the most posted within one TTL
-        run: Counter[tuple[str, str, str]] = Counter()
-        last: dict[tuple[str, str, str], float] = {}
-        for event in self.sim.events[self._events_at :]:
-            if event.type != "Warning":
-                continue
-            key = (key_of(event.namespace, event.name), event.reason, event.message)
-            if key in last and event.time - last[key] >= EVENT_TTL:
-                run[key] = 0
-            run[key] += 1
-            last[key] = event.time
-            counts[key] = max(counts[key], run[key])
-        return counts
 
     def _failing(self) -> dict[str, str]:
         """Keys whose latest pass raised, with the error."""

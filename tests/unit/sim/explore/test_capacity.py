@@ -245,3 +245,18 @@ def test_a_node_joining_a_full_pool_leaves_nothing_to_write_once_settled() -> No
     state.add_node(node="cpu-1")
     state.scale_beyond_capacity(name="mistral")
     state.teardown()
+
+
+def test_a_full_pool_rollout_over_a_lost_delete_lets_the_cache_catch_up_first() -> None:
+    # Created and deleted before the operator saw it, the DELETED event lost: the cache kept an
+    # InferenceService without a finalizer that the server no longer has. Each pass re-applied
+    # its children, the garbage collector removed them (their owner is gone) and each removal
+    # woke the operator again: over the 60 s the pool takes to fill, 990 passes. Time passing
+    # now ends the lag first, as before a settle.
+    state = ClusterExplorer(invariants={"no_hot_loop"})
+    state.create(name="llama", spec={**SPEC, "gpu": 1})
+    state.delete(name="llama")
+    state.informer(kind="InferenceService", what="drop_last")
+    assert state.world.isvc("llama") is None
+    state.full_pool_rollout(name="mistral")
+    state.teardown()
