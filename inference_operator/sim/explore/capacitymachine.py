@@ -21,10 +21,6 @@ from inference_operator.sim.explore.machine import IMAGES, MODEL, NAME, OPTIONAL
 
 __all__ = ["GPU_SPECS", "CIClusterExplorer", "ClusterExplorer"]
 
-FILL_SECONDS: Final = 60.0
-"""Fake seconds a full-pool rollout lets pass (undisturbed, as before a settle) for the pool to
-fill before the image changes."""
-
 GPU_SPECS: Final = st.fixed_dictionaries(
     {
         "image": st.sampled_from(IMAGES),
@@ -89,17 +85,19 @@ class ClusterExplorer(Explorer):
     @rule(name=NAME)
     @action
     def full_pool_rollout(self, name: str) -> None:
-        """Fill every 8-GPU node with one replica of ``name``, let them start, then change the
-        image: the new pods find no free GPU while the old ones hold them all. The time it takes
-        ends informer lag, as it would: a long run over a stale cache would only show what a
-        lost delete costs while it lasts (the operator re-applies a gone object's children, the
-        garbage collector removes them, each removal wakes it)."""
+        """Fill every 8-GPU node with one replica of ``name``, let the cluster settle, then change
+        the image: the new pods find no free GPU while the old ones hold them all. Settling (not
+        a mid-flight run) also ends informer lag, as time would, and starts a new window for the
+        invariants that count per settle: over a lost DELETED event, a long run only showed the
+        cost of a ghost (the operator re-applies a gone object's children, the garbage
+        collector removes them, each removal wakes it), and repeated fills added up the
+        backoff retries of one conflict past the reconcile bound."""
         world = self.world
         current = world.isvc(name)
         spec = dict((current or {}).get("spec") or {"image": IMAGES[0], "model": MODEL})
         spec.update(gpu=8, replicas=max(1, world.nodes.full_gpu_nodes(8)), progressDeadlineSeconds=60)
         world.apply(name, spec)
-        world.wait(FILL_SECONDS)
+        self.settle()  # the pool fills and comes to rest, the invariants checked there too
         world.edit(name, "image", IMAGES[1] if spec["image"] == IMAGES[0] else IMAGES[0])
 
     @rule(name=NAME)

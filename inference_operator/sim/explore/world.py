@@ -263,12 +263,6 @@ class World:
         at most ``within`` fake seconds); returns the steps taken."""
         return self._run(max_steps=steps, until=self.sim.now + within)
 
-    def wait(self, seconds: float) -> int:
-        """Time passes undisturbed, as before a settle: lag ends, stale caches re-list, and the
-        cluster and the operator run for up to ``seconds``; returns the steps taken."""
-        self._catch_up()
-        return self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + seconds)
-
     def _catch_up(self) -> None:
         for kind, informer in self.sim.informers.items():
             informer.resume()

@@ -251,12 +251,28 @@ def test_a_full_pool_rollout_over_a_lost_delete_lets_the_cache_catch_up_first() 
     # Created and deleted before the operator saw it, the DELETED event lost: the cache kept an
     # InferenceService without a finalizer that the server no longer has. Each pass re-applied
     # its children, the garbage collector removed them (their owner is gone) and each removal
-    # woke the operator again: over the 60 s the pool takes to fill, 990 passes. Time passing
-    # now ends the lag first, as before a settle.
+    # woke the operator again: over a 60 s run to fill the pool, 990 passes. The fill now
+    # settles, which re-lists the stale cache first.
     state = ClusterExplorer(invariants={"no_hot_loop"})
     state.create(name="llama", spec={**SPEC, "gpu": 1})
     state.delete(name="llama")
     state.informer(kind="InferenceService", what="drop_last")
     assert state.world.isvc("llama") is None
     state.full_pool_rollout(name="mistral")
+    state.teardown()
+
+
+def test_repeated_full_pool_rollouts_over_a_child_conflict_are_no_hot_loop() -> None:
+    # The Service's writes conflict for good; another actor's owner reference keeps the
+    # Deployment of the deleted llama, which the new one cannot take (ChildConflict). Both
+    # retry with backoff; each fill used to let 60 s pass inside one settle window, and four
+    # fills added up past the reconcile bound. A fill now settles.
+    state = ClusterExplorer(invariants={"no_hot_loop"})
+    state.api_fault(applied=False, error="conflict", kind="Service", times=None, verb=None)
+    state.full_pool_rollout(name="llama")
+    state.full_pool_rollout(name="llama")
+    state.foreign_edit(edit="owner_reference", kind="Deployment", name="llama")
+    state.delete(name="llama")
+    state.full_pool_rollout(name="llama")
+    state.full_pool_rollout(name="llama")
     state.teardown()
