@@ -40,11 +40,6 @@ class ClusterExplorer(Explorer):
 
     node_layout: ClassVar = LAYOUT
     observed: ClassVar[dict[str, int]] = {}
-    waits: ClassVar[dict[str, str]] = {
-        "zero_writes_when_converged": "the operator re-reading its pods when Nodes change: a node joining or a "
-        'taint going changes the scheduler\'s words ("0/4 nodes" for "0/3") while no Deployment moves, and '
-        "status catches up only at the first resync after the pod recheck (30 min)",
-    }
 
     @initialize(name=NAME, spec=GPU_SPECS)
     @action

@@ -149,9 +149,6 @@ class Explorer(RuleBasedStateMachine):
     """The invariants this machine enforces (a failure); the others are only recorded."""
     observed: ClassVar[dict[str, int]] = {}
     """How often each invariant broke, enforced or not, across every machine of this class."""
-    waits: ClassVar[dict[str, str]] = {}
-    """Invariants this machine's world breaks today besides :data:`~.invariants.PENDING_INVARIANTS`,
-    each with the fix it waits for (reported as pending by ``make explore``, still enforced)."""
     node_layout: ClassVar[Sequence[NodeShape] | None] = None
     """The simulated cluster's nodes (None: the Simulation's default platform)."""
 

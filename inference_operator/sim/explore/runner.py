@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         report = Report(name, args.seed, args.examples, args.steps, time.monotonic() - started, finding, observed)
         reports.append(report)
-        pending = PENDING_INVARIANTS.get(name) or machine.waits.get(name)
+        pending = PENDING_INVARIANTS.get(name)
         if finding is None:
             note = f" -- pending ({pending}) but held: consider enforcing it" if pending else ""
             print(f"[holds]   {name}: {args.examples} sequences in {report.seconds:.1f}s{note}", flush=True)
