@@ -1,8 +1,8 @@
 """The explorer on a simulated cluster whose GPU capacity changes: nodes, taints, full pools.
 
-:class:`ClusterExplorer` is :class:`~.machine.Explorer` on ``Simulation(cluster=True)`` with the
-nodes of :data:`~.capacity.LAYOUT` (20 GPUs), every spec a GPU server (``spec.gpu`` 0..8), and
-the actions only a cluster has: a node joins or leaves, is tainted ``NoSchedule`` or
+:class:`ClusterExplorer` is :class:`~.machine.Explorer` on a simulated cluster with the nodes
+of :data:`~.capacity.LAYOUT` (20 GPUs), every spec a GPU server (``spec.gpu`` 0..8), and the
+actions of a cluster admin: a node joins or leaves, is tainted ``NoSchedule`` or
 ``NoExecute`` and untainted, an image change arrives while every GPU is held (the rolling
 update that cannot surge), a scale past what the nodes hold. Its failures print as
 ``state = ClusterExplorer()`` lines, replayed like the base machine's.

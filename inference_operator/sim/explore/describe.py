@@ -1,9 +1,8 @@
 """The settled world in a few lines, for the report of a broken invariant.
 
 A shrunk sequence says how the cluster got there; this says where it is: each InferenceService
-with its generations and Ready condition, the children, the balancer's records and, on a
-simulated cluster, each node (GPUs held of allocatable, taints) and each pod (where it runs or
-why it does not).
+with its generations and Ready condition, the children, the balancer's records, each node
+(GPUs held of allocatable, taints) and each pod (where it runs or why it does not).
 """
 
 from __future__ import annotations
@@ -33,8 +32,7 @@ def describe(sim: Simulation) -> str:
         names = [o["metadata"]["name"] for o in sim.api.list(kind)]
         lines.append(f"  {kind}s: {names}")
     lines.append(f"  balancer: { {k: (r.id, r.target) for k, r in sim.lb.registrations.items()} }")
-    if sim.cluster is not None:
-        lines.extend(_cluster(sim))
+    lines.extend(_cluster(sim))
     return "\n".join(lines)
 
 

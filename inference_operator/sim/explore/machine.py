@@ -150,7 +150,7 @@ class Explorer(RuleBasedStateMachine):
     observed: ClassVar[dict[str, int]] = {}
     """How often each invariant broke, enforced or not, across every machine of this class."""
     node_layout: ClassVar[Sequence[NodeShape] | None] = None
-    """The simulated cluster's nodes (None: the Simulation's default platform)."""
+    """The simulated cluster's nodes (None: the Simulation's default layout)."""
 
     def __init__(self, invariants: Iterable[str] | None = None) -> None:
         super().__init__()

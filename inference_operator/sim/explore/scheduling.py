@@ -1,9 +1,9 @@
 """What must hold about scheduling once a simulated cluster has settled: GPUs, pods, status.
 
-On the simulated cluster (``Simulation(cluster=True)``) pods are stored objects, placed by the
-scheduler stand-in or left Pending with kube-scheduler's own words. Two promises of the
-operator depend on them, and these invariants check both against the pods themselves, not
-against what the Deployment's counters say:
+On the simulated cluster pods are stored objects, placed by the scheduler stand-in or left
+Pending with kube-scheduler's own words. Two promises of the operator depend on them, and these
+invariants check both against the pods themselves, not against what the Deployment's counters
+say:
 
 - ``ready_only_when_scheduled``: Ready=True never while a desired replica has no running
   place: a pod of the current template still Pending (``PodScheduled=False``), or fewer such
@@ -11,8 +11,6 @@ against what the Deployment's counters say:
 - ``gpu_shortage_explained``: pods waiting for GPUs show in status: Ready=False, with a reason
   and a message carrying the scheduler's words (:data:`INSUFFICIENT_GPU`), and whatever
   :func:`shortage_words` adds to them.
-
-Without a simulated cluster there are no stored pods and both hold trivially.
 """
 
 from __future__ import annotations
@@ -128,7 +126,7 @@ def ready_only_when_scheduled(o: Observation) -> list[str]:
     out = []
     for isvc in isvcs(o.sim):
         ready, parsed = ready_of(isvc.obj), isvc.parsed
-        if o.sim.cluster is None or parsed is None or isvc.deleting or (ready or {}).get("status") != "True":
+        if parsed is None or isvc.deleting or (ready or {}).get("status") != "True":
             continue
         deployment = _own_deployment(o.sim, isvc)
         current = _pods(o.sim, deployment)[0] if deployment is not None else []
@@ -141,7 +139,7 @@ def ready_only_when_scheduled(o: Observation) -> list[str]:
 
 
 def gpu_shortage_explained(o: Observation) -> list[str]:
-    if o.status_blocked or o.sim.cluster is None:
+    if o.status_blocked:
         return []
     out = []
     for isvc in isvcs(o.sim):

@@ -61,15 +61,12 @@ class World:
     """A simulated cluster running the operator behind fault wrappers."""
 
     def __init__(self, *, ready_after: float = 5.0, node_layout: Sequence[NodeShape] | None = None) -> None:
-        """``node_layout``: run the simulated cluster with these nodes (None: the Simulation's default)."""
+        """``node_layout``: the simulated cluster's nodes (None: the Simulation's default)."""
         self.crash = CrashSwitch()
         self.api: FaultyApi
         self.lb: FaultyLoadBalancer
         interpose = Interposer(api=self._faulty_api, load_balancer=self._faulty_lb)
-        if node_layout is None:
-            self.sim = Simulation(ready_after=ready_after, interpose=interpose)
-        else:
-            self.sim = Simulation(ready_after=ready_after, interpose=interpose, cluster=True, node_layout=node_layout)
+        self.sim = Simulation(ready_after=ready_after, interpose=interpose, node_layout=node_layout)
         self.nodes = NodePool(self.sim)
         self.marks: list[ForeignMark] = []
         self.finalizer_violations: list[str] = []

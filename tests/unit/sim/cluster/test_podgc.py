@@ -35,7 +35,7 @@ def pods_by_node(sim: Simulation) -> dict[str, list[str]]:
 
 
 def serving_on_two_nodes() -> Simulation:
-    sim = Simulation(cluster=True)
+    sim = Simulation()
     sim.apply(make_inference_service("llama", image="vllm:0.6.3", model="Llama-3", replicas=2, gpu=8))
     sim.run_until_quiescent(until=60)
     assert sorted(pods_by_node(sim)) == ["sim-node-1", "sim-node-2"]

@@ -20,9 +20,8 @@ MAINTENANCE: Obj = {"key": "example.com/maintenance", "value": "present"}
 
 def serving(*, nodes: int = 2, **spec: Any) -> tuple[Simulation, list[Obj]]:
     """One replica of 8 GPUs on ``nodes`` 8-GPU nodes, recording each pod update."""
-    sim = Simulation(cluster=True, nodes=nodes, termination_seconds=10)
+    sim = Simulation(nodes=nodes, termination_seconds=10)
     updates: list[Obj] = []
-    assert sim.cluster is not None
     sim.cluster.pod_cache.add_event_handler(on_update=lambda _old, new: updates.append(new))
     sim.apply(make_inference_service("llama", image="vllm:0.6.3", model="Llama-3", replicas=1, gpu=8, **spec))
     sim.run_until_quiescent(until=60)
