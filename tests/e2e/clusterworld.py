@@ -172,6 +172,7 @@ class ClusterWorld(StepRecorder):
         self._rs_watch: NamespaceWatch | None = None  # once a pool joined
         self._replicasets = ReplicaSetSequence()
         self._pool: dict[str, str] = {}  # a pool node's name → its name in the pool
+        self._removed: set[str] = set()  # pool nodes the scenario deleted
         self.other_nodes: list[NodeShape] = []
         self._own_calls: dict[str, dict[str, int]] = {}
         self._lb_seen: dict[str, dict[str, int]] = {}
@@ -192,7 +193,9 @@ class ClusterWorld(StepRecorder):
             timeout=TIMEOUT,
             what=f"the pods in {self.namespace} to be gone before their nodes",
         )
-        self.kubectl.run("delete", "node", *self._pool, "--wait=true", "--timeout=60s")
+        left = [node for node in self._pool if node not in self._removed]
+        if left:
+            self.kubectl.run("delete", "node", *left, "--wait=true", "--timeout=60s")
 
     # -- a user's actions ---------------------------------------------------------------------
 
@@ -267,6 +270,11 @@ class ClusterWorld(StepRecorder):
             for t in (node.get("spec") or {}).get("taints") or []
         ]
         return ready and have == [dict(t) for t in taints]
+
+    def remove_node(self, name: str) -> None:
+        stored = next(node for node, short in self._pool.items() if short == name)
+        self.kubectl.run("delete", "node", stored, "--wait=false")
+        self._removed.add(stored)
 
     def forget_lb_record(self, name: str) -> None:
         HttpLoadBalancer(self.registry.url).release(self._key(name))

@@ -8,7 +8,8 @@ deleted by hand, a Service port edited by hand into a clash, the owner label tak
 a balancer outage after a lost record, a balancer refusing releases during a deletion, more GPUs
 than a node has) and the GPU pools (a fleet that fits, a full pool, a template change on a full
 pool with the default strategy, with Replace and with Auto, a scale-up past capacity, a pod
-that fits one node of three), each on kwok Nodes of its own with the simulator's node shapes,
+that fits one node of three, a node deleted under a full pool: kube-controller-manager's PodGC
+and the simulator's both collect its pod after 40 s and the replacement waits), each on kwok Nodes of its own with the simulator's node shapes,
 beside the cluster's other nodes, which the simulator's layout mirrors. Each run also checks its
 own expected outcome, so agreeing on a wrong outcome fails too. What is compared: per step, the
 Ready transitions, phase and readyReplicas, the children's relevant fields, the load balancer
@@ -44,8 +45,8 @@ How the two are normalised where they legitimately differ in timing (see tests/s
 A scenario in ``SIMULATOR_GAPS`` is a known simulator gap: its real run must still pass, its
 simulator run is xfail with the reason, and it fails once the simulator agrees (remove the entry).
 A scenario in ``BACKEND_DIFFERENCES`` meets its expectations on both but takes another path on
-one (an Auto rollout: the kube backend counts no free GPUs yet): the comparison is xfail with
-the reason and the diff, and fails once the two agree.
+one (an Auto rollout: the kube backend counts no free GPUs yet; Degraded after a node loss): the
+comparison is xfail with the reason and the diff, and fails once the two agree.
 """
 
 from __future__ import annotations

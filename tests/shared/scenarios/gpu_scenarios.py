@@ -3,7 +3,7 @@
 words); a template change on a full pool with the default strategy (the rolling update
 deadlocks: RolloutBlocked), with ``Replace`` and with ``Auto`` (both complete); a scale-up past
 capacity and back; a pod that fits only one node of three (a node selector, a taint it does
-not tolerate).
+not tolerate); a node removed under a full pool (its pod collected, the replacement Pending).
 
 Every pool node is sized like the simulator's default (96 cpu, 1Ti, 110 pods) with 8 GPUs, so
 only GPUs run out.
@@ -164,3 +164,22 @@ def pod_that_fits_only_one_node(world: World) -> None:
         check(reason in message, f"{reason!r} in {message!r}")
     world.apply(llama(replicas=1, gpu=8, nodeSelector=selector, tolerations=pool["tolerations"]))
     world.settle("scaled to 1", NAME, lambda s: ready_with(1)(s) and pending(s) == [], what="Ready with 1")
+
+
+@scenario("gpu-node-removed", nodes=True)
+def node_removed(world: World) -> None:
+    """Two replicas of 8 GPUs on two nodes of 8; one node is deleted. Its pod is left to the pod
+    garbage collector (40 s of quarantine), then replaced, and the replacement has nowhere to go."""
+    pool = world.gpu_pool(TWO_NODES)
+    created(world, replicas=2, gpu=8, **pool)
+    world.remove_node("gpu-b")
+    s = world.settle(
+        "the node gpu-b deleted",
+        NAME,
+        lambda s: (
+            s.stalled_with(Reason.PODS_UNSCHEDULABLE) and bound(s) == {"gpu-a": {"r1": 1}} and short_of_gpus(1)(s)
+        ),
+        what="the lost pod collected and replaced, the replacement Pending: PodsUnschedulable",
+    )
+    check(ready_replicas(s) == 1, f"one replica ready, got {ready_replicas(s)}")
+    check(replicasets_seen(world) == [], f"the ReplicaSet keeps its size, got {replicasets_seen(world)}")

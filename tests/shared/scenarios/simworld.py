@@ -152,6 +152,9 @@ class SimWorld(StepRecorder):
         self._replicasets = ReplicaSetSequence()
         return placement(NAMESPACE)
 
+    def remove_node(self, name: str) -> None:
+        self.sim.api.delete("Node", "", name)
+
     def forget_lb_record(self, name: str) -> None:
         self.sim.lb.registrations.pop(f"{NAMESPACE}/{name}", None)
 

@@ -82,6 +82,11 @@ class World(Protocol):
         also records the ReplicaSets and Pods. Returns the spec fields that put pods on the pool."""
         ...
 
+    def remove_node(self, name: str) -> None:
+        """``kubectl delete node``: the pool's node ``name`` goes (its kubelet with it), its pods
+        left to the pod garbage collector."""
+        ...
+
     def forget_lb_record(self, name: str) -> None:
         """The load balancer loses the object's record behind the operator's back."""
         ...
