@@ -9,13 +9,14 @@ a balancer outage after a lost record, a balancer refusing releases during a del
 than a node has) and the GPU pools (a fleet that fits, a full pool, a template change on a full
 pool with the default strategy, with Replace and with Auto, a scale-up past capacity, a pod
 that fits one node of three, a node deleted under a full pool: kube-controller-manager's PodGC
-and the simulator's both collect its pod after 40 s and the replacement waits), each on kwok Nodes of its own with the simulator's node shapes,
-beside the cluster's other nodes, which the simulator's layout mirrors. Each run also checks its
-own expected outcome, so agreeing on a wrong outcome fails too. What is compared: per step, the
-Ready transitions, phase and readyReplicas, the children's relevant fields, the load balancer
-calls and record, and the Events' type/reason; for the GPU pools also the ReplicaSets' replica
-counts in sequence and, at the end of each step, the pods bound per node and revision and the
-Pending ones with kube-scheduler's message, byte for byte.
+and the simulator's both collect its pod after 40 s and the replacement waits), each on kwok
+Nodes of its own with the simulator's node shapes, beside the cluster's other nodes, which the
+simulator's layout mirrors. Each run also checks its own expected outcome, so agreeing on a
+wrong outcome fails too. What is compared: per step, the Ready transitions, phase and
+readyReplicas, the children's relevant fields, the load balancer calls and record, and the
+Events' type/reason; for the GPU pools also the ReplicaSets' replica counts in sequence and, at
+the end of each step, the pods bound per node and revision and the Pending ones with
+kube-scheduler's message, byte for byte.
 How the two are normalised where they legitimately differ in timing (see tests/shared/scenarios/observe.py):
 
 - the Ready reasons that only say "not there yet" collapse into one ``False/Progressing`` and
