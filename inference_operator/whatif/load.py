@@ -25,6 +25,7 @@ from inference_operator.core.errors import ApiError
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.demo import ManifestRefused, refusal
 from inference_operator.sim import Simulation
+from inference_operator.sim.cluster import podstate
 from inference_operator.whatif.snapshot import Snapshot
 
 __all__ = ["load_snapshot"]
@@ -73,7 +74,22 @@ def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
     for pod in snapshot.waiting:
         _create(sim, pod, snapshot.source, manager="kubectl")
     sim.run_until_quiescent(until=sim.now)
-    return [_compared(sim, service, snapshot) for service in snapshot.services]
+    return [
+        *(_compared(sim, service, snapshot) for service in snapshot.services),
+        *(_waited(sim, pod) for pod in snapshot.waiting),
+    ]
+
+
+def _waited(sim: Simulation, pod: Obj) -> str:
+    """One line: a pod the snapshot shows waiting, and whether the simulated scheduler placed it."""
+    meta = pod["metadata"]
+    now = sim.get("Pod", meta["namespace"], meta["name"]) or {}
+    node = (now.get("spec") or {}).get("nodeName")
+    key = key_of(meta["namespace"], meta["name"])
+    if node:
+        return f"{key}: Pending in the snapshot, bound to {node} at once here (what kept it waiting is not modelled)"
+    scheduled = podstate.condition(now, "PodScheduled") or {}
+    return f"{key}: Pending, as in the snapshot: {scheduled.get('message') or 'not scheduled yet'}"
 
 
 def _create(sim: Simulation, obj: Obj, source: str, *, manager: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from inference_operator.api.constants import API_VERSION, KIND, OWNER_LABEL
 from inference_operator.api.models import SpecError, check_name, parse_spec
+from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.manifests import ManifestError, read_objects
 
@@ -84,7 +85,8 @@ def read_snapshot(path: str) -> Snapshot:
         raise ManifestError(f"{path}: no Node in it; a snapshot is what kubectl get nodes,pods,... -A -o yaml prints")
     skipped: Counter[str] = Counter()
     children: Counter[str] = Counter()
-    finished = 0
+    finished = elsewhere = 0
+    nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
     owners: Counter[str] = Counter()
     for obj in objects:
         kind, meta = obj["kind"], obj["metadata"]
@@ -103,6 +105,8 @@ def read_snapshot(path: str) -> Snapshot:
                 node = (obj.get("spec") or {}).get("nodeName")
                 if isinstance(node, str) and node:
                     snapshot.placements.setdefault(owner, Counter())[node] += 1
+            elif (obj.get("spec") or {}).get("nodeName") and obj["spec"]["nodeName"] not in nodes:
+                elsewhere += 1
             else:
                 pod = _pod(obj, path)
                 owners.update(
@@ -112,6 +116,8 @@ def read_snapshot(path: str) -> Snapshot:
         else:
             skipped[f"{kind} ({obj['apiVersion']})"] += 1
     _say(snapshot, skipped=skipped, children=children, finished=finished, owners=owners)
+    if elsewhere:
+        snapshot.notes.append(f"not loaded: {elsewhere} pod(s) of other workloads bound to nodes not in the snapshot")
     return snapshot
 
 
@@ -225,11 +231,27 @@ def _pod(obj: Obj, path: str) -> Obj:
         listed = spec.get(key) or []
         if not isinstance(listed, list) or not all(isinstance(c, dict) for c in listed):
             raise ManifestError(f"{what}: spec.{key} must be a list of containers")
+        for index, container in enumerate(listed):
+            resources = container.get("resources") or {}
+            for kind in ("requests", "limits"):
+                _check_quantities(resources.get(kind), f"{what}: spec.{key}[{index}].resources.{kind}")
         if listed:
             out[key] = [{k: c[k] for k in _CONTAINER if k in c} for c in listed]
+    _check_quantities(spec.get("overhead"), f"{what}: spec.overhead")
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {k: v for k, v in _metadata(meta, namespaced=True).items() if k != "annotations"},
         "spec": out,
     }
+
+
+def _check_quantities(values: Any, where: str) -> None:
+    """``values`` maps resource names to quantities, as the API server requires of a pod it holds."""
+    if values is None:
+        return
+    if not isinstance(values, dict):
+        raise ManifestError(f"{where}: is not a map of resource names to quantities")
+    for name, value in values.items():
+        if not isinstance(value, str | int | float) or isinstance(value, bool) or parse_quantity(value) is None:
+            raise ManifestError(f"{where}.{name}: {value!r} is not a quantity (such as 8, 500m or 64Gi)")

@@ -126,17 +126,7 @@ class Scheduler:
             if len(fitting) >= wanted:
                 break
             processed += 1
-            node_name = str(node["metadata"]["name"])
-            capacity, taints = self._node_info(node)
-            status = filter_node(
-                spec,
-                requests,
-                node,
-                requested=self.used.get(node_name, {}),
-                pods_on_node=self.count.get(node_name, 0),
-                capacity=capacity,
-                taints=taints,
-            )
+            status = self._filter(spec, requests, node)
             if status is None:
                 fitting.append(node)
             else:
@@ -157,17 +147,21 @@ class Scheduler:
         node = self.nodes.get("", wanted) if wanted else None
         if node is None or wanted is None:
             return None
+        return wanted if self._filter(spec, requests, node) is None else None
+
+    def _filter(self, spec: Obj, requests: Resources, node: Obj) -> NodeStatus | None:
+        """Why ``node`` cannot take the pod now (None: it can)."""
+        name = str(node["metadata"]["name"])
         capacity, taints = self._node_info(node)
-        status = filter_node(
+        return filter_node(
             spec,
             requests,
             node,
-            requested=self.used.get(wanted, {}),
-            pods_on_node=self.count.get(wanted, 0),
+            requested=self.used.get(name, {}),
+            pods_on_node=self.count.get(name, 0),
             capacity=capacity,
             taints=taints,
         )
-        return wanted if status is None else None
 
     def _bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
