@@ -37,7 +37,7 @@ from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.manifests import ManifestError, read_objects
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "read_snapshot"]
+__all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "counted", "read_snapshot"]
 
 MAX_SNAPSHOT_BYTES: Final = 64 << 20
 """A snapshot larger than this is refused (a Node with its image list is about 20 KiB)."""
@@ -135,22 +135,28 @@ def _say(
             "and pods made again by the simulated operator and cluster, on the nodes the snapshot shows"
         )
     if snapshot.bound or snapshot.waiting:
-        dropped = f"; owner references dropped ({_counted(owners)}): nothing controls them here" if owners else ""
+        dropped = f"; owner references dropped ({counted(owners)}): nothing controls them here" if owners else ""
         notes.append(
             f"pods of other workloads: {len(snapshot.bound)} bound, holding their requests, "
             f"{len(snapshot.waiting)} waiting to be scheduled (only containers' resources, node selector and "
             f"tolerations kept{dropped})"
         )
     if children:
-        notes.append(f"not loaded: {_counted(children)} (made again for InferenceServices; other workloads' pods kept)")
+        notes.append(f"not loaded: {counted(children)} (made again for InferenceServices; other workloads' pods kept)")
     if finished:
         notes.append(f"not loaded: {finished} finished pod(s) (Succeeded or Failed: they hold nothing)")
     if skipped:
-        notes.append(f"skipped, kinds the simulator does not model: {_counted(skipped)}")
+        notes.append(f"skipped, kinds the simulator does not model: {counted(skipped)}")
 
 
-def _counted(counts: Counter[str]) -> str:
-    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+def counted(counts: Counter[str]) -> str:
+    """``2 Deployments, 1 Service (v1)``: how many of each kind, by name."""
+
+    def plural(kind: str, n: int) -> str:
+        name, paren, rest = kind.partition(" (")
+        return f"{n} {name}{'s' if n > 1 else ''}{paren}{rest}"
+
+    return ", ".join(plural(kind, n) for kind, n in sorted(counts.items()))
 
 
 def _envelope(obj: Any, path: str) -> Obj:
