@@ -136,6 +136,19 @@ TOLERATION_EXISTS_NO_VALUE = Rule(
     field_path="",
     check=lambda t: t.operator != "Exists" or not t.value,
 )
+TOLERATION_KEYLESS_EXISTS = Rule(
+    cel="(has(self.key) && self.key != '') || (has(self.operator) && self.operator == 'Exists')",
+    message="a toleration without a key must use operator Exists (it then tolerates every taint)",
+    field_path=".operator",
+    check=lambda t: bool(t.key) or t.operator == "Exists",
+)
+TOLERATION_SECONDS_NO_EXECUTE = Rule(
+    cel="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",
+    message="tolerationSeconds applies only to effect NoExecute (how long the pod stays on a node tainted so)",
+    field_path=".tolerationSeconds",
+    check=lambda t: t.tolerationSeconds is None or t.effect == "NoExecute",
+)
+TOLERATION_RULES = (TOLERATION_EXISTS_NO_VALUE, TOLERATION_KEYLESS_EXISTS, TOLERATION_SECONDS_NO_EXECUTE)
 
 
 class Toleration(StrictModel):
@@ -145,12 +158,13 @@ class Toleration(StrictModel):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     tolerationSeconds: Annotated[int, Field(ge=0), WHOLE] | None = None
 
-    model_config = ConfigDict(json_schema_extra=rules_schema(TOLERATION_EXISTS_NO_VALUE))
+    model_config = ConfigDict(json_schema_extra=rules_schema(*TOLERATION_RULES))
 
     @model_validator(mode="after")
-    def _exists_has_no_value(self) -> Toleration:
-        if not TOLERATION_EXISTS_NO_VALUE.check(self):
-            raise ValueError(TOLERATION_EXISTS_NO_VALUE.message)
+    def _rules(self) -> Toleration:
+        for rule in TOLERATION_RULES:
+            if not rule.check(self):
+                raise ValueError(at(rule.field_path.lstrip("."), rule.message) if rule.field_path else rule.message)
         return self
 
 

@@ -26,7 +26,16 @@ import yaml
 
 from inference_operator.lb.registry import RegistryServer
 
-from .harness import ROOT, AuditLog, Kubectl, OperatorProcess, install_admission_policy, operator_env, wait_until
+from .harness import (
+    ROOT,
+    AuditLog,
+    Kubectl,
+    OperatorProcess,
+    install_admission_policy,
+    install_confinement_policy,
+    operator_env,
+    wait_until,
+)
 from .images import ImageSet, build_images, load_image_set
 
 sys.path.insert(0, str(ROOT / "hack"))
@@ -102,12 +111,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def crd(cluster: Cluster) -> None:
     """What every install path puts in the cluster before the operator: the CRD and the
-    finalizer admission policy (deploy/admission)."""
+    admission policies (deploy/admission): the finalizer's, and the confinement of the
+    operator's ServiceAccount, here the suite operator's own."""
     cluster.kubectl.run("apply", "-f", str(CRD_DIR))
     cluster.kubectl.run(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/inferenceservices.serving.inference-operator.dev"
     )
     install_admission_policy(cluster.kubectl, "default")
+    install_confinement_policy(
+        cluster.kubectl, namespace=OPERATOR_NAMESPACE, service_account=OPERATOR_SA, suffix="-e2e"
+    )
 
 
 @pytest.fixture(scope="session")

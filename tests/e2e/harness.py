@@ -147,6 +147,24 @@ def install_admission_policy(kubectl: Kubectl, namespace: str, *, timeout: float
     )
 
 
+CONFINEMENT_POLICY = ADMISSION_POLICY_DIR / "confinement-policy.yaml"
+SHIPPED_OPERATOR_USER = "system:serviceaccount:inference-operator:inference-operator"
+
+
+def install_confinement_policy(kubectl: Kubectl, *, namespace: str, service_account: str, suffix: str) -> None:
+    """deploy/admission/confinement-policy.yaml for another ServiceAccount (the suite's operator
+    runs as its own), under names ending in ``suffix``, as the Helm chart renders it."""
+    text = CONFINEMENT_POLICY.read_text().replace(
+        SHIPPED_OPERATOR_USER, f"system:serviceaccount:{namespace}:{service_account}"
+    )
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    for doc in docs:
+        doc["metadata"]["name"] += suffix
+        if "policyName" in doc["spec"]:
+            doc["spec"]["policyName"] += suffix
+    kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+
 def condition(obj: Obj | None, type_: str) -> Obj:
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:

@@ -1,4 +1,4 @@
-"""Admitted means realizable, as a property on the fake (issue 21, item 2; the real-server half is for e2e).
+"""Admitted means realizable, as a property on the fake (the real-server half is for e2e).
 
 Covers: hypothesis generates specs field by field, each field valid or (at most one per spec)
 broken in one of the ways users break it (wrong JSON type, out of range, bad pattern, an enum's wrong case, a
@@ -13,8 +13,8 @@ Deployment and Service built from the parsed spec. The properties:
   node-selector keys, are refused at admission, shown by a table);
 - a spec the parser accepts builds a Deployment and a Service the fake accepts (the fake checks
   the pod template as kube-apiserver does), except for ``KNOWN_CHILD_REJECTIONS``, which this
-  property found: requests above limits, a toleration without key whose operator is not Exists,
-  tolerationSeconds without effect NoExecute;
+  property found: requests above limits (the two toleration rules it found, a keyless toleration
+  whose operator is not Exists and tolerationSeconds without effect NoExecute, are CEL rules now);
 - a spec refused at admission is refused with a field path under ``spec``.
 
 Size: ``INFERENCE_OPERATOR_PROPERTY_EXAMPLES`` (default 150, a few seconds).
@@ -46,16 +46,11 @@ KNOWN_CHILD_REJECTIONS: dict[str, Callable[[str], bool]] = {
     "requests above limits (neither the schema nor the parser compares quantities yet)": lambda err: (
         "must be less than or equal to" in err and "limit of" in err
     ),
-    "a toleration without key whose operator is not Exists": lambda err: (
-        "operator must be Exists when `key` is empty" in err
-    ),
-    "tolerationSeconds with an effect other than NoExecute": lambda err: "effect must be 'NoExecute' when" in err,
 }
 """Specs admitted and parsed whose Deployment the API server refuses, by why: the operator then
 reports ChildRejected in status, naming the field (tests/unit/sim/apiserver/test_podvalidation.py).
-Each is a rule for admission still to write; the toleration rules are two CEL rules, but adding
-them changes the real server's recorded answers of the conformance suite, so they wait for a
-re-recording (make conformance-record)."""
+Each is a rule for admission still to write (comparing quantities needs CEL's quantity library,
+which the fake's CEL does not have yet)."""
 
 
 @PROPERTY

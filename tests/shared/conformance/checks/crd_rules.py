@@ -45,7 +45,21 @@ def args_rule(api: Api) -> None:
 @check("crd/cel-toleration-exists-with-value")
 def toleration_rule(api: Api) -> None:
     api.create(isvc("a", tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]))
-    api.create(isvc("b", tolerations=[{"key": "k", "operator": "Exists", "value": ""}, {"value": "v"}]), keep=SPEC)
+    api.create(
+        isvc("b", tolerations=[{"key": "k", "operator": "Exists", "value": ""}, {"key": "j", "value": "v"}]), keep=SPEC
+    )
+
+
+@check("crd/cel-toleration-key-and-seconds")
+def toleration_key_and_seconds(api: Api) -> None:
+    api.create(isvc("a", tolerations=[{"value": "v"}]))
+    api.create(isvc("b", tolerations=[{"operator": "Equal", "effect": "NoSchedule"}]))
+    api.create(isvc("c", tolerations=[{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 30}]))
+    api.create(isvc("d", tolerations=[{"key": "k", "tolerationSeconds": 30}]))
+    api.create(
+        isvc("e", tolerations=[{"operator": "Exists"}, {"key": "k", "effect": "NoExecute", "tolerationSeconds": 30}]),
+        keep=SPEC,
+    )
 
 
 @check("crd/cel-name-rule-on-create")
