@@ -21,7 +21,7 @@ from inference_operator.manifests import Manifest
 from inference_operator.sim import Simulation
 from inference_operator.whatif.load import load_snapshot
 from inference_operator.whatif.observe import PendingPod, RolloutWatch, run_watched
-from inference_operator.whatif.snapshot import Snapshot
+from inference_operator.whatif.snapshot import Snapshot, counted
 
 __all__ = ["DEFAULT_HORIZON", "run_whatif"]
 
@@ -66,8 +66,7 @@ def run_whatif(
         run_watched(sim, watch, until=start + horizon)
     finally:
         report.close()
-    counts = ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(snapshot.counts.items()))
-    print(f"snapshot {snapshot.source}: {counts}", file=out)
+    print(f"snapshot {snapshot.source}: {counted(snapshot.counts)}", file=out)
     for line in snapshot.notes:
         print(f"  {line}", file=out)
     print("before the change (loaded and converged in the simulator):", file=out)
@@ -132,15 +131,17 @@ def _summary(sim: Simulation, watch: RolloutWatch, key: str, *, end: float, hori
         f"  status at the end: phase={status.get('phase')} ready={status.get('readyReplicas')}/{capacity.wanted}",
         file=out,
     )
+    ready_message = ""
     for c in status.get("conditions") or ():
         if c.get("type") == "Ready":
-            print(f"    Ready={c.get('status')} {c.get('reason')}: {c.get('message')}", file=out)
+            ready_message = str(c.get("message") or "")
+            print(f"    Ready={c.get('status')} {c.get('reason')}: {ready_message}", file=out)
     rollout: Obj = status.get("rollout") or {}
     if rollout:
-        numbers = " ".join(
-            f"{k}={rollout[k]}" for k in ("strategy", "plan", "maxSurge", "maxUnavailable") if k in rollout
-        )
-        print(f"    rollout: {numbers}: {rollout.get('message', '')}", file=out)
+        numbers = " ".join(f"{k}={rollout[k]}" for k in ROLLOUT_NUMBERS if k in rollout)
+        message = str(rollout.get("message") or "")
+        said = "(its message is Ready's, above)" if message and message in ready_message else message
+        print(f"    rollout: {numbers}: {said}", file=out)
     return capacity.ready_at is not None
 
 
