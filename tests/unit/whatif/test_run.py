@@ -7,7 +7,7 @@ time and is Ready after two stop-and-start cycles (``--ready-after``, ``--stop-a
 replica serving meanwhile; a pod of another workload waiting in the snapshot takes the GPUs a
 replacing rollout frees and the rollout is stuck, which the output says; an InferenceService
 the snapshot lacks is created on the loaded cluster; ``--trace`` writes a trace the viewer reads;
-time 0 is the change.
+time 0 is the change; the README's what-if example is what its command prints.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from inference_operator.cli import main
-from tests.unit.whatif.snapshots import SAMPLES, node, pod, service, write_change, write_list
+from tests.unit.whatif.snapshots import ROOT, SAMPLES, node, pod, service, write_change, write_list
 
 SNAPSHOT = str(SAMPLES / "whatif-snapshot.yaml")
 
@@ -118,3 +118,13 @@ def test_the_trace_of_a_what_if_is_written_for_the_viewer(tmp_path: Path, capsys
     notes = [r.get("text") for r in records if r.get("type") == "note"]
     assert any("what-if: kubectl apply -f" in str(n) for n in notes), notes
     assert main(["trace", "view", str(trace), "-o", str(tmp_path / "v.html")]) == 0
+
+
+def test_the_readmes_what_if_example_is_what_its_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- what-if example:", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    command, shown = block.split("\n", 1)
+    argv = command.removeprefix("$ inference-operator demo ").split()
+    code, out = run(capsys, *argv)
+    assert code == 0
+    assert out == shown
