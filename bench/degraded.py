@@ -316,7 +316,8 @@ class Bench:
     outage: Outage
 
 
-def make_simulation(*, bucket: bool) -> Bench:
+def make_simulation(*, bucket: bool, n: int) -> Bench:
+    """``n`` InferenceServices of two pods each will fit: a node per 100 pods, within kubelet's 110."""
     made: dict[str, Any] = {}
 
     def counting(sim: Simulation) -> CountingApi:
@@ -327,7 +328,8 @@ def make_simulation(*, bucket: bool) -> Bench:
         made["outage"] = Outage(sim.lb, sim.clock, start=math.inf, end=math.inf)
         return made["outage"]  # type: ignore[no-any-return]
 
-    sim = Simulation(ready_after=5.0, interpose=Interposer(api=counting, load_balancer=outage))
+    nodes = max(2, -(-2 * n // 100))
+    sim = Simulation(ready_after=5.0, nodes=nodes, interpose=Interposer(api=counting, load_balancer=outage))
     if not bucket:  # per-key backoff only: the queue as it was before the token bucket
         sim.controller.queue = RateLimitingQueue(sim.clock, name="inferenceservice", qps=math.inf)
     return Bench(sim, made["api"], made["outage"])
@@ -353,7 +355,7 @@ def expect_all(sim: Simulation, phase: str, n: int, when: str) -> None:
 
 
 def run_degraded(n: int, window: float, resync: float) -> Row:
-    bench = make_simulation(bucket=True)
+    bench = make_simulation(bucket=True, n=n)
     sim = bench.sim
     create(sim, n)
     sim.run_until_quiescent()
@@ -364,7 +366,7 @@ def run_degraded(n: int, window: float, resync: float) -> Row:
     warned_before = meter.warnings_by_object()
     driver = Driver(sim, resync=resync, first_resync=start.time + resync / 2)
     for namespace, name in deployments:
-        sim.platform.crash_pods(namespace, name, 1)
+        sim.cluster.crash_pods(namespace, name, 1)
     driver.run(start.time + SETTLE)
     settled = meter.counts()
     driver.run(start.time + window)
@@ -385,7 +387,7 @@ def run_lb_outages(n: int, window: float, resync: float, *, bucket: bool) -> lis
     over), then an outage while they are Ready, then one while they are deleted. Between
     cases, three idle hours pass with nothing due, so no backoff, token or spam-filter state
     carries over."""
-    bench = make_simulation(bucket=bucket)
+    bench = make_simulation(bucket=bucket, n=n)
     sim = bench.sim
     meter = Meter(sim, bench.api)
     rows = []

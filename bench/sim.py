@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): N InferenceServices created at once in the simulator, run until Ready.
 
+The simulator is its simulated cluster (nodes, scheduler, ReplicaSets, two pods per
+InferenceService, kubelets), on enough nodes for the pods at 100 a node.
+
 Prints, for each N given: reconciles, CPU seconds of the process (what the figures are about:
 wall time on a shared machine is mostly other people's work), wall seconds, reconciles per CPU
 second, writes, peak RSS, and CPU milliseconds per object. With ``--repeat R`` each N runs R
@@ -11,7 +14,7 @@ it (``per-object/ref``): a figure that moves little with the machine's speed, wh
 Usage: python bench/sim.py [N ...]   (default: 1000 10000)
        python bench/sim.py --repeat 3 --reference 1000
        python bench/sim.py --trace FILE 1000   (the same with the flight recorder on: FILE.N.jsonl per size)
-       python bench/sim.py --cluster 1000   (pods modelled: the simulated cluster with nodes, scheduler, ReplicaSets)
+       (--cluster, which once chose the simulated cluster, is still accepted and changes nothing)
        python bench/sim.py --json 1000   (one JSON object per line instead of the table)
 """
 
@@ -43,12 +46,11 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(n: int, trace: str | None = None, *, cluster: bool = False) -> dict[str, float]:
+def run(n: int, trace: str | None = None) -> dict[str, float]:
     sink = FileSink(f"{trace}.{n}.jsonl") if trace else None
     tracer = (lambda c: Recorder(sink, c, backend="simulator")) if sink else None
-    # With pods modelled: enough nodes for the 2n pods at kubelet's 110 pods per node.
-    nodes = {"cluster": True, "nodes": max(2, -(-2 * n // 100))} if cluster else {}
-    sim = Simulation(ready_after=5.0, tracer=tracer, **nodes)
+    # Enough nodes for the 2n pods within kubelet's 110 pods per node.
+    sim = Simulation(ready_after=5.0, tracer=tracer, nodes=max(2, -(-2 * n // 100)))
     for namespace in sorted({f"team-{i % 10}" for i in range(n)}):  # NamespaceLifecycle: they must exist
         sim.api.create(make_namespace(namespace))
     gc.collect()
@@ -88,9 +90,7 @@ def main() -> int:
         help="keep CPython's default GC thresholds instead of the operator's (runtime.tune_gc)",
     )
     parser.add_argument("--trace", metavar="FILE", help="record a trace of each run to FILE.N.jsonl")
-    parser.add_argument(
-        "--cluster", action="store_true", help="model pods: nodes, scheduler, ReplicaSets and kubelets (sim/cluster)"
-    )
+    parser.add_argument("--cluster", action="store_true", help=argparse.SUPPRESS)  # the default now
     parser.add_argument("--repeat", type=int, default=1, help="runs per N; the median by CPU is shown")
     parser.add_argument("--reference", action="store_true", help="also run bench/reference.py and give ratios to it")
     parser.add_argument("--json", action="store_true", help="one JSON object per N instead of the table")
@@ -108,7 +108,7 @@ def main() -> int:
         )
     results = []
     for n in args.sizes:
-        runs = sorted((run(n, args.trace, cluster=args.cluster) for _ in range(args.repeat)), key=lambda r: r["cpu_s"])
+        runs = sorted((run(n, args.trace) for _ in range(args.repeat)), key=lambda r: r["cpu_s"])
         r = dict(runs[len(runs) // 2])
         r["cpu_s_runs"] = [x["cpu_s"] for x in runs]
         r["wall_s_median"] = statistics.median(x["wall_s"] for x in runs)

@@ -232,7 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="inference-operator", description="Run GPU inference servers from InferenceService objects.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    demo = sub.add_parser("demo", help="run the control loop on the bundled simulator and print a timeline")
+    demo = sub.add_parser(
+        "demo",
+        help="run the control loop on the bundled simulator and print a timeline",
+        description="Run the control loop on the bundled simulator and print a timeline. The simulator is a "
+        "cluster of its own: Nodes, a scheduler, ReplicaSets and Pods, a Deployment controller with the real "
+        "rollout arithmetic, kubelets. Its nodes, unless a manifest brings Nodes: two (sim-node-1, sim-node-2) "
+        "with 8 nvidia.com/gpu each (96 cpu, 1Ti memory, 110 pods). Pods that fit nowhere stay Pending.",
+    )
     demo.add_argument(
         "--scenario",
         action="append",
@@ -243,8 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-f",
         "--file",
         help="simulate your own manifest instead ('-' for stdin): InferenceServices and what they need "
-        "(Namespaces, ConfigMaps, Secrets); with Nodes beside them, on those nodes, with a scheduler, "
-        "ReplicaSets and Pods",
+        "(Namespaces, ConfigMaps, Secrets), on the default nodes, or with Nodes beside them on those nodes; "
+        "prints each pod on its node or Pending with the scheduler's words",
     )
     demo.add_argument(
         "--cluster",

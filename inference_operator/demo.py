@@ -132,10 +132,11 @@ def scenario_delete(report: Report) -> None:
     _created(sim, replicas=2)
     sim.delete(KIND, NS, NAME)
     sim.note(f"kubectl delete inferenceservice {NAME}")
-    sim.run_until_quiescent()
+    sim.run_until_quiescent(until=sim.now)  # what happens at once: the balancer, the finalizer, the GC
     collected = [k for k in (DEPLOYMENT, SERVICE) if sim.get(k, NS, NAME) is None]
     if collected:
         sim.note(f"garbage collector deleted {' and '.join(collected)} {NAME}")
+    sim.run_until_quiescent()  # the pods stop within their grace period
     report.timeline(sim)
     gone = [k for k in (KIND, DEPLOYMENT, SERVICE) if sim.get(k, NS, NAME) is None]
     report.check(len(gone) == 3, f"InferenceService, Deployment and Service gone (gone: {', '.join(gone)})")
@@ -247,9 +248,10 @@ def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, t
     """Apply a user's manifest (its objects in order) to a fresh simulation and show how each
     InferenceService in it converges (``trace``: recording it to that file); 0 when all are Ready.
 
-    Nodes in the manifest make the simulation run the simulated cluster on exactly those nodes
-    (created first, as kubelets register them): pods that fit nowhere stay Pending, and the pods
-    are listed on their nodes or with the scheduler's words.
+    The simulated cluster runs on its default nodes (two, 8 ``nvidia.com/gpu`` each), or on
+    exactly the Nodes the manifest has (created first, as kubelets register them): pods that
+    fit nowhere stay Pending, and the pods are listed on their nodes or with the scheduler's
+    words.
 
     :class:`ManifestRefused` when the simulated API server refuses an object."""
     nodes = manifest.nodes
@@ -289,8 +291,7 @@ def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, t
         for c in status.get("conditions") or []:
             print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
         ready += status.get("phase") == "Ready"
-    if nodes:
-        print_pods(sim, out)
+    print_pods(sim, out)
     for key, why in sim.stalled().items():
         print(f"{key} did not converge: it {why}", file=out)
     return 0 if ready == len(keys) else 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -24,6 +25,7 @@ from inference_operator.core.process import limit_malloc_arenas
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
+from inference_operator.kube.preflight import KubeconfigError
 from inference_operator.reconcile.watches import WATCHES, Watch
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,15 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Kopf retries this handler when it raises (say the first LIST failed): reuse the runtime
     # unless its failed start closed it; start() binds the metrics port only after the LIST.
     if _runtime is None or _runtime.closed:
-        _runtime = OperatorRuntime(config, KubeClient.from_environment(identity=config.identity))
+        try:
+            client = KubeClient.from_environment(identity=config.identity)
+        except KubeconfigError as err:
+            # Nothing a retry can fix, and nothing has started yet: one line, exit code 2 (as
+            # `inference-operator run` says it), not Kopf's tracebacks of a failed activity.
+            log.error("Stopped: %s", err)
+            logging.shutdown()
+            os._exit(2)
+        _runtime = OperatorRuntime(config, client)
     _runtime.start()
 
 

@@ -58,6 +58,10 @@ class DueHeap:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
+    def discard(self, key: str) -> bool:
+        """``key`` waits no more (its entry is skipped when it surfaces); True if it was waiting."""
+        return self._waiting.pop(key, None) is not None
+
     def earliest(self, limit: int) -> list[tuple[float, str]]:
         """At most ``limit`` waiting ``(due, key)`` pairs, earliest first."""
         return heapq.nsmallest(limit, ((due, key) for key, (due, _) in self._waiting.items()))

@@ -7,7 +7,8 @@ sure the reconciler sees each key in a sane way, whatever the event storm:
 - a key being processed is never handed to a second worker; adding it meanwhile marks it
   dirty, and :meth:`RateLimitingQueue.done` puts it back so the newest state is seen;
 - ``add_after`` parks a key until it is due (``requeue_after``, a waiting heap where the
-  earliest due time wins);
+  earliest due time wins); ``cancel_after`` takes a waiting key out again (a simulator's
+  controller withdrawing a wait it no longer needs);
 - ``add_rate_limited`` retries after the longer of two delays, as client-go's
   ``DefaultControllerRateLimiter`` does: the key's own exponential backoff (5 ms doubling,
   capped at 1000 s), which ``forget`` resets after a success, and the wait for a token of one
@@ -152,6 +153,16 @@ class RateLimitingQueue:
             if self.hooks is not None:
                 self.hooks.delayed(key, delay, retries=failures + 1)
             self._schedule_locked(key, now + delay)
+
+    def cancel_after(self, key: str) -> bool:
+        """Stop waiting for ``key``'s due time: a delayed add its controller no longer needs.
+
+        client-go has no such call (there the pass at the due time just finds nothing to do);
+        on a fake clock it keeps the clock from jumping to a wait that would change nothing.
+        A key that is queued or being processed is untouched. True if ``key`` was waiting.
+        """
+        with self._lock:
+            return self._waiting.discard(key)
 
     def forget(self, key: str) -> None:
         """Reset the backoff of ``key`` (call after it was processed successfully).

@@ -19,6 +19,7 @@ from inference_operator import __version__
 from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, GROUP, KIND, PLURAL, SERVICE, VERSION
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from inference_operator.core.objects import Obj
+from inference_operator.kube.preflight import load_client
 
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -103,16 +104,11 @@ class KubeClient:
 
     @classmethod
     def from_environment(cls, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
-        """In-cluster config when running in a pod, else the current KUBECONFIG context.
+        """In-cluster config when running in a pod, else the current KUBECONFIG context
+        (:class:`~inference_operator.kube.preflight.KubeconfigError` when there is neither).
         ``identity`` (the replica's, e.g. its pod name) goes into the user agent, so the API
         server's audit log says which replica sent each request."""
-        from kubernetes import client, config
-
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            config.load_kube_config()  # type: ignore[no-untyped-call]
-        api_client = client.ApiClient()
+        api_client = load_client()  # KubeconfigError, one line naming the file or variable
         # The user agent tells our requests apart in the API server's audit log.
         api_client.user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
         return cls(api_client, timeout=timeout)

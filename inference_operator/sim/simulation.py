@@ -5,12 +5,16 @@
     sim.run_until_quiescent()
     sim.get("InferenceService", "default", "llama")["status"]["phase"]   # "Ready"
 
+The cluster is the simulated one (:mod:`.cluster`), on two nodes of 8 ``nvidia.com/gpu`` each
+unless told otherwise: pods are stored objects, scheduled, started and stopped, and a fleet
+larger than the nodes leaves pods Pending with the scheduler's words.
+
 Wiring, as on a real cluster: the FakeApiServer's watch feeds shared informers, one per kind the
 reconciler watches (``inference_operator.reconcile.watches``, the same declaration the Kopf
 handlers are made from), and each informer's events enqueue the keys that declaration's rule
-names; the operator's controller and the simulated Deployment controller each drain their own
-workqueue. The ports the reconciler talks to are composed once per operator process
-(:mod:`.wiring`).
+names; the operator's controller and each controller of the simulated cluster (Deployments,
+ReplicaSets, the scheduler, the kubelets) drain their own workqueue. The ports the reconciler
+talks to are composed once per operator process (:mod:`.wiring`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,6 @@ from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster.cluster import SimulatedCluster
 from inference_operator.sim.cluster.nodes import NodeShape, default_layout
 from inference_operator.sim.informer import SharedInformer
-from inference_operator.sim.platform import SimulatedDeploymentController
 from inference_operator.sim.quiescence import run_until_quiescent
 from inference_operator.sim.wiring import Interposer, operator_ports
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
@@ -66,18 +69,20 @@ class Simulation:
         requeue_while_progressing: float = DEFAULT_REQUEUE_WHILE_PROGRESSING,
         tracer: Callable[[FakeClock], Tracer] | None = None,
         interpose: Interposer | None = None,
-        cluster: bool = False,
         node_layout: Sequence[NodeShape] | None = None,
         termination_seconds: float | None = None,
     ) -> None:
         """``tracer`` makes the flight recorder, given the simulation's clock (default: none);
         ``interpose`` puts wrappers between the operator and the world (see :mod:`.wiring`).
 
-        ``cluster`` (or a ``node_layout``) runs the simulated cluster of :mod:`.cluster` instead
-        of the timer-based Deployment controller: Nodes (``node_layout``, default ``nodes``
-        nodes of ``gpus_per_node`` GPUs), a scheduler, ReplicaSets and Pods as stored objects,
+        The cluster is the simulated one of :mod:`.cluster`: Nodes, a scheduler, ReplicaSets
+        and Pods as stored objects, a Deployment controller with the real rollout arithmetic,
         kubelets that make pods ready ``ready_after`` seconds after binding and stop deleted
-        ones after ``termination_seconds`` (None: their whole grace period).
+        ones after ``termination_seconds`` (None: their whole grace period, 30 s by default).
+        The nodes are ``node_layout``, by default ``nodes`` nodes named ``sim-node-1`` …, each
+        with ``gpus_per_node`` ``nvidia.com/gpu`` (96 cpu, 1 TiB memory, 110 pods): two nodes
+        of 8 GPUs unless told otherwise. ``deployment_controller=False`` is a
+        kube-controller-manager that is down: Deployments get no ReplicaSets and no status.
         """
         self.clock = FakeClock()
         self.tracer: Tracer = tracer(self.clock) if tracer is not None else NULL_TRACER
@@ -85,7 +90,6 @@ class Simulation:
         # As on a real cluster, the CRD is installed before anything else: its schema's defaults,
         # pruning, validation and CEL rules apply to every InferenceService written from now on.
         self.api.create(_project_crd())
-        self.api.reset_counters()
         self.lb = InMemoryLoadBalancer()
         self._timeline = Timeline(self.clock)
         self._requeue_while_progressing = requeue_while_progressing
@@ -97,41 +101,19 @@ class Simulation:
         # The controller-manager's own watch of every Deployment, not the operator's
         # label-selected one: it outlives operator restarts and sees foreign Deployments too.
         self.cluster_deployments = SharedInformer(self.api, DEPLOYMENT)
-        self.cluster: SimulatedCluster | None = None
-        self.platform: SimulatedDeploymentController | SimulatedCluster
-        if cluster or node_layout is not None:
-            self.cluster = SimulatedCluster(
-                api=self.api,
-                clock=self.clock,
-                deployments=self.cluster_deployments,
-                layout=default_layout(nodes=nodes, gpus_per_node=gpus_per_node) if node_layout is None else node_layout,
-                ready_after=ready_after,
-                stop_seconds=termination_seconds,
-            )
-            self.api.reset_counters()
-            self.platform = self.cluster
-        else:
-            self.platform = SimulatedDeploymentController(
-                self.api,
-                self.cluster_deployments,
-                self.clock,
-                ready_after=ready_after,
-                gpus_per_node=gpus_per_node,
-                nodes=nodes,
-            )
-        self.platform.tracer = self.tracer
+        self.cluster = SimulatedCluster(
+            api=self.api,
+            clock=self.clock,
+            deployments=self.cluster_deployments,
+            layout=default_layout(nodes=nodes, gpus_per_node=gpus_per_node) if node_layout is None else node_layout,
+            ready_after=ready_after,
+            stop_seconds=termination_seconds,
+        )
+        self.api.reset_counters()  # the writes counted are the workload's, not the setup's
+        self.cluster.tracer = self.tracer
         if self.tracer.enabled:
             self.api.on_collected = self._collected
-        # False simulates a kube-controller-manager that is down: Deployments never get status.
         self.deployment_controller = deployment_controller
-        if self.cluster is not None:
-            self.platform_controller = self.cluster.deployment_controller
-        else:
-            self.platform_controller = Controller(
-                "deployment-controller",
-                cast(SimulatedDeploymentController, self.platform).reconcile,
-                RateLimitingQueue(self.clock, name="deployment-controller"),
-            )
         self.cluster_deployments.add_event_handler(
             on_add=self._deployment_changed,
             on_update=lambda _old, new: self._deployment_changed(new),
@@ -150,23 +132,21 @@ class Simulation:
             informer.start()
 
     def _deployment_changed(self, obj: Obj) -> None:
-        self.platform_controller.enqueue(obj_key(obj))
+        self.cluster.deployment_controller.enqueue(obj_key(obj))
 
     def _build_operator(self, events: list[Event] | None = None) -> None:
         """A fresh operator process: informers, backend, reconciler, controller and its queue,
         its informers wired to its queue by the reconciler's watch rule (not yet started)."""
         # As on a real cluster, the operator watches its children by the owner label only.
         self.informers = {w.kind: SharedInformer(self.api, w.kind, label=w.label_selector) for w in WATCHES}
-        # What a rollout counts free GPUs from: every Node and Pod, where the cluster has them.
-        self.capacity_informers = (
-            {r.kind: SharedInformer(self.api, r.kind) for r in CAPACITY_READS} if self.cluster is not None else {}
-        )
+        # What a rollout counts free GPUs from: every Node and Pod.
+        self.capacity_informers = {r.kind: SharedInformer(self.api, r.kind) for r in CAPACITY_READS}
         self.backend = FakeBackend(
             cast(FakeApiServer, self._operator_api),
             self.informers,
             self.clock,
             self._timeline,
-            pods=self.platform.pods,
+            pods=self.cluster.pods,
             events=events,
             capacity=self.capacity_informers,
         )
@@ -296,12 +276,10 @@ class Simulation:
     def _controllers(self) -> list[Controller]:
         """The cluster's controllers first (without the controller-manager's when it is down),
         then the operator's."""
-        if self.cluster is None:
-            cluster = [self.platform_controller] if self.deployment_controller else []
-        else:
-            cluster = self.cluster.controllers
-            if not self.deployment_controller:
-                cluster = [c for c in cluster if c.name not in ("deployment-controller", "replicaset-controller")]
+        cluster = self.cluster.controllers
+        if not self.deployment_controller:
+            manager = (self.cluster.deployment_controller, self.cluster.replicaset_controller)
+            cluster = [c for c in cluster if c not in manager]
         return [*cluster, self.controller]
 
     def step(self) -> bool:
@@ -318,7 +296,7 @@ class Simulation:
 
     def pump(self) -> int:
         """Deliver pending watch events: the controller-manager's first, then the operator's."""
-        cluster = self.cluster_deployments.pump() + (self.cluster.pump() if self.cluster is not None else 0)
+        cluster = self.cluster_deployments.pump() + self.cluster.pump()
         return cluster + sum(informer.pump() for informer in self._operator_informers())
 
     def _operator_informers(self) -> list[SharedInformer]:

@@ -52,8 +52,6 @@ def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
 
     :class:`ManifestRefused` naming the snapshot file when the API server refuses an object."""
     cluster = sim.cluster
-    if cluster is None:
-        raise ValueError("load_snapshot needs a simulated cluster: Simulation(node_layout=[])")
     for namespace in snapshot.namespaces:
         if sim.get("Namespace", "", namespace) is None:
             sim.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

@@ -125,5 +125,5 @@ def run_watched(sim: Simulation, watch: RolloutWatch, *, until: float) -> None:
 
 def _only_stalled(sim: Simulation) -> bool:
     """Nothing but keys retried at the slowest backoff is left: as run_until_quiescent ends."""
-    controllers = [*sim.cluster.controllers, sim.controller] if sim.cluster is not None else [sim.controller]
+    controllers = [*sim.cluster.controllers, sim.controller]
     return all(c.queue.waiting_len() <= len(c.stalled()) for c in controllers)

@@ -61,7 +61,7 @@ def test_the_package_keeps_every_contract() -> None:
     [
         ("core.objects", "reconcile.status", "Layers import only downwards"),
         ("api.models", "core.errors", "Layers import only downwards"),
-        ("sim.platform", "demo", "Layers import only downwards"),
+        ("sim.quiescence", "demo", "Layers import only downwards"),
         ("kube.backend", "sim.clock", "The two backends know nothing of each other"),
         ("reconcile.status", "control.workqueue", "The InferenceService logic and the control loop know nothing"),
         ("lb.http", "trace.redact", "The flight recorder and the load balancer clients know nothing"),

@@ -6,15 +6,15 @@ CPU time in the same process. A ratio, not seconds: CI machines and this project
 machine vary in speed by more than the regressions worth catching, and a busier or slower
 machine slows both sides alike.
 
-How the bound was chosen: after the profile-driven fixes of issue 23 the ratio measured
-0.0163-0.0205 at N=1000 (seven runs, median 0.0176) on the project's shared 2-core machine
-while other builds ran; the reference itself then took 0.41-0.61 s of CPU (0.36 s on a
-quieter moment), so absolute CPU moved by 1.7x while the ratio moved by 1.2x. Before those
-fixes the ratio was 0.0275 (one run), and the regression issue 23 was about had
-been tenfold. 0.04 is twice the highest figure seen: room for a noisier CI machine and a CPU
-whose caches favour the small reference more, while anything that doubles the simulator's
-cost per object fails. It would not catch a regression of 1.5x (undoing all of issue 23's
-fixes lands at 0.0275): that is the price of not failing on a busy machine.
+How the bound was chosen: bench/sim.py runs the simulated cluster (nodes, scheduler,
+ReplicaSets, two pods per InferenceService, kubelets: about 25 writes per object where the
+timer-based Deployment controller it replaced made 8). On the project's shared 2-core machine
+(load average about 3) the ratio measured 0.0401, 0.0461, 0.0463, 0.0466 and 0.0601 at N=1000
+(median 0.046); the timer model measured 0.0144 in the same window, and 0.0163-0.0205 (median 0.0176)
+when the old bound of 0.04 was chosen, so pods cost about 2.6x per object. 0.10 is 2.2x the median
+and 1.7x the highest figure seen: room for a noisier CI machine, while a regression that more
+than doubles the simulator's cost per object fails. It would not catch one of 1.5x or even 2x:
+that is the price of not failing on a busy machine.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 1000
-BOUND = 0.04
+BOUND = 0.10
 
 
 def test_the_simulators_cpu_per_object_at_1k_stays_within_its_bound_relative_to_the_reference() -> None:

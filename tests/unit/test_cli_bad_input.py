@@ -9,13 +9,16 @@ is generated); ``trace view`` of a trace with NaN, deep nesting, a FIFO, an unwr
 environment (the variable or flag named), a bad ``--liveness``, a bad namespace, and a
 kubeconfig that is missing, a FIFO or an alias bomb (no connection is tried); ``lb-registry``
 with an infinite ``--timeout``, a FIFO or ``/dev/zero`` token file, a port out of range in its
-URL, and its own entry point (``python -m inference_operator.lb.registry``) likewise. The line
-names the input and the problem; nothing else is printed.
+URL, and its own entry point (``python -m inference_operator.lb.registry``) likewise; ``kopf run -m
+inference_operator.operator`` with no cluster configured. The line names the input and the
+problem; nothing else is printed.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,3 +151,21 @@ def test_the_registrys_own_entry_point_answers_in_one_line_too(
         registry_main(argv)
     err = capsys.readouterr().err
     assert info.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("error: python -m ")
+
+
+def test_kopf_run_without_a_cluster_stops_in_one_line(tmp_path: Path) -> None:
+    """``kopf run -m inference_operator.operator`` (the image's command) outside a pod with no
+    kubeconfig: one line naming what to set and exit code 2, not Kopf's retries and tracebacks."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)  # no ~/.kube/config
+    done = subprocess.run(
+        [sys.executable, "-m", "kopf", "run", "-m", "inference_operator.operator", "--standalone", "-A"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Stopped: no cluster to run against" in done.stderr and "(set KUBECONFIG)" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout

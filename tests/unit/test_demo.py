@@ -1,9 +1,12 @@
 """The demo command, the CLI and the sample manifests.
 
 Covers: all four seed scenarios pass their own checks; the scale + upgrade scenario prints
-exactly the seed's timeline; ``--scenario`` runs one; every sample manifest in deploy/samples
-converges to Ready on the simulator (``demo -f``); a bad option, an unreadable, malformed or
-invalid manifest each give one line on stderr and exit code 2; ``crd`` prints the CRD.
+the seed's timeline with the one step more that the real RollingUpdate arithmetic takes; the
+delete scenario notes the garbage collection at the time it happened, not after the pods'
+grace period; ``demo --help`` states the default nodes; ``--scenario`` runs one; every sample
+manifest in deploy/samples converges to Ready on the simulator (``demo -f``); a bad option, an
+unreadable, malformed or invalid manifest each give one line on stderr and exit code 2;
+``crd`` prints the CRD.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import yaml
 from inference_operator.api.crd import crd
 from inference_operator.cli import main
 from inference_operator.demo import SCENARIOS, Report, Scenario, run_scenarios
+from inference_operator.sim.cluster.nodes import default_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "deploy" / "samples").glob("*.yaml"))
@@ -35,15 +39,39 @@ def test_all_four_scenarios_pass(capsys: pytest.CaptureFixture[str]) -> None:
     assert sum(line.startswith("== ") for line in out.splitlines()) == 4 and out.count("  ok ") == 14
 
 
-def test_scale_upgrade_prints_exactly_the_seed_timeline(capsys: pytest.CaptureFixture[str]) -> None:
+def test_scale_upgrade_prints_the_seed_timeline_with_the_real_rolling_update_step(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, _ = run(capsys, "demo", "--scenario", "scale-upgrade")
     timeline = [line for line in out.splitlines() if line.startswith("[")]
     assert code == 0
+    # The seed goes 2/4 -> 4/4; the Deployment controller's 25% maxSurge and maxUnavailable of 4
+    # (one pod each) allow five pods at most and three available at least, so one step more.
     assert timeline == [
         "[   5.0s] patched Deployment llama (image=vllm:0.7.0, replicas=4)",
         "[   5.0s] status gen=2 ready=2/4 observedGen=2",
-        "[  10.0s] status gen=2 ready=4/4 observedGen=2",
+        "[  10.0s] status gen=2 ready=3/4 observedGen=2",
+        "[  15.0s] status gen=2 ready=4/4 observedGen=2",
     ]
+
+
+def test_the_delete_scenario_notes_the_garbage_collection_when_it_happened(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "demo", "--scenario", "delete")
+    timeline = [line for line in out.splitlines() if line.startswith("[")]
+    assert code == 0
+    assert timeline[0].startswith("[   5.0s] (kubectl delete")
+    assert timeline[-1] == "[   5.0s] (garbage collector deleted Deployment and Service llama)"
+
+
+def test_demo_help_states_the_default_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    layout = default_layout()
+    assert ", ".join(node.name for node in layout) in text
+    assert f"with {layout[0].gpus} nvidia.com/gpu each" in text and len({n.gpus for n in layout}) == 1
 
 
 def test_a_scenario_whose_checks_fail_is_counted_and_shown(capsys: pytest.CaptureFixture[str]) -> None:

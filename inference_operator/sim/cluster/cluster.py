@@ -6,8 +6,9 @@ the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pod
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the scheduler
 and the kubelets, in that order (at equal times, the earlier acts first). Pods, ReplicaSets and
 the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
-It also keeps the platform's test hook :meth:`crash_pods`, and tells its ``tracer`` each change
-of a Node's or Pod's capacity facts (:mod:`.capacity`).
+It also keeps the test hook :meth:`crash_pods` (pods that crash-loop), and tells its ``tracer``
+each change of a Node's or Pod's capacity facts (:mod:`.capacity`) and each Deployment status
+its Deployment controller writes.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class SimulatedCluster:
             deployments=deployments,
             replicasets=self.replicasets,
             pods_of=self.replicaset_logic.owned_pods,
+            withdraw=lambda key: self.deployment_controller.queue.cancel_after(key),
         )
         self.deployment_controller = controller("deployment-controller", self.deployment_logic.reconcile)
         self.replicaset_controller = controller("replicaset-controller", self.replicaset_logic.reconcile)
@@ -98,13 +100,15 @@ class SimulatedCluster:
 
     @property
     def tracer(self) -> Tracer:
-        """Told each change of a Node's or Pod's capacity facts (:mod:`.capacity`)."""
+        """Told each change of a Node's or Pod's capacity facts (:mod:`.capacity`), and each
+        Deployment status the Deployment controller writes (:mod:`.tracing`)."""
         return self._tracer
 
     @tracer.setter
     def tracer(self, tracer: Tracer) -> None:
         """A tracer set after the nodes registered is first told the nodes and pods as they are."""
         self._tracer = tracer
+        self.deployment_logic.tracer = tracer
         self._capacity = CapacityTrace()
         if tracer.enabled:
             for node in self.nodes.list():

@@ -34,7 +34,9 @@ from inference_operator.sim.cluster.replicasets import (
     pod_template_hash,
     template_without_hash,
 )
+from inference_operator.sim.cluster.tracing import trace_status
 from inference_operator.sim.informer import SharedInformer
+from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
 __all__ = ["DeploymentController"]
 
@@ -64,6 +66,8 @@ class DeploymentController:
         deployments: SharedInformer,
         replicasets: SharedInformer,
         pods_of: Callable[[Obj], list[Obj]],
+        withdraw: Callable[[str], object] = lambda _key: None,
+        tracer: Tracer = NULL_TRACER,
     ) -> None:
         self.api = api
         self.clock = clock
@@ -71,6 +75,10 @@ class DeploymentController:
         self.replicasets = replicasets
         self.pods_of = pods_of
         """ReplicaSet → its pods (all of them, terminating ones too): Recreate waits for them."""
+        self.withdraw = withdraw
+        """Takes a Deployment's pending progress-deadline check out of the queue (key given)."""
+        self.tracer = tracer
+        """Told each status this controller writes (pods becoming ready, a rollout's progress)."""
         self._owned: defaultdict[str, set[str]] = defaultdict(set)  # Deployment uid → ReplicaSet names
 
     def observe_replicaset(self, old: Obj | None, new: Obj | None) -> str | None:
@@ -99,6 +107,7 @@ class DeploymentController:
     def reconcile(self, namespace: str, name: str) -> Result:
         dep = self.deployments.get(namespace, name)
         if dep is None or "deletionTimestamp" in dep["metadata"]:
+            self.withdraw(key_of(namespace, name))
             return Result()
         spec = dep["spec"]
         replicas = int(spec.get("replicas", 1))
@@ -241,20 +250,26 @@ class DeploymentController:
         annotations = dict(meta.get("annotations") or {})
         if revision is not None and annotations.get(REVISION) != revision:
             annotations[REVISION] = revision
+        after = self._stuck_for(dep, status)
+        if after is None:
+            # The check ``requeueStuckDeployment`` asked for earlier would find nothing to do:
+            # on a cluster that pass is harmless; on the fake clock it would make time jump.
+            self.withdraw(key_of(meta["namespace"], meta["name"]))
         if status != old_status or annotations != (meta.get("annotations") or {}):
             written = {**dep, "metadata": {**meta, "annotations": annotations}, "status": status}
-            self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
+            stored = self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
+            if self.tracer.enabled:
+                trace_status(self.tracer, old=old_status, written=stored)
             return Result()
-        after = self._stuck_for(dep, status) if estimate else None
-        return Result(requeue_after=after) if after is not None else Result()
+        return Result(requeue_after=after) if after is not None and estimate else Result()
 
     def _stuck_for(self, dep: Obj, status: Obj) -> float | None:
         """``requeueStuckDeployment``: a pass that changed nothing looks again one second after
-        the progress deadline would pass (None: no deadline, complete, or already timed out).
-        Where the real one requeues at once (less than a second left), this one waits a second."""
+        the progress deadline of ``status`` would pass (None: no deadline, complete, or already
+        timed out). Where the real one requeues at once (less than a second left), this one
+        waits a second."""
         deadline = dep["spec"].get("progressDeadlineSeconds")
-        old = (dep.get("status") or {}).get("conditions") or ()
-        current = next((c for c in old if c.get("type") == "Progressing"), None)
+        current = next((c for c in status.get("conditions") or () if c.get("type") == "Progressing"), None)
         replicas, generation = int(dep["spec"].get("replicas", 1)), int(dep["metadata"].get("generation") or 1)
         if deadline is None or current is None or current.get("reason") == arithmetic.TIMED_OUT:
             return None

@@ -3,8 +3,8 @@
 What the operator can see of a pod's life, on the fake clock: a pod bound to a node goes
 ``Running`` at once (its container started, not ready), and ``Ready`` ``start_seconds`` later
 (the model loaded, the readiness probe passed) — unless it is one of the pods told to crash,
-which then sit in ``CrashLoopBackOff`` with a restart count, never ready, as
-``SimulatedDeploymentController.crash_pods`` shows them today. A deleted pod keeps running, on
+which then sit in ``CrashLoopBackOff`` with a restart count, never ready
+(:meth:`~inference_operator.sim.cluster.cluster.SimulatedCluster.crash_pods`). A deleted pod keeps running, on
 its node and holding its GPUs, until it has stopped: ``stop_seconds`` after the deletion (at most
 its grace period; None: the whole grace period), then the kubelet deletes it with grace 0 and it
 is gone. Not modelled yet: a node going NotReady does not stop its pods (no taint-based eviction).

@@ -4,7 +4,7 @@ Covers: a key waits once, at its earliest due time (a later one is ignored, an e
 supersedes); due keys come out earliest first and leave; superseded entries never come out
 and are skipped by next_due; rescheduling one key over and over keeps the heap bounded
 (compaction) without losing any live key; earliest() lists at most ``limit`` pairs in order;
-clear() empties it.
+a discarded key waits no more (and can wait again); clear() empties it.
 """
 
 from __future__ import annotations
@@ -40,6 +40,16 @@ def test_rescheduling_again_and_again_keeps_the_heap_bounded_and_every_key() -> 
         heap.schedule("busy", 500_000.0 - i)  # always earlier: supersedes the last entry
     assert len(heap._heap) <= 2 * len(heap) + 65  # compacted, not 10,001 entries
     assert heap.pop_due(1_000_000.0) == ["busy", "steady"]
+
+
+def test_a_discarded_key_waits_no_more_and_can_wait_again() -> None:
+    heap = DueHeap()
+    heap.schedule("a", 1.0)
+    heap.schedule("b", 2.0)
+    assert heap.discard("a") is True and heap.discard("a") is False
+    assert len(heap) == 1 and heap.next_due() == 2.0
+    heap.schedule("a", 3.0)  # a fresh wait, not the discarded one
+    assert heap.pop_due(10.0) == ["b", "a"]
 
 
 def test_clear_drops_everything() -> None:

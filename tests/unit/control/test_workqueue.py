@@ -6,7 +6,8 @@ Covers:
   re-queued by ``done``; ``done`` of an unknown key is ignored.
 - Delays: ``add_after`` is not ready before its due time and ready at it; non-positive delays
   add now; on duplicates the earliest due time wins; ``next_due``; a due key that is still
-  queued is not queued twice; waiting keys do not count as ready.
+  queued is not queued twice; waiting keys do not count as ready; ``cancel_after`` takes a
+  waiting key out (it never fires) and leaves a queued key alone.
 - Backoff: 5 ms doubling, capped at 1000 s; per key; ``forget`` resets it; ``num_requeues``;
   huge failure counts stay capped; ``adds_total`` / ``retries_total`` counters.
 - Overall rate limit (the token bucket shared by all keys, 10 qps / burst 100 by default): a
@@ -232,6 +233,21 @@ def test_next_due_is_the_earliest_due_time_among_waiting_keys(queue: RateLimitin
     clock.set(queue.next_due() or 0.0)
     assert take(queue) == ["a/now", "a/soon"]
     assert queue.next_due() == 130.0
+
+
+def test_cancel_after_takes_a_waiting_key_out_and_leaves_queued_keys_alone(
+    queue: RateLimitingQueue, clock: FakeClock
+) -> None:
+    queue.add_after("a/far", 1800.0)
+    queue.add_after("a/near", 5.0)
+    queue.add("a/now")
+    assert queue.cancel_after("a/far") is True
+    assert queue.cancel_after("a/far") is False  # no longer waiting
+    assert queue.cancel_after("a/now") is False  # queued, not waiting: untouched
+    assert queue.waiting_len() == 1 and queue.next_due() == 5.0
+    clock.set(2000.0)
+    assert take(queue) == ["a/now", "a/near"]  # the cancelled wait never fires
+    assert queue.next_due() is None
 
 
 def test_keys_due_at_the_same_time_come_out_in_the_order_they_were_added(

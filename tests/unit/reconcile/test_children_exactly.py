@@ -4,8 +4,9 @@ Covers (on the simulator, whose API server implements server-side apply): removi
 the nvidia.com/gpu limit; removing nodeSelector, tolerations or env removes them; changing a
 nodeSelector key leaves no old key; status is Ready only once the child matches. Fields other
 actors own are left alone with zero writes: an annotation, a sidecar injected into the pod
-template, an extra owner reference on the Service. A field the operator owns that someone else
-changes is put back with one apply, and there is no write loop. A child an operator version
+template (once the rollout it causes is over), an extra owner reference on the Service. A
+field the operator owns that someone else changes is put back with one apply, and there is no
+write loop. A child an operator version
 before server-side apply created is adopted: the old ownership entry goes, removals work.
 """
 
@@ -18,9 +19,14 @@ from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.reconcile.builders import desired_deployment
 from inference_operator.sim import Simulation
+from inference_operator.sim.cluster.nodes import NodeShape
 
 NS, NAME = "default", "llama"
 Obj = dict[str, Any]
+NODES = (  # somewhere for the pods of every nodeSelector these tests set
+    NodeShape("a100-node", labels={"gpu": "a100", "zone": "a"}),
+    NodeShape("h100-node", labels={"accelerator": "h100"}),
+)
 
 
 def llama(**spec: Any) -> Obj:
@@ -28,10 +34,16 @@ def llama(**spec: Any) -> Obj:
 
 
 def converged(**spec: Any) -> Simulation:
-    sim = Simulation()
+    sim = Simulation(node_layout=NODES)
     sim.apply(llama(**spec))
     sim.run_until_quiescent()
     return sim
+
+
+def isvc(sim: Simulation) -> Obj:
+    obj = sim.get(KIND, NS, NAME)
+    assert obj is not None
+    return obj
 
 
 def deployment(sim: Simulation) -> Obj:
@@ -99,6 +111,10 @@ def test_a_sidecar_injected_into_the_template_is_left_alone_with_zero_writes() -
     containers = [*dep["spec"]["template"]["spec"]["containers"], {"name": "proxy", "image": "envoy:1.30"}]
     dep["spec"]["template"]["spec"]["containers"] = containers
     sim.api.update(dep, field_manager="sidecar-injector")
+    generation = deployment(sim)["metadata"]["generation"]
+    sim.run_until_quiescent()  # the new template rolls out; status says so, then Ready again
+    assert isvc(sim)["status"]["phase"] == Phase.READY
+    assert deployment(sim)["metadata"]["generation"] == generation, "the operator did not touch the template"
     assert writes_after_quiet_passes(sim) == 0
     assert [c["name"] for c in pod_spec(sim)["containers"]] == ["server", "proxy"]
     change(sim, image="vllm:0.7.0")  # our own change still lands, and keeps theirs

@@ -183,7 +183,7 @@ def test_tracing_is_off_by_default_and_leaves_nothing_in_between() -> None:
     assert sim.controller.tracer is NULL_TRACER and sim.reconciler.tracer is NULL_TRACER
     assert isinstance(sim.reconciler.backend, FakeBackend), "no tracing wrapper around the Backend"
     assert sim.controller.queue.hooks is None, "no queue hooks: adds cost nothing extra"
-    assert sim.platform.tracer is NULL_TRACER and sim.api.on_collected is None
+    assert sim.cluster.tracer is NULL_TRACER and sim.api.on_collected is None
 
 
 def test_the_queue_snapshot_is_bounded_and_in_order() -> None:

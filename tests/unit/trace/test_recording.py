@@ -89,7 +89,8 @@ def test_the_platform_moves_show_in_the_delete_and_create_traces(
     assert any(r["type"] == "platform" and r["action"] == "pods-ready" for r in create)
     delete = read_trace(tmp_path / "t.delete.jsonl")
     collected = [r for r in delete if r["type"] == "platform" and r["actor"] == "garbage-collector"]
-    assert {r["kind"] for r in collected} == {"Deployment", "Service"}
+    # The whole cascade: the children, and the Deployment's ReplicaSet and its pods after them.
+    assert {r["kind"] for r in collected} == {"Deployment", "Service", "ReplicaSet", "Pod"}
     assert {e["kind"] for w, e in linked_writes(delete) if w in collected} == {"Deployment", "Service"}
     assert any(r["type"] == "write" and r["verb"] == "release" and r["kind"] == "LoadBalancer" for r in delete)
 

@@ -182,8 +182,8 @@ def test_a_nodes_state_says_not_ready_cordoned_and_tainted() -> None:
 
 
 def test_without_a_tracer_the_cluster_records_nothing_and_records_carry_no_key() -> None:
-    sim = Simulation(cluster=True)
-    assert sim.cluster is not None and sim.cluster.tracer is NULL_TRACER
+    sim = Simulation()
+    assert sim.cluster.tracer is NULL_TRACER
     records, _ = rollout_records()
     assert all("key" not in r for r in records if r["type"] in ("node", "pod"))
     assert records[0]["version"] == 2

@@ -1,8 +1,10 @@
-"""The simulated cluster end to end (``Simulation(cluster=True)`` / ``node_layout``): Deployments
+"""The simulated cluster end to end (``Simulation()``'s default nodes or a ``node_layout``): Deployments
 become ReplicaSets and Pods with owner references and the pod-template-hash, pods are scheduled,
 started and made ready, old pods hold their GPUs while they terminate, pending pods are retried
 when room appears, crash loops show, and the rolling update that deadlocks on a full GPU pool
-is reported with kube-scheduler's words. Time is the fake clock throughout."""
+is reported with kube-scheduler's words; a completed rollout leaves no wait that moves the clock,
+and a fleet larger than the default nodes stays Pending, fails at its progress deadline and the
+run ends there. Time is the fake clock throughout."""
 
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ Obj = dict[str, Any]
 FULL_NODE = (
     "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, "
     "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+)
+BOTH_NODES_FULL = (
+    "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+    "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
 )
 
 
@@ -65,7 +71,7 @@ def deployment(name: str, *, replicas: int, gpu: int, image: str = "vllm", strat
 
 
 def test_the_default_cluster_has_two_eight_gpu_nodes_and_runs_an_inference_service() -> None:
-    sim = Simulation(cluster=True)
+    sim = Simulation()
     assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in sim.api.list("Node")] == ["8", "8"]
     serve(sim, replicas=2, gpu=4)
     sim.run_until_quiescent(until=60)
@@ -133,7 +139,7 @@ def test_a_rolling_update_with_room_replaces_the_pod_and_the_old_one_holds_its_g
     sim.run_until_quiescent(until=sim.now + 7)  # the new pod is ready after 5 s; the old one stops
     terminating = sim.get("Pod", "default", old["metadata"]["name"])
     assert terminating is not None and "deletionTimestamp" in terminating["metadata"]
-    held = sim.cluster.scheduler.used if sim.cluster is not None else {}
+    held = sim.cluster.scheduler.used
     assert held[old["spec"]["nodeName"]]["nvidia.com/gpu"] == 8
     sim.run_until_quiescent(until=sim.now + 60)
     assert sim.get("Pod", "default", old["metadata"]["name"]) is None
@@ -181,7 +187,7 @@ def test_a_pending_pod_is_scheduled_when_another_pod_frees_the_gpus() -> None:
 
 
 def test_deleting_the_inference_service_collects_replicasets_and_pods() -> None:
-    sim = Simulation(cluster=True, termination_seconds=5)
+    sim = Simulation(termination_seconds=5)
     serve(sim, replicas=2, gpu=1)
     sim.run_until_quiescent(until=60)
     sim.delete("InferenceService", "default", "llama")
@@ -190,10 +196,10 @@ def test_deleting_the_inference_service_collects_replicasets_and_pods() -> None:
 
 
 def test_crash_pods_makes_an_inference_service_degraded_on_the_cluster() -> None:
-    sim = Simulation(cluster=True)
+    sim = Simulation()
     serve(sim, replicas=2, gpu=1)
     sim.run_until_quiescent(until=60)
-    sim.platform.crash_pods("default", "llama", 1)
+    sim.cluster.crash_pods("default", "llama", 1)
     sim.run_until_quiescent(until=sim.now + 3600)
     assert isvc(sim)["status"]["phase"] == "Degraded"
     waiting = [
@@ -211,7 +217,7 @@ SAMPLES = sorted((Path(__file__).resolve().parents[4] / "deploy" / "samples").gl
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.name for s in SAMPLES])
 def test_every_sample_manifest_becomes_ready_on_the_default_nodes(sample: Path) -> None:
     manifest = yaml.safe_load(sample.read_text())
-    sim = Simulation(cluster=True)
+    sim = Simulation()
     sim.apply(manifest)
     sim.run_until_quiescent(until=4000)
     found = sim.get("InferenceService", "default", manifest["metadata"]["name"])
@@ -223,7 +229,6 @@ def test_a_converged_cluster_writes_nothing_more_and_retries_change_nothing() ->
     serve(sim, replicas=2)  # one replica fits, one stays Pending
     sim.run_until_quiescent(until=4000)
     writes = sim.api.writes
-    assert sim.cluster is not None
     sim.cluster.scheduler.retry_pending()
     sim.resync()
     sim.run_until_quiescent(until=sim.now + 10)
@@ -231,18 +236,45 @@ def test_a_converged_cluster_writes_nothing_more_and_retries_change_nothing() ->
 
 
 def test_scaling_beyond_capacity_leaves_one_pod_pending_with_the_schedulers_words() -> None:
-    sim = Simulation(cluster=True)  # two nodes of 8 GPUs
+    sim = Simulation()  # two nodes of 8 GPUs
     serve(sim, replicas=2)
     sim.run_until_quiescent(until=60)
     serve(sim, replicas=3)  # a scaling event: the only ReplicaSet grows, no new one
     sim.run_until_quiescent(until=sim.now + 120)
     assert len(sim.api.list("ReplicaSet", "default")) == 1
     (pending,) = [p for p in pods(sim) if not p["spec"].get("nodeName")]
-    assert condition(pending, "PodScheduled")["message"] == (
-        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
-    )
+    assert condition(pending, "PodScheduled")["message"] == BOTH_NODES_FULL
     assert condition(isvc(sim), "Ready")["status"] == "False"
+
+
+def test_a_completed_rollout_leaves_no_wait_that_moves_the_clock() -> None:
+    sim = Simulation(ready_after=5.0)
+    serve(sim, replicas=2, gpu=1)
+    sim.run_until_quiescent()  # no bound: the run must end when the pods are ready
+    assert isvc(sim)["status"]["phase"] == "Ready"
+    assert sim.now == 5.0 and sim.next_due() is None  # no progress-deadline check left waiting
+    serve(sim, image="vllm:0.7.0", replicas=2, gpu=1)
+    sim.run_until_quiescent()
+    assert isvc(sim)["status"]["phase"] == "Ready"
+    assert sim.now < 60 and sim.next_due() is None
+
+
+def test_a_fleet_larger_than_the_default_nodes_stays_pending_and_the_run_ends_at_the_deadline() -> None:
+    sim = Simulation(ready_after=5.0)  # two nodes of 8 GPUs: two of five 8-GPU replicas fit
+    serve(sim, replicas=5, gpu=8)
+    sim.run_until_quiescent()  # no bound: it must end by itself
+    running = [p for p in pods(sim) if p["spec"].get("nodeName")]
+    pending = [p for p in pods(sim) if not p["spec"].get("nodeName")]
+    assert len(running) == 2 and len(pending) == 3
+    assert {condition(p, "PodScheduled")["message"] for p in pending} == {BOTH_NODES_FULL}
+    ready = condition(isvc(sim), "Ready")
+    assert ready["status"] == "False" and ready["reason"] == "ProgressDeadlineExceeded"
+    assert ready["message"].endswith(f"2 of 5 replicas ready: 3 pod(s) cannot be scheduled: {BOTH_NODES_FULL}")
+    dep = sim.get("Deployment", "default", "llama")
+    assert dep is not None
+    deadline = dep["spec"]["progressDeadlineSeconds"]
+    last_progress = 5.0  # the two pods that fit became ready
+    assert last_progress + deadline < sim.now <= last_progress + deadline + 1  # ended at the deadline
 
 
 def test_a_pod_that_fits_only_one_full_node_names_both_reasons() -> None:
@@ -262,7 +294,7 @@ def test_a_pod_that_fits_only_one_full_node_names_both_reasons() -> None:
 
 
 def test_scaling_to_zero_completes_and_a_status_without_zeros_is_read_as_zeros() -> None:
-    sim = Simulation(cluster=True, termination_seconds=1)
+    sim = Simulation(termination_seconds=1)
     serve(sim, replicas=2, gpu=1)
     sim.run_until_quiescent(until=60)
     serve(sim, replicas=0, gpu=1)
@@ -275,7 +307,7 @@ def test_scaling_to_zero_completes_and_a_status_without_zeros_is_read_as_zeros()
 
 
 def test_with_the_controller_manager_down_no_replicaset_appears() -> None:
-    sim = Simulation(cluster=True, deployment_controller=False)
+    sim = Simulation(deployment_controller=False)
     serve(sim, replicas=1, gpu=1)
     sim.run_until_quiescent(until=60)
     assert sim.api.list("ReplicaSet", "default") == [] and pods(sim) == []

@@ -1,6 +1,8 @@
-"""``demo -f`` with Node manifests: the sample of a full GPU pool runs on exactly its node, ends,
-shows the Pending pod with kube-scheduler's message and an honest Ready=False (exit code 1);
-a Node the API server refuses is one line and exit code 2; samples without nodes are unchanged."""
+"""``demo -f`` and nodes: the sample of a full GPU pool runs on exactly its node, ends, shows the
+Pending pod with kube-scheduler's message and an honest Ready=False (exit code 1); a manifest
+without nodes runs on the default two 8-GPU nodes, and a fleet larger than them (five 8-GPU
+replicas) shows two pods running, three Pending with the scheduler's words, Ready=False, and
+ends; a Node the API server refuses is one line and exit code 2."""
 
 from __future__ import annotations
 
@@ -28,6 +30,34 @@ def test_the_full_pool_sample_shows_the_pending_pod_and_an_honest_status(capsys:
     assert len(pods) == 2
     assert pods[0].endswith("on gpu-node-1: Running")
     assert pods[1].endswith(f"Pending: {FULL}")
+
+
+BOTH_FULL = (
+    "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+    "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+)
+
+
+def test_a_fleet_larger_than_the_default_nodes_shows_pending_pods_and_an_honest_status_and_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "apiVersion: serving.inference-operator.dev/v1\nkind: InferenceService\nmetadata: {name: fleet}\n"
+        "spec: {image: vllm/vllm-openai:v0.7.0, model: m, replicas: 5, gpu: 8}\n"
+    )
+    code = main(["demo", "-f", str(path)])  # returns: the run ended by itself
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "ready=2/5" in out
+    pods = [line for line in out.splitlines() if line.startswith("pod ")]
+    assert sorted(line.rsplit(" ", 2)[-2] for line in pods if line.endswith(": Running")) == [
+        "sim-node-1:",
+        "sim-node-2:",
+    ]
+    assert len([line for line in pods if line.endswith(f"Pending: {BOTH_FULL}")]) == 3 and len(pods) == 5
+    (ready,) = [line for line in out.splitlines() if line.startswith("  Ready=")]
+    assert ready.startswith("  Ready=False ") and ready.endswith(f"3 pod(s) cannot be scheduled: {BOTH_FULL}")
 
 
 def test_every_simulator_sample_is_applied_by_a_test() -> None:
