@@ -149,7 +149,10 @@ class FakeBackend:
 
     def cached(self, kind: str) -> list[Obj] | None:
         informer = self.capacity_informers.get(kind)
-        return None if informer is None else informer.list()
+        if informer is None:
+            return None
+        informer.start()  # the first read of a kind lists it and starts its watch; idempotent
+        return informer.list()
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         """Record an Event the way the real backend posts one: correlated first (repeats

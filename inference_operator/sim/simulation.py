@@ -128,7 +128,7 @@ class Simulation:
         )
         self._build_operator()
         self.cluster_deployments.start()
-        for informer in self._operator_informers():
+        for informer in self.informers.values():
             informer.start()
 
     def _deployment_changed(self, obj: Obj) -> None:
@@ -139,7 +139,9 @@ class Simulation:
         its informers wired to its queue by the reconciler's watch rule (not yet started)."""
         # As on a real cluster, the operator watches its children by the owner label only.
         self.informers = {w.kind: SharedInformer(self.api, w.kind, label=w.label_selector) for w in WATCHES}
-        # What a rollout counts free GPUs from: every Node and Pod.
+        # What a rollout counts free GPUs from: every Node and Pod. Started on first use, as
+        # controller-runtime's cache starts an informer at the first read of its kind: a fleet
+        # that never plans an Auto rollout never caches the cluster's pods.
         self.capacity_informers = {r.kind: SharedInformer(self.api, r.kind) for r in CAPACITY_READS}
         self.backend = FakeBackend(
             cast(FakeApiServer, self._operator_api),
@@ -259,7 +261,7 @@ class Simulation:
         self.restarts += 1
         self._timeline.add("(operator restarted)")
         self._build_operator(events=self.backend.events)
-        for informer in self._operator_informers():
+        for informer in self.informers.values():
             informer.start()
 
     def resync(self) -> int:
