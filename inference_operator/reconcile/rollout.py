@@ -28,6 +28,7 @@ from inference_operator.reconcile.capacity import Capacity
 from inference_operator.reconcile.status import unschedulable_message
 
 ANNOTATION = f"{GROUP}/rollout"
+TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
 _INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"
 _DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
 
@@ -120,20 +121,41 @@ def resolve(surge: int | str | None, unavailable: int | str | None, replicas: in
     return (s, 1) if s == 0 and u == 0 else (s, u)
 
 
+def _newest_template(pods: list[Obj]) -> str | None:
+    """The ``pod-template-hash`` of the newest ReplicaSet's pods: the group whose first pod was
+    created last (a rollout creates the new ReplicaSet's pods after the old ones'; a rollback
+    re-creates the old template's pods, which then are the newest). None: no hash at all."""
+    first: dict[str, str] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        template = (meta.get("labels") or {}).get(TEMPLATE_HASH)
+        if template is None:
+            continue
+        created = str(meta.get("creationTimestamp") or "")
+        first[template] = min(first.get(template, created), created)
+    return max(first, key=lambda t: (first[t], t)) if first else None
+
+
 def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj]) -> Stall | None:
-    """A stall: while ``old_pods`` still run, pods of this service that the scheduler leaves
-    Pending because no node has the GPUs free, while others of its pods are bound to nodes and
-    hold GPUs (a replica too big for every node is no stall: its plan is blocked). Not while
-    one of its pods is terminating: its GPUs come free when it is gone (a Replace step, a
-    surge's scale-down), and the pod waiting for them will be placed then."""
+    """A stall: while ``old_pods`` still run, pods of the new template that the scheduler leaves
+    Pending because no node has the GPUs free, while pods of an old template are bound to nodes
+    and hold GPUs. Old pods that are Pending themselves hold nothing (a replica too big for
+    every node, replaced by a smaller one, is no stall), and nothing is a stall while one of the
+    service's pods is terminating: its GPUs come free when it is gone (a Replace step, a surge's
+    scale-down), and the pod waiting for them will be placed then."""
     if gpu <= 0 or old_pods <= 0:
         return None
+    listed = list(pods)
+    if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
+        return None
+    newest = _newest_template(listed)
     messages = []
     holding = 0
-    for pod in pods:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            return None
-        holding += bool((pod.get("spec") or {}).get("nodeName"))
+    for pod in listed:
+        new = ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH) == newest
+        if not new:
+            holding += bool((pod.get("spec") or {}).get("nodeName"))
+            continue
         message = unschedulable_message(pod)
         if message is not None and _INSUFFICIENT_GPU in message:
             messages.append(message)

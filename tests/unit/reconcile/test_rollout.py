@@ -59,8 +59,13 @@ def plan(isvc: InferenceService, *, capacity: Capacity = UNKNOWN, live: Obj | No
     return plan_rollout(isvc, template=pod_template(isvc), live=live, capacity=lambda: capacity, stall=stall)
 
 
-def pending(message: str = FULL, *, bound: str | None = None, deleting: bool = False) -> Obj:
-    pod: Obj = {"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Pending"}}
+def pending(
+    message: str = FULL, *, bound: str | None = None, deleting: bool = False, template: str = "new", created: str = ""
+) -> Obj:
+    """A pod of the service: of the ``template`` (pod-template-hash) created at ``created``."""
+    created = created or ("2026-01-01T00:01:00Z" if template == "new" else "2026-01-01T00:00:00Z")
+    meta = {"name": "p", "labels": {"pod-template-hash": template}, "creationTimestamp": created}
+    pod: Obj = {"metadata": meta, "spec": {}, "status": {"phase": "Pending"}}
     if bound:
         pod["spec"]["nodeName"] = bound
         pod["status"] = {"phase": "Running"}
@@ -167,11 +172,25 @@ def test_a_surge_stall_is_blocked_and_names_the_way_out() -> None:
 
 
 def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1")]) == Stall(1, FULL)
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1", deleting=True)]) is None
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending()]) is None  # nothing holds a GPU
-    assert detect_stall(gpu=8, old_pods=0, pods=[pending(), pending(bound="n1")]) is None
-    assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), pending(bound="n")]) is None
+    old = pending(bound="n1", template="old")
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), old]) == Stall(1, FULL)
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(bound="n1", template="old", deleting=True)]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(template="old")]) is None  # nothing holds a GPU
+    assert detect_stall(gpu=8, old_pods=0, pods=[pending(), old]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), old]) is None
+
+
+def test_an_old_pod_left_pending_while_a_new_one_runs_is_no_stall() -> None:
+    """A replica too big for every node, replaced by one that fits: the pending pod is the old one."""
+    assert detect_stall(gpu=1, old_pods=1, pods=[pending(template="old"), pending(bound="n1")]) is None
+
+
+def test_the_newest_template_is_the_one_whose_pods_were_created_last() -> None:
+    rollback = [
+        pending(template="a", created="2026-01-01T00:05:00Z"),  # the old template's pods, re-created
+        pending(bound="n1", template="b", created="2026-01-01T00:02:00Z"),
+    ]
+    assert detect_stall(gpu=8, old_pods=1, pods=rollback) == Stall(1, FULL)
 
 
 def node(name: str, *, gpus: int = 8, **shape: Any) -> Obj:

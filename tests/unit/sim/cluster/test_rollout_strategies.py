@@ -128,3 +128,18 @@ def test_an_operator_restart_mid_rollout_keeps_the_plan() -> None:
     assert before is not None and after is not None
     assert after["spec"]["strategy"] == before["spec"]["strategy"]
     assert status(sim)["rollout"]["plan"] == "Surge 1 + Replace"
+
+
+def test_a_replica_too_big_for_every_node_made_smaller_rolls_out_without_a_stall() -> None:
+    """The pending pod is the old template's, holding nothing: no stall (the real cluster agrees)."""
+    sim = pool(2)
+    too_big = make_inference_service("llama", image="vllm:0.6.3", model="m", replicas=1, gpu=16)
+    sim.apply(too_big)
+    sim.run_until_quiescent(until=sim.now + 60)
+    assert ready(sim)["reason"] == "PodsUnschedulable"
+    sim.apply({**too_big, "spec": {**too_big["spec"], "gpu": 1}})
+    reasons = set()
+    for _ in range(120):
+        sim.run_until_quiescent(until=sim.now + 1)
+        reasons.add(ready(sim)["reason"])
+    assert "RolloutBlocked" not in reasons and ready(sim)["reason"] == "Ready"
