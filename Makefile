@@ -78,9 +78,10 @@ SEED ?= 0
 EXAMPLES ?= 150
 STEPS ?= 50
 INVARIANT ?=
-explore: deps ## Long fault-injecting exploration on the simulator: make explore SEED=1 EXAMPLES=500 STEPS=80 [INVARIANT=name]
+CLUSTER ?=
+explore: deps ## Long fault-injecting exploration on the simulator: make explore SEED=1 EXAMPLES=500 STEPS=80 [INVARIANT=name] [CLUSTER=1]
 	$(PYTHON) -m inference_operator.sim.explore --seed $(SEED) --examples $(EXAMPLES) --steps $(STEPS) \
-	  $(foreach name,$(INVARIANT),--invariant $(name))
+	  $(foreach name,$(INVARIANT),--invariant $(name)) $(if $(CLUSTER),--cluster)
 
 conformance: deps controlplane ## The differential suite alone: every check on the FakeApiServer and a real kube-apiserver
 	$(PYTHON) -m pytest -q tests/e2e/test_conformance.py

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from inference_operator.api.constants import CATEGORY, GROUP, KIND, PLURAL, SHORT_NAME, SINGULAR, VERSION
-from inference_operator.api.models import NAME_RULE, QUANTITY_PATTERN, InferenceServiceSpec, InferenceServiceStatus
+from inference_operator.api.models import NAME_RULE, InferenceServiceSpec, InferenceServiceStatus
+from inference_operator.api.resources import QUANTITY_PATTERN
 
 Schema = dict[str, Any]
 

@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inference_operator.api.base import Rule, StrictModel, rules_schema
 from inference_operator.api.constants import MAX_CONDITION_MESSAGE, MAX_LB_ADDRESS, MAX_LB_ID, MAX_LB_TARGET
-from inference_operator.api.fielderrors import WHOLE, Integer, at, format_validation_error, int_or_string, without_nulls
+from inference_operator.api.fielderrors import WHOLE, Integer, at, format_validation_error, without_nulls
+from inference_operator.api.resources import Resources
 from inference_operator.api.rollout import RolloutSpec, RolloutStatus
 
 MAX_GPUS_PER_REPLICA = 16
@@ -23,14 +24,6 @@ MAX_REPLICAS = 1000
 MAX_LIST_ITEMS = 64
 MAX_USER_ID = 2147483647  # int32, what a pod's securityContext.runAsUser holds
 
-# The Kubernetes resource.Quantity grammar (what `kubectl` accepts for cpu and memory), without
-# the minus sign: a container's requests and limits must not be negative, so a Deployment built
-# from a negative one would be refused; admission refuses it first (and `minimum: 0` the integers).
-QUANTITY_PATTERN = (
-    r"^(\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
 ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 LABEL_KEY_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -47,38 +40,6 @@ NAME_MESSAGE = (
     "starting and ending with a letter or digit (no dots): it becomes the name of the Service"
 )
 _NAME_RE = re.compile(NAME_PATTERN)
-
-
-Quantity = Annotated[
-    int | str,
-    BeforeValidator(int_or_string),
-    Field(json_schema_extra={"x-kubernetes-int-or-string": True}),
-]
-
-ResourceName = Literal["cpu", "memory", "ephemeral-storage"]
-
-
-def _check_quantities(values: dict[str, int | str] | None, where: str) -> dict[str, int | str] | None:
-    for key, value in (values or {}).items():
-        if isinstance(value, int) and value < 0:
-            raise ValueError(at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
-        if isinstance(value, str) and not _QUANTITY_RE.match(value):
-            raise ValueError(at(key, f"{value!r} is not a valid quantity (use e.g. 2, 500m, 16Gi)"))
-    return values
-
-
-class Resources(StrictModel):
-    """CPU, memory and ephemeral-storage requests and limits; GPUs go in ``spec.gpu``."""
-
-    requests: dict[ResourceName, Quantity] | None = Field(
-        default=None, description="Minimum resources per replica, e.g. {cpu: 4, memory: 32Gi}."
-    )
-    limits: dict[ResourceName, Quantity] | None = Field(default=None, description="Maximum resources per replica.")
-
-    @field_validator("requests", "limits")
-    @classmethod
-    def _quantities(cls, v: dict[str, int | str] | None, info: Any) -> dict[str, int | str] | None:
-        return _check_quantities(v, info.field_name)
 
 
 class KeyRef(StrictModel):

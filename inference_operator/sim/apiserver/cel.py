@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.celfast import Fallback, compile_rule
+from inference_operator.sim.apiserver.celquantity import Quantity, is_quantity, quantity
 from inference_operator.sim.apiserver.crdschema import ABSENT, FieldError, child_path, correlated_item, item_path
 
 __all__ = ["check_rules", "evaluate"]
@@ -236,7 +237,7 @@ def _program(rule: str) -> _Program:
     from celpy.adapter import json_to_cel  # 0.2 s to import celpy: only when a rule is first compiled
 
     environment = _environment()
-    functions = {"hasValue": _has_value, "value": _value, "orValue": _or_value}
+    functions = {"hasValue": _has_value, "value": _value, "orValue": _or_value, **QUANTITY_FUNCTIONS}
     tree = environment.compile(rule)
     fast = compile_rule(tree, optional_type=_Optional)
     return _Program(environment.program(tree, functions=functions), json_to_cel, fast)
@@ -263,3 +264,51 @@ def _value(optional: _Optional) -> Any:
 
 def _or_value(optional: _Optional, default: Any) -> Any:
     return default if optional.value is _ABSENT else optional.value
+
+
+def _is_quantity(text: Any) -> Any:
+    from celpy import celtypes
+
+    if not isinstance(text, str):
+        raise TypeError(f"isQuantity of {type(text).__name__}")
+    return celtypes.BoolType(is_quantity(str(text)))
+
+
+def _quantity(text: Any) -> Quantity:
+    if not isinstance(text, str):
+        raise TypeError(f"quantity of {type(text).__name__}")
+    return quantity(str(text))
+
+
+def _compare(left: Any, right: Any) -> int:
+    if not isinstance(left, Quantity) or not isinstance(right, Quantity):
+        raise TypeError("compare a quantity with a quantity")
+    return left.compare_to(right)
+
+
+def _is_greater_than(left: Any, right: Any) -> Any:
+    from celpy import celtypes
+
+    return celtypes.BoolType(_compare(left, right) > 0)
+
+
+def _is_less_than(left: Any, right: Any) -> Any:
+    from celpy import celtypes
+
+    return celtypes.BoolType(_compare(left, right) < 0)
+
+
+def _compare_to(left: Any, right: Any) -> Any:
+    from celpy import celtypes
+
+    return celtypes.IntType(_compare(left, right))
+
+
+QUANTITY_FUNCTIONS = {
+    "isQuantity": _is_quantity,
+    "quantity": _quantity,
+    "isGreaterThan": _is_greater_than,
+    "isLessThan": _is_less_than,
+    "compareTo": _compare_to,
+}
+"""Kubernetes' quantity library (:mod:`.celquantity`) as celpy functions and methods."""

@@ -25,9 +25,11 @@ So whenever this returns a verdict, it is the one celpy returns; the differentia
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+
+from inference_operator.sim.apiserver import celfastcalls as calls
+from inference_operator.sim.apiserver.celfastcalls import Fallback
 
 __all__ = ["Fallback", "Unsupported", "compile_rule"]
 
@@ -35,15 +37,11 @@ Env = Mapping[str, Any]
 Fn = Callable[[Env], Any]
 
 
-class Fallback(Exception):
-    """This evaluation left the plain case: let celpy decide."""
-
-
 class Unsupported(Exception):
     """A construct outside the compiled subset: the rule runs in celpy only."""
 
 
-_FALLBACK: Final = Fallback()
+_FALLBACK: Final = calls.FALLBACK
 
 
 def compile_rule(tree: Any, *, optional_type: type[Any]) -> Fn | None:
@@ -61,13 +59,6 @@ def compile_rule(tree: Any, *, optional_type: type[Any]) -> Fn | None:
 def _same_plain(left: Any, right: Any) -> bool:
     kind = type(left)
     return kind is type(right) and kind in (str, int, bool)
-
-
-@functools.lru_cache(maxsize=64)
-def _regex(pattern: str) -> Any:
-    import re2  # type: ignore[import-untyped]  # the engine celpy uses for ``matches`` (RE2 syntax and semantics)
-
-    return re2.compile(pattern)
 
 
 class _Compiler:
@@ -239,35 +230,11 @@ class _Compiler:
     def _ident_arg(self, children: list[Any]) -> Fn:
         name = str(children[0])
         args = self._arguments(children, 1)
-        if name == "size" and len(args) == 1:
-            of = self.node(args[0])
-
-            def size(env: Env) -> int:
-                value = of(env)
-                if type(value) not in (str, list, dict):
-                    raise _FALLBACK
-                return len(value)
-
-            return size
         if name == "has" and len(args) == 1:
             return self._has(args[0])
-        if name == "string" and len(args) == 1:
-            return self._string(args[0])
+        if name in calls.FUNCTIONS and len(args) == 1:
+            return calls.function(name, self.node(args[0]))
         raise Unsupported(f"function {name}")
-
-    def _string(self, arg: Any) -> Fn:
-        """``string()`` of a string or an integer (an int-or-string field), in CEL's decimal form."""
-        of = self.node(arg)
-
-        def string(env: Env) -> str:
-            value = of(env)
-            if type(value) is str:
-                return value
-            if type(value) is int:
-                return str(value)
-            raise _FALLBACK
-
-        return string
 
     def _has(self, arg: Any) -> Fn:
         selection = _unwrap(arg)
@@ -293,8 +260,10 @@ class _Compiler:
         if method in _MACROS and len(args) == 2:
             return self._macro(method, children[0], args)
         target = self.node(children[0])
-        if method in _STRING_METHODS and len(args) == 1:
-            return self._string_method(method, target, self.node(args[0]))
+        if method in calls.STRING_METHODS and len(args) == 1:
+            return calls.string_method(method, target, self.node(args[0]))
+        if method in calls.QUANTITY_METHODS and len(args) == 1:
+            return calls.quantity_method(method, target, self.node(args[0]))
         if method in ("hasValue", "value") and not args:
             return self._optional(method, target)
         if method == "orValue" and len(args) == 1:
@@ -324,24 +293,6 @@ class _Compiler:
             return optional.value
 
         return optional_call
-
-    def _string_method(self, method: str, target: Fn, argument: Fn) -> Fn:
-        def string_method(env: Env) -> bool:
-            text, arg = target(env), argument(env)
-            if type(text) is not str or type(arg) is not str:
-                raise _FALLBACK
-            if method == "matches":
-                try:
-                    return _regex(arg).search(text) is not None
-                except Exception as err:  # a bad pattern: celpy words the error
-                    raise _FALLBACK from err
-            if method == "startsWith":
-                return text.startswith(arg)
-            if method == "endsWith":
-                return text.endswith(arg)
-            return arg in text
-
-        return string_method
 
     def _macro(self, method: str, target_tree: Any, args: list[Any]) -> Fn:
         variable = _unwrap(args[0])
@@ -384,7 +335,6 @@ _LEVELS: Final = frozenset(
     {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member", "primary"}
 )
 _MACROS: Final = frozenset({"exists", "all", "exists_one"})
-_STRING_METHODS: Final = frozenset({"matches", "startsWith", "endsWith", "contains"})
 _COMPARISONS: Final[dict[str, Callable[[Any, Any], bool]]] = {
     "relation_eq": lambda a, b: bool(a == b),
     "relation_ne": lambda a, b: bool(a != b),

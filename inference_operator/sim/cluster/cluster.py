@@ -3,12 +3,13 @@
 What kube-controller-manager, kube-scheduler and the kubelets are to a real cluster, in one
 object the :class:`~inference_operator.sim.simulation.Simulation` drives: four controllers on
 the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pods, ReplicaSets
-and (given) Deployments — the Deployment controller, the ReplicaSet controller, the scheduler
-and the kubelets, in that order (at equal times, the earlier acts first). Pods, ReplicaSets and
-the scheduler's words are stored objects, so the operator reads them as it would on a cluster.
-It also keeps the test hook :meth:`crash_pods` (pods that crash-loop), and tells its ``tracer``
-each change of a Node's or Pod's capacity facts (:mod:`.capacity`) and each Deployment status
-its Deployment controller writes.
+and (given) Deployments — the Deployment controller, the ReplicaSet controller, the pod garbage
+collector (a deleted node's pods), the scheduler and the kubelets, in that order (at equal times,
+the earlier acts first), and the taint eviction controller (NoExecute taints) after them. Pods,
+ReplicaSets and the scheduler's words are stored objects, so the operator reads them as it
+would on a cluster. It also keeps the test hook :meth:`crash_pods` (pods that crash-loop), and
+tells its ``tracer`` each change of a Node's or Pod's capacity facts (:mod:`.capacity`) and each
+Deployment status its Deployment controller writes.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ from inference_operator.sim.cluster.capacity import CapacityTrace
 from inference_operator.sim.cluster.deploycontroller import DeploymentController
 from inference_operator.sim.cluster.kubelet import Kubelet
 from inference_operator.sim.cluster.nodes import DEFAULT_LAYOUT, NodeShape, build_node
+from inference_operator.sim.cluster.podgc import QUARANTINE_SECONDS, PodGarbageCollector
 from inference_operator.sim.cluster.replicasets import controller_of
 from inference_operator.sim.cluster.rscontroller import ReplicaSetController
 from inference_operator.sim.cluster.scheduler import Scheduler
+from inference_operator.sim.cluster.sweep import node_key
+from inference_operator.sim.cluster.tainteviction import TaintEviction, no_execute_taints
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
@@ -77,6 +81,10 @@ class SimulatedCluster:
         )
         self.deployment_controller = controller("deployment-controller", self.deployment_logic.reconcile)
         self.replicaset_controller = controller("replicaset-controller", self.replicaset_logic.reconcile)
+        self.pod_gc = PodGarbageCollector(api=api, clock=clock, nodes=self.nodes, pods=self.pod_cache)
+        self.pod_gc_controller = controller("pod-garbage-collector", self.pod_gc.reconcile)
+        self.taint_eviction = TaintEviction(api=api, clock=clock, nodes=self.nodes, pods=self.pod_cache)
+        self.taint_eviction_controller = controller("taint-eviction-controller", self.taint_eviction.reconcile)
         self.scheduler = Scheduler(
             api=api,
             clock=clock,
@@ -121,8 +129,10 @@ class SimulatedCluster:
         return [
             self.deployment_controller,
             self.replicaset_controller,
+            self.pod_gc_controller,
             self.scheduler_controller,
             self.kubelet_controller,
+            self.taint_eviction_controller,
         ]
 
     def _wire(self) -> None:
@@ -140,6 +150,7 @@ class SimulatedCluster:
                 self.kubelet.forget(pod["metadata"]["uid"])
             elif podstate.node_of(new):
                 self.kubelet_controller.enqueue(obj_key(new))
+                self._check_taints(podstate.node_of(new))
             if new is None and rs_key is not None:  # Recreate waits for the last old pod to go
                 deployment = self._deployment_of_replicaset(rs_key)
                 if deployment is not None:
@@ -168,12 +179,21 @@ class SimulatedCluster:
             if self.tracer.enabled:
                 self._capacity.node(self.tracer, old, new)
             self.scheduler.retry_pending()
+            if new is not None:
+                self._check_taints(str(new["metadata"]["name"]))
+            elif old is not None:
+                self.pod_gc_controller.queue.add_after(node_key(str(old["metadata"]["name"])), QUARANTINE_SECONDS)
 
         self.nodes.add_event_handler(
             on_add=lambda new: node_event(None, new),
             on_update=node_event,
             on_delete=lambda old: node_event(old, None),
         )
+
+    def _check_taints(self, node_name: str) -> None:
+        node = self.nodes.get("", node_name)
+        if node is not None and no_execute_taints(node):
+            self.taint_eviction_controller.enqueue(node_key(node_name))
 
     def _deployment_of_replicaset(self, rs_key: str) -> str | None:
         namespace, _, name = rs_key.partition("/")

@@ -7,7 +7,9 @@ which then sit in ``CrashLoopBackOff`` with a restart count, never ready
 (:meth:`~inference_operator.sim.cluster.cluster.SimulatedCluster.crash_pods`). A deleted pod keeps running, on
 its node and holding its GPUs, until it has stopped: ``stop_seconds`` after the deletion (at most
 its grace period; None: the whole grace period), then the kubelet deletes it with grace 0 and it
-is gone. Not modelled yet: a node going NotReady does not stop its pods (no taint-based eviction).
+is gone. Not modelled yet: a node going NotReady does not stop its pods (the node lifecycle
+controller's NoExecute taints are not added; a NoExecute taint someone adds does evict, see
+:mod:`.tainteviction`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Every simulated component asks the same few questions of pod objects (the ReplicaSet
 controller to count and rank them, the scheduler to account for what they hold, the kubelet to
-move them on), so the answers are written once, here, as pure functions of the object.
+move them on), so the answers are written once, here, as pure functions of the object; so is
+the one condition two controllers write before deleting a pod (``DisruptionTarget``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from typing import Any, Final
 
 from inference_operator.core.clock import parse_timestamp
 
-__all__ = ["condition", "deletion_rank", "is_active", "is_ready", "is_terminal", "node_of", "ready_since"]
+__all__ = [
+    "condition",
+    "deletion_rank",
+    "disrupted",
+    "is_active",
+    "is_ready",
+    "is_terminal",
+    "node_of",
+    "ready_since",
+]
 
 _PHASE_ORDER: Final = {"Pending": 0, "Unknown": 1, "Running": 2}
 
@@ -69,3 +79,12 @@ def deletion_rank(pod: Mapping[str, Any]) -> tuple[int, int, int, float, str]:
         -(since or 0.0),
         newest_first,
     )
+
+
+def disrupted(pod: Mapping[str, Any], *, reason: str, message: str, now: str) -> list[dict[str, Any]]:
+    """The pod's conditions with ``DisruptionTarget`` True for ``reason``: what a controller about
+    to delete a pod (the pod garbage collector, taint eviction) writes first, so that people and
+    the Job controller can tell a disruption from a failure."""
+    others = [dict(c) for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") != "DisruptionTarget"]
+    target = {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message}
+    return [*others, {**target, "lastTransitionTime": now}]

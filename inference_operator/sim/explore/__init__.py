@@ -11,11 +11,16 @@ the invariants (:mod:`.invariants`) are checked; a failure is shrunk and printed
 - :mod:`.owned`: the fields the operator owns on a child, compared exactly;
 - :mod:`.invariants`: what must hold at rest, and which invariants still wait for a fix;
 - :mod:`.machine`: the hypothesis state machine (``Explorer``, ``CIExplorer``);
+- :mod:`.capacity`, :mod:`.capacitymachine`: the same on a simulated cluster of GPU nodes, with
+  the cluster admin's actions (nodes added, removed, tainted) and full pools (``ClusterExplorer``);
+- :mod:`.scheduling`: the invariants about pods and GPUs; :mod:`.isvcs`, :mod:`.describe`: what
+  the invariants and the failure reports read of the settled objects;
 - :mod:`.runner`: seeded runs and the ``make explore`` command line.
 
 Needs hypothesis (a development dependency); nothing in the operator imports this package.
 """
 
+from inference_operator.sim.explore.capacitymachine import CIClusterExplorer, ClusterExplorer
 from inference_operator.sim.explore.invariants import ENFORCED_INVARIANTS, INVARIANTS, PENDING_INVARIANTS
 from inference_operator.sim.explore.machine import CIExplorer, Explorer, InvariantViolation
 from inference_operator.sim.explore.world import World
@@ -24,7 +29,9 @@ __all__ = [
     "ENFORCED_INVARIANTS",
     "INVARIANTS",
     "PENDING_INVARIANTS",
+    "CIClusterExplorer",
     "CIExplorer",
+    "ClusterExplorer",
     "Explorer",
     "InvariantViolation",
     "World",

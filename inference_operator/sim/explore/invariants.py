@@ -4,6 +4,8 @@ The explorer (see :mod:`.machine`) throws actions and faults at the operator, le
 quiesce, then asks here whether the cluster is right. Each invariant is a pure function of an
 :class:`Observation` (the API server's and the balancer's state, plus what was counted while
 settling) and returns one line per violation, naming the object and saying what is wrong.
+The ones about pods and GPUs on a simulated cluster live in :mod:`.scheduling` and are listed
+here with the others.
 
 Invariants that the operator does not satisfy yet are listed in :data:`PENDING_INVARIANTS`, with
 the fix each waits for. The bounded run in ``make test`` enforces only the others; ``make
@@ -13,17 +15,16 @@ explore`` checks and reports all of them. Move a name out of the pending list wh
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
-from inference_operator.api.models import InferenceService, SpecError
-from inference_operator.core.conditions import find
-from inference_operator.core.objects import Obj, controller_owner_uid, key_of
+from inference_operator.core.objects import Obj, key_of
 from inference_operator.reconcile.builders import desired_deployment, desired_service, service_address, service_url
+from inference_operator.sim.explore.isvcs import IsvcView, isvcs, ours, ready_of
 from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.explore.owned import owned_differences, service_name_valid
+from inference_operator.sim.explore.scheduling import SCHEDULING_CHECKS, SCHEDULING_INVARIANTS
 from inference_operator.sim.faults import LB_WRITES
 from inference_operator.sim.simulation import Simulation
 
@@ -69,6 +70,7 @@ INVARIANTS: Final[dict[str, str]] = {
     "events_aggregated": "a repeated Warning Event is posted once per operator process while settling (repeats count "
     "on it), and at most "
     f"{SIMILAR_EVENTS_BOUND} different ones per object and reason",
+    **SCHEDULING_INVARIANTS,
 }
 
 PENDING_INVARIANTS: Final[dict[str, str]] = {}
@@ -81,50 +83,11 @@ ENFORCED_INVARIANTS: Final = frozenset(INVARIANTS) - frozenset(PENDING_INVARIANT
 # -- helpers -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Isvc:
-    key: str
-    obj: Obj
-    parsed: InferenceService | None
-    deleting: bool
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def uid(self) -> str:
-        return str(self.obj["metadata"].get("uid", ""))
-
-    @property
-    def live(self) -> bool:
-        """Exists, not being deleted, spec valid."""
-        return self.parsed is not None and not self.deleting
-
-
-def _isvcs(sim: Simulation) -> Iterator[_Isvc]:
-    for obj in sim.api.list(KIND):
-        meta = obj["metadata"]
-        try:
-            parsed: InferenceService | None = InferenceService.from_object(obj)
-        except SpecError:
-            parsed = None
-        yield _Isvc(key_of(meta["namespace"], meta["name"]), obj, parsed, bool(meta.get("deletionTimestamp")))
-
-
 def _get(sim: Simulation, kind: str, namespace: str, name: str) -> Obj | None:
     return sim.get(kind, namespace, name)
 
 
-def _ours(child: Obj | None, isvc: _Isvc) -> bool:
-    return child is not None and controller_owner_uid(child) == isvc.uid
-
-
-def _ready(obj: Obj) -> dict[str, Any] | None:
-    return find((obj.get("status") or {}).get("conditions") or [], "Ready")
-
-
-def _desired(isvc: _Isvc, kind: str) -> Obj:
+def _desired(isvc: IsvcView, kind: str) -> Obj:
     assert isvc.parsed is not None
     return desired_deployment(isvc.parsed) if kind == DEPLOYMENT else desired_service(isvc.parsed)
 
@@ -134,12 +97,12 @@ def _desired(isvc: _Isvc, kind: str) -> Obj:
 
 def children_match_spec(o: Observation) -> list[str]:
     out = []
-    for isvc in _isvcs(o.sim):
+    for isvc in isvcs(o.sim):
         if not isvc.live or isvc.key in o.failing:
             continue
         for kind in (DEPLOYMENT, SERVICE):
             child = _get(o.sim, kind, "default", isvc.name)
-            if child is None or not _ours(child, isvc):
+            if child is None or not ours(child, isvc):
                 continue
             diffs = owned_differences(child, _desired(isvc, kind))
             if diffs:
@@ -150,7 +113,7 @@ def children_match_spec(o: Observation) -> list[str]:
 def one_child_each(o: Observation) -> list[str]:
     out = []
     live = {}
-    for isvc in _isvcs(o.sim):
+    for isvc in isvcs(o.sim):
         live[isvc.name] = isvc
         if not isvc.live or isvc.key in o.failing or not service_name_valid(isvc.name):
             continue
@@ -177,14 +140,14 @@ def lb_record_iff_service(o: Observation) -> list[str]:
     out = []
     records = o.sim.lb.registrations
     seen = set()
-    for isvc in _isvcs(o.sim):
+    for isvc in isvcs(o.sim):
         seen.add(isvc.key)
         if isvc.parsed is None:
             continue  # an invalid spec: the operator cannot know what is wanted
         record = records.get(isvc.key)
         service = _get(o.sim, SERVICE, "default", isvc.name)
         enabled = isvc.parsed.spec.loadBalancer.enabled
-        wanted = not isvc.deleting and enabled and _ours(service, isvc)
+        wanted = not isvc.deleting and enabled and ours(service, isvc)
         if isvc.key in o.failing:
             continue  # still retrying (a balancer outage outlasting the backoff): stall_explained's case
         if wanted and record is None:
@@ -203,7 +166,7 @@ def lb_record_iff_service(o: Observation) -> list[str]:
 
 
 def no_leaked_records(o: Observation) -> list[str]:
-    existing = {isvc.key for isvc in _isvcs(o.sim)}
+    existing = {isvc.key for isvc in isvcs(o.sim)}
     return [
         f"the balancer holds {record.id} -> {record.target} for {key}, whose InferenceService is gone"
         for key, record in o.sim.lb.registrations.items()
@@ -219,7 +182,7 @@ def observed_generation_current(o: Observation) -> list[str]:
     if o.status_blocked:
         return []
     out = []
-    for isvc in _isvcs(o.sim):
+    for isvc in isvcs(o.sim):
         if isvc.deleting:
             continue
         generation = isvc.obj["metadata"].get("generation")
@@ -231,8 +194,8 @@ def observed_generation_current(o: Observation) -> list[str]:
 
 def ready_only_when_true(o: Observation) -> list[str]:
     out = []
-    for isvc in _isvcs(o.sim):
-        ready = _ready(isvc.obj)
+    for isvc in isvcs(o.sim):
+        ready = ready_of(isvc.obj)
         if isvc.deleting or ready is None or ready.get("status") != "True":
             continue
         problems = _ready_problems(o, isvc, ready)
@@ -241,7 +204,7 @@ def ready_only_when_true(o: Observation) -> list[str]:
     return out
 
 
-def _ready_problems(o: Observation, isvc: _Isvc, ready: Obj) -> list[str]:
+def _ready_problems(o: Observation, isvc: IsvcView, ready: Obj) -> list[str]:
     meta, status = isvc.obj["metadata"], isvc.obj.get("status") or {}
     generation = meta.get("generation")
     if isvc.parsed is None:
@@ -251,7 +214,7 @@ def _ready_problems(o: Observation, isvc: _Isvc, ready: Obj) -> list[str]:
         problems.append(f"generation {generation} is not the one observed")
     spec = isvc.parsed.spec
     deployment = _get(o.sim, DEPLOYMENT, "default", isvc.name)
-    if not _ours(deployment, isvc) or deployment is None:
+    if not ours(deployment, isvc) or deployment is None:
         problems.append("it has no Deployment of its own")
     else:
         dst = deployment.get("status") or {}
@@ -263,7 +226,7 @@ def _ready_problems(o: Observation, isvc: _Isvc, ready: Obj) -> list[str]:
         if diffs := owned_differences(deployment, _desired(isvc, DEPLOYMENT)):
             problems.append("the Deployment differs from the spec (" + "; ".join(diffs[:2]) + ")")
     service = _get(o.sim, SERVICE, "default", isvc.name)
-    if not _ours(service, isvc):
+    if not ours(service, isvc):
         problems.append("it has no Service of its own")
     record = o.sim.lb.registrations.get(isvc.key)
     if spec.loadBalancer.enabled:
@@ -285,11 +248,11 @@ def stall_explained(o: Observation) -> list[str]:
     if o.status_blocked:
         return []
     out = []
-    for isvc in _isvcs(o.sim):
+    for isvc in isvcs(o.sim):
         failing = o.failing.get(isvc.key)
         if isvc.deleting and failing is None:
             continue  # on its way out
-        ready = _ready(isvc.obj)
+        ready = ready_of(isvc.obj)
         if ready is not None and ready.get("status") == "True" and failing is None:
             continue
         what = f"keeps failing ({failing})" if failing else "is not Ready"
@@ -383,6 +346,7 @@ CHECKS: Final[dict[str, Callable[[Observation], list[str]]]] = {
     "zero_writes_when_converged": zero_writes_when_converged,
     "foreign_fields_kept": foreign_fields_kept,
     "events_aggregated": events_aggregated,
+    **SCHEDULING_CHECKS,
 }
 
 

@@ -16,19 +16,32 @@ valid Python as they stand.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final, TypeVar, cast
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
+from inference_operator.sim.cluster.nodes import NodeShape
 from inference_operator.sim.explore.invariants import ENFORCED_INVARIANTS, INVARIANTS, check
 from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.explore.world import World
 from inference_operator.sim.faults import API_ERRORS, ApiErrorKind
 
-__all__ = ["NAMES", "CIExplorer", "Explorer", "InvariantViolation", "violation_type"]
+__all__ = [
+    "CHANGES",
+    "IMAGES",
+    "MODEL",
+    "NAME",
+    "NAMES",
+    "OPTIONAL_FIELDS",
+    "CIExplorer",
+    "Explorer",
+    "InvariantViolation",
+    "action",
+    "violation_type",
+]
 
 NAMES: Final = ("llama", "mistral", "llama-3.1-8b", "7b")
 """A small pool, so actions collide; the last two cannot name a Service (dots; a leading digit)."""
@@ -39,7 +52,7 @@ MODEL: Final = "meta-llama/Llama-3.1-8B-Instruct"
 CHILD_KINDS: Final = (DEPLOYMENT, SERVICE)
 INFORMER_KINDS: Final = (KIND, DEPLOYMENT, SERVICE)
 
-_OPTIONAL: Final[dict[str, st.SearchStrategy[Any]]] = {
+OPTIONAL_FIELDS: Final[dict[str, st.SearchStrategy[Any]]] = {
     "gpu": st.sampled_from([0, 1, 2, 12]),  # 12 fits no simulated node (8 GPUs each)
     "args": st.sampled_from([["--enforce-eager"], ["--max-model-len", "4096"]]),
     "env": st.sampled_from(
@@ -61,14 +74,14 @@ SPECS: Final = st.fixed_dictionaries(
         "replicas": st.integers(0, 3),
         "progressDeadlineSeconds": st.just(60),
     },
-    optional=_OPTIONAL,
+    optional=OPTIONAL_FIELDS,
 )
 """Valid specs; every optional field may be absent, so a new manifest removes fields."""
 
 CHANGES: Final = st.one_of(
     st.tuples(st.just("image"), st.sampled_from(IMAGES)),
     st.tuples(st.just("replicas"), st.integers(-1, 3)),  # -1: an invalid spec written past admission
-    *(st.tuples(st.just(k), st.none() | v) for k, v in _OPTIONAL.items()),
+    *(st.tuples(st.just(k), st.none() | v) for k, v in OPTIONAL_FIELDS.items()),
 )
 """One field changed, or removed (None)."""
 
@@ -115,7 +128,7 @@ def violation_type(invariant: str) -> type[InvariantViolation]:
     return _VIOLATION_TYPES[invariant]
 
 
-def _action(fn: F) -> F:
+def action(fn: F) -> F:
     """Mark the machine broken when a step raises, so teardown does not mask the failure."""
 
     @functools.wraps(fn)
@@ -136,6 +149,8 @@ class Explorer(RuleBasedStateMachine):
     """The invariants this machine enforces (a failure); the others are only recorded."""
     observed: ClassVar[dict[str, int]] = {}
     """How often each invariant broke, enforced or not, across every machine of this class."""
+    node_layout: ClassVar[Sequence[NodeShape] | None] = None
+    """The simulated cluster's nodes (None: the Simulation's default layout)."""
 
     def __init__(self, invariants: Iterable[str] | None = None) -> None:
         super().__init__()
@@ -143,56 +158,56 @@ class Explorer(RuleBasedStateMachine):
         unknown = self.enforced - frozenset(INVARIANTS)
         if unknown:
             raise ValueError(f"unknown invariants: {sorted(unknown)}")
-        self.world = World()
+        self.world = World(node_layout=type(self).node_layout)
         self.failed = False
 
     # -- users -------------------------------------------------------------------------------
 
     @initialize(name=NAME, spec=SPECS)
-    @_action
+    @action
     def create(self, name: str, spec: dict[str, Any]) -> None:
         """Every sequence starts with one InferenceService."""
         self.world.apply(name, spec)
 
     @rule(name=NAME, spec=SPECS)
-    @_action
+    @action
     def apply(self, name: str, spec: dict[str, Any]) -> None:
         """``kubectl apply`` of a whole manifest: create, or replace the spec (absent fields go)."""
         self.world.apply(name, spec)
 
     @rule(name=NAME, change=CHANGES)
-    @_action
+    @action
     def edit(self, name: str, change: tuple[str, Any]) -> None:
         """Change one spec field, or remove it (None)."""
         self.world.edit(name, *change)
 
     @rule(name=NAME, enabled=st.booleans())
-    @_action
+    @action
     def load_balancer(self, name: str, enabled: bool) -> None:
         """Turn registration on or off (spec.loadBalancer.enabled): the switch that decides
         whether a balancer record must exist, so it gets a rule of its own."""
         self.world.edit(name, "loadBalancer", {"enabled": enabled})
 
     @rule(name=NAME, replicas=st.integers(0, 3))
-    @_action
+    @action
     def scale(self, name: str, replicas: int) -> None:
         self.world.scale(name, replicas)
 
     @rule(name=NAME)
-    @_action
+    @action
     def delete(self, name: str) -> None:
         self.world.delete(name)
 
     # -- other actors ------------------------------------------------------------------------
 
     @rule(kind=st.sampled_from(CHILD_KINDS), name=NAME, edit=st.sampled_from(FOREIGN_EDITS))
-    @_action
+    @action
     def foreign_edit(self, kind: str, name: str, edit: str) -> None:
         """Another actor edits (or deletes) a child."""
         self.world.foreign_edit(kind, name, edit)
 
     @rule(kind=st.sampled_from(CHILD_KINDS), name=NAME)
-    @_action
+    @action
     def foreign_child(self, kind: str, name: str) -> None:
         """Someone else's same-named Deployment or Service, made before the InferenceService."""
         self.world.foreign_child(kind, name)
@@ -200,7 +215,7 @@ class Explorer(RuleBasedStateMachine):
     # -- the load balancer -------------------------------------------------------------------
 
     @rule(name=st.none() | NAME)
-    @_action
+    @action
     def lb_forget(self, name: str | None) -> None:
         """The balancer loses one record, or (None) restarts empty."""
         if name is None:
@@ -209,7 +224,7 @@ class Explorer(RuleBasedStateMachine):
             self.world.lb_lose(name)
 
     @rule(n=st.integers(1, 4), mode=st.sampled_from(["fail", "hang", "hang_applied"]))
-    @_action
+    @action
     def lb_outage(self, n: int, mode: str) -> None:
         """The next ``n`` balancer calls fail at once, or hang and time out (done, or not)."""
         if mode == "fail":
@@ -226,7 +241,7 @@ class Explorer(RuleBasedStateMachine):
         times=st.none() | st.integers(1, 4),
         applied=st.booleans(),
     )
-    @_action
+    @action
     def api_fault(
         self, verb: str | None, kind: str | None, error: ApiErrorKind, times: int | None, applied: bool
     ) -> None:
@@ -237,7 +252,7 @@ class Explorer(RuleBasedStateMachine):
         self.world.api_fault(verb, kind, error, times, applied)
 
     @rule(kind=st.sampled_from([None, KIND, DEPLOYMENT, SERVICE]))
-    @_action
+    @action
     def api_heal(self, kind: str | None) -> None:
         """The faults on writes of ``kind`` (None: all) are gone: RBAC fixed, policy relaxed."""
         self.world.heal_api(kind)
@@ -245,13 +260,13 @@ class Explorer(RuleBasedStateMachine):
     # -- the operator process ----------------------------------------------------------------
 
     @rule(steps=st.sampled_from([1, 2, 3, 5, 10, 30]))
-    @_action
+    @action
     def run(self, steps: int) -> None:
         """Let the cluster and the operator take a few steps (mid-flight, not to quiescence)."""
         self.world.run(steps)
 
     @rule(after_writes=st.none() | st.integers(1, 6))
-    @_action
+    @action
     def crash(self, after_writes: int | None) -> None:
         """The operator dies now (None) or right after its N-th next write, and restarts."""
         if after_writes is None:
@@ -260,7 +275,7 @@ class Explorer(RuleBasedStateMachine):
             self.world.crash_after(after_writes)
 
     @rule(kind=st.sampled_from(INFORMER_KINDS), what=st.sampled_from(INFORMER_PERTURBATIONS))
-    @_action
+    @action
     def informer(self, kind: str, what: str) -> None:
         """Lag (pause, resume), lose or reorder buffered events, or re-list one informer."""
         world = self.world
@@ -276,14 +291,14 @@ class Explorer(RuleBasedStateMachine):
             world.drop_events(kind, what.removeprefix("drop_"))
 
     @rule(seconds=st.sampled_from([1, 5, 30, 300, 3600]))
-    @_action
+    @action
     def jump_clock(self, seconds: int) -> None:
         self.world.jump_clock(seconds)
 
     # -- checking ----------------------------------------------------------------------------
 
     @rule()
-    @_action
+    @action
     def settle(self) -> None:
         """Let everything quiesce, then check the invariants."""
         self._check(self.world.settle())

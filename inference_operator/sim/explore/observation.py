@@ -9,14 +9,16 @@ operator's writes in the extra passes, the keys still failing, what the finalize
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference_operator.core.objects import Obj
+from inference_operator.core.objects import Obj, key_of
+from inference_operator.sim.backend import Event
 from inference_operator.sim.faults import LbCall, WriteCall
 from inference_operator.sim.simulation import Simulation
 
-__all__ = ["ForeignMark", "Observation"]
+__all__ = ["ForeignMark", "Observation", "warning_counts"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +86,21 @@ class Observation:
     restarts: int = 0
     """Operator restarts since the previous settle: each starts with a fresh workqueue, so
     backoff starts over (as in client-go) and the reconcile bound applies per process."""
+
+
+def warning_counts(events: Iterable[Event], *, ttl: float) -> Counter[tuple[str, str, str]]:
+    """Warning Events per (key, reason, message): the most posted within one ``ttl`` (one
+    posted more than ``ttl`` after the same one counts afresh: that one has expired by then)."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    run: Counter[tuple[str, str, str]] = Counter()
+    last: dict[tuple[str, str, str], float] = {}
+    for event in events:
+        if event.type != "Warning":
+            continue
+        key = (key_of(event.namespace, event.name), event.reason, event.message)
+        if key in last and event.time - last[key] >= ttl:
+            run[key] = 0
+        run[key] += 1
+        last[key] = event.time
+        counts[key] = max(counts[key], run[key])
+    return counts

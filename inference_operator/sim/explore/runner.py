@@ -5,7 +5,8 @@ database, no deadline), so the same seed always replays the same sequences, and 
 it found: for a broken invariant, the shrunk sequence as a ready-to-paste pytest function.
 
 ``python -m inference_operator.sim.explore`` explores each invariant in turn (one targeted run
-per invariant, so each gets its own minimal sequence), prints a report, and exits non-zero
+per invariant, so each gets its own minimal sequence; ``--cluster``: on a simulated cluster of
+GPU nodes, :mod:`.capacitymachine`), prints a report, and exits non-zero
 when an invariant that is supposed to hold broke. Invariants still waiting for a fix
 (``PENDING_INVARIANTS``) are checked and reported just the same, in their own section.
 """
@@ -27,6 +28,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
+from inference_operator.sim.explore.capacitymachine import ClusterExplorer
 from inference_operator.sim.explore.invariants import INVARIANTS, PENDING_INVARIANTS
 from inference_operator.sim.explore.machine import Explorer, InvariantViolation
 
@@ -159,14 +161,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--invariant", action="append", choices=sorted(INVARIANTS), help="explore only these (repeatable)"
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="on a simulated cluster of GPU nodes: nodes added, removed, tainted; full pools; scales past capacity",
+    )
     args = parser.parse_args(argv)
+    machine = ClusterExplorer if args.cluster else Explorer
     names = args.invariant or list(INVARIANTS)
     total = time.monotonic()
     unexpected = 0
     reports = []
     for name in names:
         started = time.monotonic()
-        finding, observed = explore(frozenset({name}), seed=args.seed, examples=args.examples, steps=args.steps)
+        finding, observed = explore(
+            frozenset({name}), seed=args.seed, examples=args.examples, steps=args.steps, machine=machine
+        )
         report = Report(name, args.seed, args.examples, args.steps, time.monotonic() - started, finding, observed)
         reports.append(report)
         pending = PENDING_INVARIANTS.get(name)

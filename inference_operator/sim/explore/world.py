@@ -3,8 +3,9 @@
 Kept apart from the hypothesis state machine (:mod:`.machine`) so that each action is a plain
 method: a regression test, a notebook or the state machine can drive it alike. Users and other
 actors write to the FakeApiServer directly; only the operator goes through the fault wrappers
-(:mod:`..faults`). :meth:`World.settle` lets the cluster quiesce (bounded: a key that fails
-forever never lets it) and returns the :class:`~.invariants.Observation` the invariants read.
+(:mod:`..faults`); a cluster admin changes the Nodes (:mod:`.capacity`). :meth:`World.settle`
+lets the cluster quiesce (bounded: a key that fails forever never lets it) and returns the
+:class:`~.invariants.Observation` the invariants read.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE
+from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.errors import ApiError
 from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.sim.apiserver.watch import WatchEvent
+from inference_operator.sim.cluster.nodes import NodeShape
+from inference_operator.sim.explore.capacity import NodePool
+from inference_operator.sim.explore.describe import describe
 from inference_operator.sim.explore.foreign import foreign_child_manifest
-from inference_operator.sim.explore.observation import ForeignMark, Observation
+from inference_operator.sim.explore.observation import ForeignMark, Observation, warning_counts
 from inference_operator.sim.faults import (
     LB_WRITES,
     ApiErrorKind,
@@ -56,13 +60,14 @@ FOREIGN_ANNOTATION: Final = ("example.com/audited", "true")
 class World:
     """A simulated cluster running the operator behind fault wrappers."""
 
-    def __init__(self, *, ready_after: float = 5.0) -> None:
+    def __init__(self, *, ready_after: float = 5.0, node_layout: Sequence[NodeShape] | None = None) -> None:
+        """``node_layout``: the simulated cluster's nodes (None: the Simulation's default)."""
         self.crash = CrashSwitch()
         self.api: FaultyApi
         self.lb: FaultyLoadBalancer
-        self.sim = Simulation(
-            ready_after=ready_after, interpose=Interposer(api=self._faulty_api, load_balancer=self._faulty_lb)
-        )
+        interpose = Interposer(api=self._faulty_api, load_balancer=self._faulty_lb)
+        self.sim = Simulation(ready_after=ready_after, interpose=interpose, node_layout=node_layout)
+        self.nodes = NodePool(self.sim)
         self.marks: list[ForeignMark] = []
         self.finalizer_violations: list[str] = []
         self.stale_informers: set[str] = set()
@@ -255,6 +260,12 @@ class World:
         at most ``within`` fake seconds); returns the steps taken."""
         return self._run(max_steps=steps, until=self.sim.now + within)
 
+    def _catch_up(self) -> None:
+        for kind, informer in self.sim.informers.items():
+            informer.resume()
+            if kind in self.stale_informers:
+                self.relist(kind)
+
     def _run(self, *, max_steps: int, until: float) -> int:
         steps = 0
         while steps < max_steps:
@@ -290,10 +301,7 @@ class World:
         this instant with no crash armed, count the operator's writes: a converged system makes
         none (a key still retrying may catch up in the first).
         """
-        for kind, informer in self.sim.informers.items():
-            informer.resume()
-            if kind in self.stale_informers:
-                self.relist(kind)
+        self._catch_up()
         steps = self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
         self.sim.resync()
         steps += self._run(max_steps=SETTLE_STEP_BUDGET, until=self.sim.now + HORIZON)
@@ -315,7 +323,7 @@ class World:
         observation = Observation(
             sim=self.sim,
             reconciles=+reconciles,
-            warnings=self._warnings(),
+            warnings=warning_counts(self.sim.events[self._events_at :], ttl=EVENT_TTL),
             pass_calls=self.api.calls[calls_at:second_at],
             pass_lb=self.lb.calls[lb_at:],
             failing=self._failing(),
@@ -330,23 +338,6 @@ class World:
         )
         self._window_start()
         return observation
-
-    def _warnings(self) -> Counter[tuple[str, str, str]]:
-        """Warning Events posted while settling, per (key, reason, message); one posted more than
-        ``EVENT_TTL`` after the same one counts afresh (that one has expired by then)."""
-        counts: Counter[tuple[str, str, str]] = Counter()  # the most posted within one TTL
-        run: Counter[tuple[str, str, str]] = Counter()
-        last: dict[tuple[str, str, str], float] = {}
-        for event in self.sim.events[self._events_at :]:
-            if event.type != "Warning":
-                continue
-            key = (key_of(event.namespace, event.name), event.reason, event.message)
-            if key in last and event.time - last[key] >= EVENT_TTL:
-                run[key] = 0
-            run[key] += 1
-            last[key] = event.time
-            counts[key] = max(counts[key], run[key])
-        return counts
 
     def _failing(self) -> dict[str, str]:
         """Keys whose latest pass raised, with the error."""
@@ -382,18 +373,4 @@ class World:
 
     def describe(self) -> str:
         """The cluster in a few lines, for a failure report."""
-        lines = [f"t={self.sim.now:.1f}s restarts={self.sim.restarts}"]
-        for obj in self.sim.api.list(KIND):
-            status = obj.get("status") or {}
-            ready: Obj = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-            meta = obj["metadata"]
-            lines.append(
-                f"  {KIND} {meta['name']} gen={meta.get('generation')} observed={status.get('observedGeneration')} "
-                f"deleting={bool(meta.get('deletionTimestamp'))} "
-                f"Ready={ready.get('status')}/{ready.get('reason')}: {ready.get('message')!r}"
-            )
-        for kind in (DEPLOYMENT, SERVICE):
-            names = [o["metadata"]["name"] for o in self.sim.api.list(kind)]
-            lines.append(f"  {kind}s: {names}")
-        lines.append(f"  balancer: { {k: (r.id, r.target) for k, r in self.sim.lb.registrations.items()} }")
-        return "\n".join(lines)
+        return describe(self.sim)

@@ -13,8 +13,9 @@ Deployment and Service built from the parsed spec. The properties:
   node-selector keys, are refused at admission, shown by a table);
 - a spec the parser accepts builds a Deployment and a Service the fake accepts (the fake checks
   the pod template as kube-apiserver does), except for ``KNOWN_CHILD_REJECTIONS``, which this
-  property found: requests above limits (the two toleration rules it found, a keyless toleration
-  whose operator is not Exists and tolerationSeconds without effect NoExecute, are CEL rules now);
+  property found: ephemeral-storage requested above its limit (the others it found, cpu and memory
+  above their limits, a keyless toleration whose operator is not Exists and tolerationSeconds
+  without effect NoExecute, are CEL rules now);
 - a spec refused at admission is refused with a field path under ``spec``.
 
 Size: ``INFERENCE_OPERATOR_PROPERTY_EXAMPLES`` (default 150, a few seconds).
@@ -43,14 +44,13 @@ PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None, suppres
 
 
 KNOWN_CHILD_REJECTIONS: dict[str, Callable[[str], bool]] = {
-    "requests above limits (neither the schema nor the parser compares quantities yet)": lambda err: (
-        "must be less than or equal to" in err and "limit of" in err
+    "ephemeral-storage requested above its limit (its CEL name is escaped, which the fake's CEL lacks)": lambda err: (
+        "must be less than or equal to" in err and "ephemeral-storage" in err
     ),
 }
 """Specs admitted and parsed whose Deployment the API server refuses, by why: the operator then
 reports ChildRejected in status, naming the field (tests/unit/sim/apiserver/test_podvalidation.py).
-Each is a rule for admission still to write (comparing quantities needs CEL's quantity library,
-which the fake's CEL does not have yet)."""
+Each is a rule for admission still to write."""
 
 
 @PROPERTY

@@ -128,3 +128,14 @@ def rollout_rules(api: Api) -> None:
     api.create(isvc("g", rollout={"strategy": "Surge", "maxSurge": 2, "maxUnavailable": "100%"}), keep=SPEC)
     api.create(isvc("h", rollout={"strategy": "Auto", "maxUnavailable": 0}), keep=SPEC)
     api.create(isvc("i", rollout={}), keep=SPEC)
+
+
+@check("crd/cel-requests-within-limits")
+def requests_within_limits(api: Api) -> None:
+    api.create(isvc("a", resources={"requests": {"cpu": "2"}, "limits": {"cpu": 1}}))
+    api.create(isvc("b", resources={"requests": {"memory": "1025Mi"}, "limits": {"memory": "1Gi"}}))
+    api.create(
+        isvc("c", resources={"requests": {"cpu": "1500m", "memory": 3}, "limits": {"cpu": "1.5", "memory": "3"}}),
+        keep=SPEC,
+    )
+    api.create(isvc("d", resources={"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}), keep=SPEC)

@@ -4,9 +4,10 @@ Covers, on the FakeApiServer directly: each rule family (resources, tolerations,
 env sources, ports, probes, container names) refuses with the real field path and words, several
 problems are listed as the real server lists them, and a malformed quantity is a 400 before any
 validation. End to end on the simulator: InferenceServices the CRD admits but whose Deployment a
-real cluster would refuse (a request above its limit, a toleration with Equal and no key,
-tolerationSeconds on NoSchedule, a node-selector value that is no label, a ConfigMap key
-that is no key) end ChildRejected naming the field, not Ready. The differential conformance
+real cluster would refuse (an ephemeral-storage request above its limit, a node-selector value
+that is no label, a ConfigMap key that is no key) end ChildRejected naming the field, not Ready;
+what the CRD now refuses itself (cpu or memory above its limit, a toleration with Equal and no
+key, tolerationSeconds on NoSchedule) never gets that far. The differential conformance
 suite (tests/shared/conformance/checks/podtemplate.py) compares all of it with a real server.
 """
 
@@ -131,11 +132,9 @@ def test_a_valid_template_is_stored_with_canonical_quantities_and_no_requests_co
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        ({"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}, f"{C0}.resources.requests"),
-        ({"tolerations": [{"operator": "Equal", "value": "v"}]}, f"{POD}.tolerations[0].operator"),
         (
-            {"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]},
-            f"{POD}.tolerations[0].effect",
+            {"resources": {"requests": {"ephemeral-storage": "2Gi"}, "limits": {"ephemeral-storage": "1Gi"}}},
+            f"{C0}.resources.requests",
         ),
         ({"nodeSelector": {"pool": "has space"}}, f"{POD}.nodeSelector"),
         (
@@ -143,13 +142,7 @@ def test_a_valid_template_is_stored_with_canonical_quantities_and_no_requests_co
             f"{C0}.env[0].valueFrom.configMapKeyRef.key",
         ),
     ],
-    ids=[
-        "request-above-limit",
-        "equal-without-key",
-        "seconds-on-noschedule",
-        "selector-value",
-        "configmap-key",
-    ],
+    ids=["storage-request-above-limit", "selector-value", "configmap-key"],
 )
 def test_an_admitted_spec_whose_deployment_a_cluster_refuses_is_child_rejected_not_ready(
     spec: Obj, field: str, caplog: pytest.LogCaptureFixture
@@ -162,3 +155,22 @@ def test_an_admitted_spec_whose_deployment_a_cluster_refuses_is_child_rejected_n
     assert status["phase"] != Phase.READY and deployment_ready["reason"] == Reason.CHILD_REJECTED
     assert field in deployment_ready["message"]
     assert sim.get("Deployment", "default", "x") is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}, "spec.resources"),
+        ({"resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}}, "spec.resources"),
+        ({"tolerations": [{"operator": "Equal", "value": "v"}]}, "spec.tolerations[0].operator"),
+        (
+            {"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]},
+            "spec.tolerations[0].tolerationSeconds",
+        ),
+    ],
+    ids=["cpu-request-above-limit", "memory-request-above-limit", "equal-without-key", "seconds-on-noschedule"],
+)
+def test_what_a_cluster_would_refuse_in_the_pod_template_is_refused_at_admission_first(spec: Obj, field: str) -> None:
+    with pytest.raises(Invalid) as refused:
+        Simulation().apply(make_inference_service("x", image="vllm/vllm-openai:v0.7.0", model="m", **spec))
+    assert f"{field}: Invalid value" in str(refused.value)

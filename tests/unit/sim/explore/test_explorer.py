@@ -65,14 +65,10 @@ from inference_operator.sim.faults import (
 from inference_operator.sim.informer import SharedInformer
 from inference_operator.sim.wiring import Interposer
 
+from .worlds import SPEC, quiet
+
 Obj = dict[str, Any]
 NS = "default"
-SPEC: Obj = {
-    "image": "vllm/vllm-openai:v0.6.3",
-    "model": "meta-llama/Llama-3.1-8B-Instruct",
-    "replicas": 1,
-    "progressDeadlineSeconds": 60,
-}
 
 
 def config_map(name: str) -> Obj:
@@ -331,11 +327,6 @@ def settled_world(*names: str, **spec: Any) -> World:
     for name in names:
         world.apply(name, {**SPEC, **spec})
     return world
-
-
-def quiet(world: World) -> Observation:
-    """An observation of the world as it stands, without running anything."""
-    return Observation(sim=world.sim, reconciles=Counter(), warnings=Counter(), pass_calls=[], pass_lb=[], failing={})
 
 
 def test_a_converged_world_breaks_no_invariant() -> None:
