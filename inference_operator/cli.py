@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from inference_operator.cliargs import OutputPathError, check_output, liveness_url, port, ready_after
+from inference_operator.cliargs import OutputPathError, check_output, horizon, liveness_url, port, ready_after
 from inference_operator.core.process import limit_malloc_arenas, tune_gc
 from inference_operator.demo import SCENARIO_NAMES
 from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS, OperatorConfig
+from inference_operator.manifests import Manifest
 
 
 class UsageError(Exception):
@@ -52,10 +53,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         names = [args.file] if args.file else list(args.scenario or SCENARIO_NAMES)
         for path in trace_paths(args.trace, names).values():
             _check_output(path, "--trace")
+    if args.cluster is not None and not args.file:
+        raise UsageError("--cluster SNAPSHOT needs -f CHANGE: the change to simulate on that cluster")
+    for flag, value in (("--horizon", args.horizon), ("--stop-after", args.stop_after)):
+        if value is not None and args.cluster is None:
+            raise UsageError(f"{flag} is for what-if runs: give it with -f CHANGE --cluster SNAPSHOT")
     if args.file:
         try:
             manifest = read_manifests(args.file)
-            code = run_manifest(manifest, sys.stdout, ready_after=args.ready_after, trace=args.trace)
+            if args.cluster is not None:
+                code = _what_if(args, manifest)
+            else:
+                code = run_manifest(manifest, sys.stdout, ready_after=args.ready_after, trace=args.trace)
         except (ManifestError, ManifestRefused) as err:
             raise UsageError(str(err)) from None
         if args.trace is not None:
@@ -68,6 +77,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if failed:
         print(f"{failed} scenario(s) failed their checks", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _what_if(args: argparse.Namespace, change: Manifest) -> int:
+    """``demo -f CHANGE --cluster SNAPSHOT`` (see whatif/run.py); errors as ``demo -f``'s."""
+    from inference_operator.whatif import DEFAULT_HORIZON, read_snapshot, run_whatif
+
+    return run_whatif(
+        change,
+        read_snapshot(args.cluster),
+        sys.stdout,
+        ready_after=args.ready_after,
+        stop_after=args.stop_after,
+        horizon=DEFAULT_HORIZON if args.horizon is None else args.horizon,
+        trace=args.trace,
+    )
 
 
 def _cmd_trace_view(args: argparse.Namespace) -> int:
@@ -230,7 +254,23 @@ def build_parser() -> argparse.ArgumentParser:
         "prints each pod on its node or Pending with the scheduler's words",
     )
     demo.add_argument(
+        "--cluster",
+        metavar="SNAPSHOT",
+        help="what-if: simulate -f CHANGE on this cluster, the output of kubectl get nodes,pods,deployments,"
+        "replicasets,inferenceservices -A -o yaml; prints the rollout it would do",
+    )
+    demo.add_argument(
         "--ready-after", type=ready_after, default=5.0, help="seconds pods take to become ready, 0-86400 (default 5)"
+    )
+    demo.add_argument(
+        "--stop-after",
+        type=ready_after,
+        help="what-if: seconds a deleted pod takes to stop, 0-86400 (default: its whole grace period)",
+    )
+    demo.add_argument(
+        "--horizon",
+        type=horizon,
+        help="what-if: simulated seconds to wait for the change to finish, 1-604800 (default 3600)",
     )
     demo.add_argument(
         "--trace",

@@ -17,12 +17,14 @@ from urllib.parse import urlsplit
 
 from inference_operator.core.bounds import argument
 
-__all__ = ["OutputPathError", "check_output", "liveness_url", "port", "ready_after"]
+__all__ = ["OutputPathError", "check_output", "horizon", "liveness_url", "port", "ready_after"]
 
 port = argument(low=0, high=65535, integer=True)
 """A TCP port to listen on, 0 for any free one."""
 ready_after = argument(low=0, high=86400, unit="seconds")
 """``demo --ready-after``: seconds pods take to become ready (at most the longest progress deadline)."""
+horizon = argument(low=1, high=7 * 86400, unit="seconds")
+"""``demo --horizon``: simulated seconds a what-if waits for its change to finish (at most a week)."""
 
 
 class OutputPathError(ValueError):

@@ -222,7 +222,7 @@ class ManifestRefused(Exception):
     ``kubectl apply`` prints for it."""
 
 
-def _refusal(err: ApiError, obj: Obj, source: str) -> str:
+def refusal(err: ApiError, obj: Obj, source: str) -> str:
     meta = obj.get("metadata") or {}
     message = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
     return (
@@ -231,7 +231,7 @@ def _refusal(err: ApiError, obj: Obj, source: str) -> str:
     )
 
 
-def _apply(sim: Simulation, obj: Obj, source: str) -> None:
+def apply_object(sim: Simulation, obj: Obj, source: str) -> None:
     """``kubectl apply`` of one object; first the ``kubectl create namespace`` a user would
     type when the object names a namespace the cluster does not have yet."""
     namespace = obj["metadata"].get("namespace") if obj["kind"] != "Namespace" else None
@@ -241,7 +241,7 @@ def _apply(sim: Simulation, obj: Obj, source: str) -> None:
     try:
         sim.apply(obj)
     except ApiError as err:
-        raise ManifestRefused(_refusal(err, obj, source)) from None
+        raise ManifestRefused(refusal(err, obj, source)) from None
 
 
 def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, trace: str | None = None) -> int:
@@ -264,10 +264,10 @@ def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, t
             try:
                 sim.api.create(node, field_manager="kubelet")
             except ApiError as err:
-                raise ManifestRefused(_refusal(err, node, manifest.source)) from None
+                raise ManifestRefused(refusal(err, node, manifest.source)) from None
         for obj in manifest.objects:
             if obj["kind"] != "Node":
-                _apply(sim, obj, manifest.source)
+                apply_object(sim, obj, manifest.source)
         sim.run_until_quiescent()
     finally:
         report.close()
@@ -291,13 +291,13 @@ def run_manifest(manifest: Manifest, out: TextIO, *, ready_after: float = 5.0, t
         for c in status.get("conditions") or []:
             print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}", file=out)
         ready += status.get("phase") == "Ready"
-    _print_pods(sim, out)
+    print_pods(sim, out)
     for key, why in sim.stalled().items():
         print(f"{key} did not converge: it {why}", file=out)
     return 0 if ready == len(keys) else 1
 
 
-def _print_pods(sim: Simulation, out: TextIO) -> None:
+def print_pods(sim: Simulation, out: TextIO) -> None:
     """Each pod on its node, or Pending with the scheduler's message."""
     for pod in sim.api.list("Pod"):
         meta, status = pod["metadata"], pod.get("status") or {}

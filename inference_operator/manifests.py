@@ -32,7 +32,7 @@ from inference_operator.core.boundedyaml import YamlLimitError, load_documents
 from inference_operator.core.files import InputFileError, read_text_file
 from inference_operator.core.objects import Obj
 
-__all__ = ["MAX_MANIFEST_BYTES", "SERVER_POPULATED", "Manifest", "ManifestError", "read_manifests"]
+__all__ = ["MAX_MANIFEST_BYTES", "SERVER_POPULATED", "Manifest", "ManifestError", "read_manifests", "read_objects"]
 
 
 MAX_MANIFEST_BYTES: Final = 1 << 20
@@ -81,11 +81,22 @@ class Manifest:
 def read_manifests(path: str, *, stdin: BinaryIO | None = None) -> Manifest:
     """Read and check the manifest file ``path`` (``-``: standard input); :class:`ManifestError`
     with one line naming the file, the document and the problem."""
+    manifest = Manifest(source=path)
+    for obj in read_objects(path, limit=MAX_MANIFEST_BYTES, stdin=stdin):
+        manifest.objects.append(_checked(obj, manifest))
+    if not manifest.inference_services:
+        found = ", ".join(sorted({obj["kind"] for obj in manifest.objects})) or "nothing"
+        raise ManifestError(f"{path}: no {KIND} in it (found {found}); demo -f simulates InferenceServices")
+    return manifest
+
+
+def read_objects(path: str, *, limit: int, stdin: BinaryIO | None = None) -> list[Any]:
+    """The objects of the YAML file ``path`` (at most ``limit`` bytes), Lists flattened, in order,
+    not yet checked; :class:`ManifestError` naming the file, and the line or document."""
     try:
-        text = read_text_file(path, limit=MAX_MANIFEST_BYTES, stdin=stdin)
+        text = read_text_file(path, limit=limit, stdin=stdin)
     except InputFileError as err:
         raise ManifestError(str(err)) from None
-    manifest = Manifest(source=path)
     try:
         documents = list(load_documents(text))
     except YamlLimitError as err:
@@ -95,13 +106,10 @@ def read_manifests(path: str, *, stdin: BinaryIO | None = None) -> Manifest:
         where = f" line {mark.line + 1}:" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ManifestError(f"{path}:{where} not valid YAML: {problem}") from None
+    objects: list[Any] = []
     for number, document in enumerate(documents, start=1):
-        for obj in _flatten(document, f"{path}: document {number}", 0):
-            manifest.objects.append(_checked(obj, manifest))
-    if not manifest.inference_services:
-        found = ", ".join(sorted({obj["kind"] for obj in manifest.objects})) or "nothing"
-        raise ManifestError(f"{path}: no {KIND} in it (found {found}); demo -f simulates InferenceServices")
-    return manifest
+        objects += _flatten(document, f"{path}: document {number}", 0)
+    return objects
 
 
 def _flatten(document: Any, where: str, depth: int) -> list[Obj]:

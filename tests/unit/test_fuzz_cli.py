@@ -208,7 +208,7 @@ def test_no_trace_breaks_trace_view(
 NUMBERS = ["nan", "inf", "-inf", "-1", "0", "1", "5", "0.5", "1e308", "99999", "65536", "10000000000", "x", "", "٣"]
 PATHS = ["doc.yaml", "missing/dir/x", "fifo", "/dev/zero", "/dev/null", ".", "-", "out.yaml", "t.jsonl"]
 FLAGS = {
-    "demo": ["-f", "--file", "--scenario", "--ready-after", "--trace"],
+    "demo": ["-f", "--file", "--scenario", "--ready-after", "--trace", "--cluster", "--horizon", "--stop-after"],
     "crd": ["-o", "--output"],
     "run": ["-n", "--workers", "--resync-period", "--requeue-period", "--lb-provider", "--lb-url", "--lb-timeout",
             "--leader-election", "--lease-namespace", "--identity", "--lb-ca-file", "--log-format",

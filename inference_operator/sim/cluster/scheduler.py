@@ -7,6 +7,10 @@ containers still run), updated from the pod watch. A pod that fits no node gets
 tried again when something could make room or change the answer: a pod leaving a node, a node
 added or changed (the real scheduler's queueing hints, without their fine print). Binding sets
 ``spec.nodeName`` and ``PodScheduled=True``, as the binding subresource does.
+
+:attr:`Scheduler.placement` names a node to try first for a pod, as kube-scheduler tries a
+pod's nominated node first: how a cluster loaded from a snapshot puts each service's pods back
+on the nodes they ran on. The node must still pass every filter; else the search goes on as usual.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class Scheduler:
         self._pending: set[str] = set()  # keys of pods waiting for room
         self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
         self._next_start = 0  # where the next search through the nodes begins
+        self.placement: Callable[[Obj], str | None] | None = None
+        """The node to try first for a pod (None, or a name no node has: search as usual)."""
 
     def _node_info(self, node: Obj) -> tuple[Resources, list[Obj]]:
         """A node's allocatable and scheduling taints, parsed once per version of it."""
@@ -104,6 +110,12 @@ class Scheduler:
             return Result()
         spec = pod.get("spec") or {}
         requests = pod_requests(spec)
+        key = key_of(namespace, name)
+        preferred = self._preferred(pod, spec, requests)
+        if preferred is not None:
+            self._pending.discard(key)
+            self._bind(pod, preferred)
+            return Result()
         nodes = sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"]))
         wanted = feasible_nodes_to_find(len(nodes))
         fitting: list[Obj] = []
@@ -114,23 +126,12 @@ class Scheduler:
             if len(fitting) >= wanted:
                 break
             processed += 1
-            node_name = str(node["metadata"]["name"])
-            capacity, taints = self._node_info(node)
-            status = filter_node(
-                spec,
-                requests,
-                node,
-                requested=self.used.get(node_name, {}),
-                pods_on_node=self.count.get(node_name, 0),
-                capacity=capacity,
-                taints=taints,
-            )
+            status = self._filter(spec, requests, node)
             if status is None:
                 fitting.append(node)
             else:
                 statuses.append(status)
         self._next_start = start + processed
-        key = key_of(namespace, name)
         if fitting:
             self._pending.discard(key)
             chosen = str(choose_node(fitting, requests, self.used, self.count)["metadata"]["name"])
@@ -139,6 +140,28 @@ class Scheduler:
         self._pending.add(key)
         self._unschedulable(pod, fit_error(statuses))
         return Result()
+
+    def _preferred(self, pod: Obj, spec: Obj, requests: Resources) -> str | None:
+        """The node :attr:`placement` names for ``pod``, if it passes every filter."""
+        wanted = self.placement(pod) if self.placement is not None else None
+        node = self.nodes.get("", wanted) if wanted else None
+        if node is None or wanted is None:
+            return None
+        return wanted if self._filter(spec, requests, node) is None else None
+
+    def _filter(self, spec: Obj, requests: Resources, node: Obj) -> NodeStatus | None:
+        """Why ``node`` cannot take the pod now (None: it can)."""
+        name = str(node["metadata"]["name"])
+        capacity, taints = self._node_info(node)
+        return filter_node(
+            spec,
+            requests,
+            node,
+            requested=self.used.get(name, {}),
+            pods_on_node=self.count.get(name, 0),
+            capacity=capacity,
+            taints=taints,
+        )
 
     def _bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]

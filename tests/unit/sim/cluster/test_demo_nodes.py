@@ -61,7 +61,12 @@ def test_a_fleet_larger_than_the_default_nodes_shows_pending_pods_and_an_honest_
 
 
 def test_every_simulator_sample_is_applied_by_a_test() -> None:
-    assert [p.name for p in SIMULATOR_SAMPLES] == ["gpu-pool-full.yaml"]
+    assert [p.name for p in SIMULATOR_SAMPLES] == [
+        "gpu-pool-full.yaml",
+        "whatif-snapshot.yaml",  # tests/unit/whatif/test_run.py
+        "whatif-upgrade-auto.yaml",
+        "whatif-upgrade.yaml",
+    ]
 
 
 def test_a_node_the_api_server_refuses_is_one_line_and_exit_code_two(

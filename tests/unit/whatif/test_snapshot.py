@@ -1,0 +1,152 @@
+"""Reading a snapshot: what it holds is sorted into what the simulator loads, and bad ones are refused.
+
+Covers: what the server set and cannot be created again is stripped (uid, resourceVersion,
+generation, managedFields, status of InferenceServices, owner references of other workloads'
+pods, a Node's addresses) and said; an InferenceService's pods become the nodes it ran on, not
+pods; Deployments, ReplicaSets, finished pods, pods on nodes the snapshot lacks and kinds the
+simulator does not model are left out, each said on one line; a bad snapshot or change (not a
+file, not YAML, no Node, an item that is no object, a wrong apiVersion, no namespace, labels
+that are not strings, an invalid InferenceService, a Node or pod the API server refuses, a Node
+in the change, flags without ``--cluster``) is one line on stderr naming the file, the object
+and the field, exit code 2.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from inference_operator.cli import main
+from inference_operator.whatif import read_snapshot
+from tests.unit.whatif.snapshots import SAMPLES, node, pod, service, write_change, write_list
+
+
+def test_what_cannot_be_created_again_is_stripped_and_said(tmp_path: Path) -> None:
+    path = write_list(
+        tmp_path / "s.yaml",
+        node("n1"),
+        service("llama"),
+        pod("llama-1", node="n1", owner="llama"),
+        pod("job-1", namespace="batch", node="n1", gpus=2),
+    )
+    snapshot = read_snapshot(path)
+    (isvc,) = snapshot.services
+    assert set(isvc) == {"apiVersion", "kind", "metadata", "spec"}
+    assert set(isvc["metadata"]) == {"name", "namespace"}
+    (loaded_node,) = snapshot.nodes
+    assert "uid" not in loaded_node["metadata"] and "addresses" not in loaded_node["status"]
+    assert loaded_node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    (job,) = snapshot.bound
+    assert set(job["metadata"]) == {"name", "namespace"} and set(job["spec"]) == {"nodeName", "containers"}
+    assert job["spec"]["containers"] == [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]
+    assert snapshot.placements == {"default/llama": Counter({"n1": 1})}
+    assert any("owner references dropped (1 Job)" in line for line in snapshot.notes), snapshot.notes
+
+
+def test_what_is_not_loaded_is_said_one_line_per_reason(tmp_path: Path) -> None:
+    done = pod("done", namespace="batch", node="n1")
+    done["status"] = {"phase": "Succeeded"}
+    path = write_list(
+        tmp_path / "s.yaml",
+        node("n1"),
+        done,
+        pod("lost", namespace="batch", node="gone-node"),
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "batch"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "batch"}},
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "batch"}},
+    )
+    snapshot = read_snapshot(path)
+    assert not snapshot.bound and not snapshot.waiting and not snapshot.services
+    notes = "\n".join(snapshot.notes)
+    assert "not loaded: 1 Deployment (made again for InferenceServices" in notes
+    assert "not loaded: 1 finished pod(s)" in notes
+    assert "not loaded: 1 pod(s) of other workloads bound to nodes not in the snapshot" in notes
+    assert "skipped, kinds the simulator does not model: 1 Service (v1), 1 StatefulSet (apps/v1)" in notes
+
+
+def test_the_sample_snapshot_loads_every_node_and_the_other_workloads_running_pods() -> None:
+    snapshot = read_snapshot(str(SAMPLES / "whatif-snapshot.yaml"))
+    assert [n["metadata"]["name"] for n in snapshot.nodes] == ["cpu-1", "gpu-a", "gpu-b", "gpu-c"]
+    assert sorted(p["metadata"]["name"] for p in snapshot.bound) == ["coredns-7c65d6cfc9-8vqhn", "finetune-0-7kq2w"]
+    assert snapshot.placements == {"default/llama-70b": Counter({"gpu-a": 1, "gpu-b": 1})}
+
+
+def _bad(tmp_path: Path) -> dict[str, str]:
+    """Files named after what is wrong with them."""
+    change = write_change(tmp_path / "change.yaml", service("llama"))
+    n1 = node("n1")
+    files = {
+        "change": change,
+        "notyaml": str(tmp_path / "notyaml.yaml"),
+        "nonode": write_list(tmp_path / "nonode.yaml", service("llama")),
+        "item": write_list(tmp_path / "item.yaml", n1, "just text"),  # type: ignore[arg-type]
+        "version": write_list(tmp_path / "version.yaml", {**n1, "apiVersion": "v2"}),
+        "namespace": write_list(tmp_path / "namespace.yaml", n1, {**pod("p"), "metadata": {"name": "p"}}),
+        "labels": write_list(tmp_path / "labels.yaml", {**n1, "metadata": {"name": "n1", "labels": {"gpu": 8}}}),
+        "spec": write_list(tmp_path / "spec.yaml", n1, service("llama", replicas=-1)),
+        "taint": write_list(
+            tmp_path / "taint.yaml", {**n1, "spec": {"taints": [{"key": "gpu", "effect": "Sometimes"}]}}
+        ),
+        "resources": write_list(tmp_path / "resources.yaml", n1, _pod_asking(node="n1", gpus="lots")),
+        "nodechange": write_list(tmp_path / "nodechange.yaml", n1, service("llama")),
+        "ok": write_list(tmp_path / "ok.yaml", n1),
+    }
+    (tmp_path / "notyaml.yaml").write_text("items: [\n")
+    return files
+
+
+def _pod_asking(*, node: str, gpus: str) -> dict[str, object]:
+    bad = pod("hungry", namespace="batch", node=node)
+    bad["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": gpus}}  # type: ignore[index]
+    return bad
+
+
+CASES = [
+    (["--cluster", "{d}/missing.yaml"], "{d}/missing.yaml: "),
+    (["--cluster", "{d}/notyaml.yaml"], "{d}/notyaml.yaml: line 2: not valid YAML"),
+    (["--cluster", "{d}/nonode.yaml"], "{d}/nonode.yaml: no Node in it"),
+    (["--cluster", "{d}/item.yaml"], "{d}/item.yaml: document 1 item 1: is a string, not an object with apiVersion"),
+    (["--cluster", "{d}/version.yaml"], "{d}/version.yaml: Node n1: apiVersion v2 is not one the what-if reads"),
+    (["--cluster", "{d}/namespace.yaml"], "{d}/namespace.yaml: Pod p: metadata.namespace is required"),
+    (["--cluster", "{d}/labels.yaml"], "{d}/labels.yaml: Node n1: metadata.labels must map keys to strings"),
+    (["--cluster", "{d}/spec.yaml"], "{d}/spec.yaml: InferenceService default/llama: invalid: spec.replicas"),
+    (["--cluster", "{d}/taint.yaml"], 'Node "n1" is invalid: metadata.taints[0].effect: Unsupported value'),
+    (
+        ["--cluster", "{d}/resources.yaml"],
+        "{d}/resources.yaml: Pod batch/hungry: spec.containers[0].resources.limits.nvidia.com/gpu: 'lots' is not a",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), CASES, ids=[c[1].split(": ", 1)[-1][:40] for c in CASES])
+def test_a_bad_snapshot_is_one_line_naming_it_and_exit_code_two(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    files = _bad(tmp_path)
+    code = main(["demo", "-f", files["change"], *[a.format(d=tmp_path) for a in argv]])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    assert expected.format(d=tmp_path) in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["-f", "{d}/nodechange.yaml", "--cluster", "{d}/ok.yaml"], "with --cluster the nodes are the snapshot's"),
+        (["--cluster", "{d}/nonode.yaml"], "--cluster SNAPSHOT needs -f CHANGE"),
+        (["-f", "{d}/change.yaml", "--horizon", "60"], "--horizon is for what-if runs"),
+        (["-f", "{d}/change.yaml", "--stop-after", "5"], "--stop-after is for what-if runs"),
+        (["-f", "{d}/change.yaml", "--cluster", "{d}/nonode.yaml", "--horizon", "0"], "--horizon: '0': must be"),
+    ],
+)
+def test_a_bad_what_if_command_is_one_line_and_exit_code_two(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    _bad(tmp_path)
+    code = main(["demo", *[a.format(d=tmp_path) for a in argv]])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", out
+    assert len(err.splitlines()) == 1 and expected in err, err
