@@ -42,12 +42,17 @@ class Capacity:
     """The pod's node selector as ``k=v,…`` ("" when it has none)."""
 
     @property
-    def where(self) -> str:
-        """The nodes counted, in words: ``on the 2 nodes matching pool=h100``."""
+    def nodes_counted(self) -> str:
+        """The nodes counted, in words: ``the 2 nodes matching pool=h100``."""
         plural = "" if self.nodes == 1 else "s"
         if self.selector:
-            return f"on the {self.nodes} node{plural} matching {self.selector}"
-        return f"on the {self.nodes} node{plural} it may run on"
+            return f"the {self.nodes} node{plural} matching {self.selector}"
+        return f"the {self.nodes} node{plural} it may run on"
+
+    @property
+    def where(self) -> str:
+        """``on the 2 nodes matching pool=h100``."""
+        return f"on {self.nodes_counted}"
 
 
 UNKNOWN = Capacity(known=False)

@@ -182,10 +182,10 @@ def _too_big(isvc: InferenceService, capacity: Capacity) -> str:
     if not capacity.known or gpu <= 0 or capacity.largest >= gpu:
         return ""
     if capacity.nodes == 0:
-        return f"no node can run a replica: none {capacity.where[3:]}, each replica needs {gpu} {GPU_RESOURCE}"
+        return f"no node can run a replica: none {capacity.nodes_counted}, each replica needs {gpu} {GPU_RESOURCE}"
     return (
         f"a replica can never be scheduled: it needs {gpu} {GPU_RESOURCE} on one node and the largest node "
-        f"{capacity.where[3:]} has {capacity.largest}"
+        f"{capacity.nodes_counted} has {capacity.largest}"
     )
 
 
@@ -200,7 +200,8 @@ def plan_rollout(
     """The plan for this pass (see the module docstring); ``capacity`` is only called when a
     new plan is made, for counting reads every pod the cache holds."""
     spec = isvc.spec.rollout
-    digest = template_digest(template)
+    # An unset rollout writes no annotation: no digest to compute on every pass of every object.
+    digest = template_digest(template) if spec is not None else ""
     gpu, replicas = isvc.spec.gpu, isvc.spec.replicas
     if spec is None or spec.strategy == SURGE:
         surge, unavailable = (spec.maxSurge, spec.maxUnavailable) if spec is not None else (None, None)
