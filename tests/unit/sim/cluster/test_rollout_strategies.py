@@ -143,3 +143,19 @@ def test_a_replica_too_big_for_every_node_made_smaller_rolls_out_without_a_stall
         sim.run_until_quiescent(until=sim.now + 1)
         reasons.add(ready(sim)["reason"])
     assert "RolloutBlocked" not in reasons and ready(sim)["reason"] == "Ready"
+
+
+def test_removing_spec_rollout_puts_the_deployments_default_strategy_back_and_then_writes_nothing() -> None:
+    sim = pool(2)
+    sim.apply(llama(strategy="Replace"))
+    sim.run_until_quiescent(until=sim.now + 60)
+    sim.apply(llama())
+    sim.run_until_quiescent(until=sim.now + 60)
+    dep = sim.get("Deployment", "default", "llama")
+    assert dep is not None and dep["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": "25%"}
+    assert "serving.inference-operator.dev/rollout" not in (dep["metadata"].get("annotations") or {})
+    assert "rollout" not in status(sim) and status(sim)["phase"] == "Ready"
+    writes = sim.backend.writes
+    sim.resync()
+    sim.run_until_quiescent(until=sim.now + 60)
+    assert sim.backend.writes == writes
