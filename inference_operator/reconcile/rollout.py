@@ -275,7 +275,8 @@ def _auto(
             1,
             unavailable,
             "Surge 1",
-            "Nodes cannot be read (namespaced mode), so free GPUs are not counted: surging 1 replica at a time "
+            "Nodes cannot be read (namespaced mode, or capacity reads turned off), so free GPUs are not counted: "
+            "surging 1 replica at a time "
             "and switching to replacing if a new pod cannot get a GPU",
             digest,
         )
