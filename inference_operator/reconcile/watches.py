@@ -26,6 +26,7 @@ from inference_operator.api.constants import (
 )
 from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, EventHandler
 from inference_operator.core.objects import changed_beyond_status
+from inference_operator.reconcile.capacity import FINISHED_PHASES
 
 
 class _Served:
@@ -82,7 +83,7 @@ class Read(_Served):
     """Reads are never label-selected: a rollout counts what every workload holds."""
 
 
-LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+LIVE_PODS = ",".join(f"status.phase!={phase}" for phase in FINISHED_PHASES)
 """Pods that may hold resources on a node: a finished pod holds nothing, as the scheduler counts."""
 
 CAPACITY_READS: tuple[Read, ...] = (Read("Node", "v1", "nodes"), Read("Pod", "v1", "pods", field_selector=LIVE_PODS))

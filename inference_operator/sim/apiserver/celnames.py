@@ -17,8 +17,29 @@ import re
 from typing import Final
 
 RESERVED: Final = frozenset(
-    "true false null in as break const continue else for function if import let loop package namespace "
-    "return var void while".split()
+    (
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    )
 )
 _ESCAPES: Final = {"underscores": "__", "dot": ".", "dash": "-", "slash": "/"}
 _ESCAPED: Final = re.compile(r"__(" + "|".join(_ESCAPES) + r")__")
