@@ -84,7 +84,8 @@ def gpus_held(pods: list[Obj]) -> int:
         ):
             continue
         for container in pod["spec"].get("containers") or []:
-            held += int(((container.get("resources") or {}).get("requests") or {}).get(GPU_RESOURCE, 0))
+            resources = container.get("resources") or {}
+            held += max(int((resources.get(kind) or {}).get(GPU_RESOURCE, 0)) for kind in ("requests", "limits"))
     return held
 
 
