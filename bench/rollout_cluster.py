@@ -15,10 +15,10 @@ held by a bound, unfinished pod (status and pods polled every --poll seconds).
 What the real figures measure: kwok's pod stages (hack/controlplane/kwok-stages.yaml, kwok's
 "fast" set) make a bound pod Running and Ready in one step, with no delay, and delete a pod the
 moment it has a deletionTimestamp (no grace period waited out). There is no image pull, no
-model load, no readiness probe and no termination: the real seconds are control-plane latency
+model load, no probe run and no shutdown: the real seconds are control-plane latency
 (the operator's passes, the Deployment and ReplicaSet controllers, kube-scheduler, kwok and
 the API server round trips), where the simulator charges --ready-after and --termination per
-pod. Compare the strategies' order, the plans and the lowest ready counts; not the seconds.
+pod. Compare the plans, the lowest ready counts and the strategies' order; not the seconds.
 
 Usage: python bench/rollout_cluster.py [--replicas 16] [--cluster-horizon 180] [--poll 0.2]
        python bench/rollout_cluster.py --dry-run   (prints each case's Nodes and InferenceService)
