@@ -8,6 +8,8 @@ within --horizon), the lowest count of ready replicas meanwhile, and the GPU-sec
 held idle while the rollout ran (GPUs no pod was bound to, summed over each second). Pods are
 ready --ready-after seconds after they are bound and take --termination seconds to stop.
 
+The same cases on the local control plane, beside these: bench/rollout_cluster.py.
+
 Usage: python bench/rollout.py [--replicas 16] [--ready-after 5] [--termination 5] [--horizon 1800]
 """
 
@@ -33,23 +35,30 @@ SPARES = (0, 2, 8)
 class Outcome:
     seconds: float | None
     lowest_ready: int
-    idle_gpu_seconds: int
+    idle_gpu_seconds: float
     plan: str
 
 
-def _service(image: str, replicas: int, strategy: str) -> dict[str, Any]:
-    obj = make_inference_service("llm", image=image, model="m", replicas=replicas, gpu=1)
+def service(image: str, replicas: int, strategy: str, *, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    """The benchmark's InferenceService: ``replicas`` of 1 GPU, ``strategy`` (Surge: unset)."""
+    obj = make_inference_service("llm", image=image, model="m", replicas=replicas, gpu=1, namespace=namespace, **spec)
     if strategy != "Surge":
         obj["spec"]["rollout"] = {"strategy": strategy}
     return obj
 
 
-def _ready(sim: Simulation) -> tuple[bool, int]:
-    obj = sim.get("InferenceService", "default", "llm") or {}
-    status = obj.get("status") or {}
+def readiness(obj: dict[str, Any] | None) -> tuple[bool, int]:
+    """(Ready=True for the current generation, status.readyReplicas) of the InferenceService."""
+    status = (obj or {}).get("status") or {}
     ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
-    current = status.get("observedGeneration") == (obj.get("metadata") or {}).get("generation")
+    current = status.get("observedGeneration") == ((obj or {}).get("metadata") or {}).get("generation")
     return ready and current, int(status.get("readyReplicas") or 0)
+
+
+def plan_of(obj: dict[str, Any] | None, *, unset: str) -> str:
+    """status.rollout.plan; ``unset`` when there is none (an unset strategy writes no plan)."""
+    rollout = (((obj or {}).get("status") or {}).get("rollout")) or {}
+    return str(rollout.get("plan") or unset)
 
 
 def _idle(sim: Simulation, pool: int) -> int:
@@ -63,22 +72,31 @@ def run(*, strategy: str, spare: int, replicas: int, ready_after: float, termina
         nodes.append(NodeShape("gpu-3", gpus=spare))
     pool = 16 + spare
     sim = Simulation(node_layout=nodes, ready_after=ready_after, termination_seconds=termination)
-    sim.apply(_service("vllm:0.6.3", replicas, strategy))
+    sim.apply(service("vllm:0.6.3", replicas, strategy))
     sim.run_until_quiescent(until=sim.now + 600)
-    if not _ready(sim)[0]:
+    if not readiness(sim.get("InferenceService", "default", "llm"))[0]:
         raise SystemExit(f"the fleet did not become Ready before the change (strategy {strategy}, spare {spare})")
-    sim.apply(_service("vllm:0.7.0", replicas, strategy))
+    sim.apply(service("vllm:0.7.0", replicas, strategy))
     start, lowest, idle = sim.now, replicas, 0
     for second in range(1, horizon + 1):
         sim.run_until_quiescent(until=start + second)
-        done, ready = _ready(sim)
+        obj = sim.get("InferenceService", "default", "llm")
+        done, ready = readiness(obj)
         lowest = min(lowest, ready)
         if done:
-            plan = ((sim.get("InferenceService", "default", "llm") or {}).get("status") or {}).get("rollout") or {}
-            return Outcome(float(second), lowest, idle, str(plan.get("plan") or "Surge"))
+            return Outcome(float(second), lowest, idle, plan_of(obj, unset="Surge"))
         idle += _idle(sim, pool)
-    status = (sim.get("InferenceService", "default", "llm") or {}).get("status") or {}
-    return Outcome(None, lowest, idle, str((status.get("rollout") or {}).get("plan") or "?"))
+    return Outcome(None, lowest, idle, plan_of(sim.get("InferenceService", "default", "llm"), unset="?"))
+
+
+CASE_HEADER = f"{'spare':>5} {'strategy':<8}"
+FIGURES_HEADER = f"{'plan':<18} {'Ready after':>12} {'lowest ready':>12} {'idle GPU-s':>10}"
+
+
+def figures(o: Outcome, horizon: float, *, decimals: int = 0) -> str:
+    """One case's figures, in the columns of :data:`FIGURES_HEADER`."""
+    took = f"{o.seconds:.{decimals}f} s" if o.seconds is not None else f"never ({horizon:.0f} s)"
+    return f"{o.plan:<18} {took:>12} {o.lowest_ready:>12} {o.idle_gpu_seconds:>10.{decimals}f}"
 
 
 def main() -> int:
@@ -89,7 +107,7 @@ def main() -> int:
     parser.add_argument("--horizon", type=int, default=1800, help="simulated seconds to wait for Ready")
     args = parser.parse_args()
     print(f"{args.replicas} replicas x 1 nvidia.com/gpu on 2 full 8-GPU nodes + spare; image change to Ready")
-    print(f"{'spare':>5} {'strategy':<8} {'plan':<18} {'Ready after':>12} {'lowest ready':>12} {'idle GPU-s':>10}")
+    print(f"{CASE_HEADER} {FIGURES_HEADER}")
     for spare in SPARES:
         for strategy in STRATEGIES:
             o = run(
@@ -100,8 +118,7 @@ def main() -> int:
                 termination=args.termination,
                 horizon=args.horizon,
             )
-            took = f"{o.seconds:.0f} s" if o.seconds is not None else f"never ({args.horizon} s)"
-            print(f"{spare:>5} {strategy:<8} {o.plan:<18} {took:>12} {o.lowest_ready:>12} {o.idle_gpu_seconds:>10}")
+            print(f"{spare:>5} {strategy:<8} {figures(o, args.horizon)}")
     return 0
 
 

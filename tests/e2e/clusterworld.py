@@ -60,6 +60,18 @@ QUIET_POLLS = 3  # operator counters unchanged (and nothing queued) this many po
 QUIET_COUNTERS = ("reconcile_total", "api_writes_total", "events_posted_total", "workqueue_depth")
 
 
+def kwok_node(shape: NodeShape, *, address: str) -> Obj:
+    """The Node manifest of ``shape`` for kwok to run, at InternalIP ``address``: kwok's
+    node-initialize stage fills in the conditions (Ready) and nodeInfo, and keeps the rest."""
+    node = build_node(shape, now="")
+    node["metadata"]["annotations"] = dict(KWOK_NODE)
+    node["status"] = {
+        **{k: v for k, v in node["status"].items() if k != "conditions"},
+        "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": shape.name}],
+    }
+    return node
+
+
 class _Http:
     """Raw JSON GETs and watches with the kubeconfig's credentials and connection pool."""
 
@@ -238,16 +250,7 @@ class ClusterWorld(StepRecorder):
         for index, shape in enumerate(shapes):
             name = f"{self.namespace}-{shape.name}"
             wanted[name] = pool_node(shape, pool=self.namespace, name=name)
-            node = build_node(wanted[name], now="")
-            node["metadata"]["annotations"] = dict(KWOK_NODE)
-            # kwok's node-initialize stage fills in the conditions (Ready) and nodeInfo.
-            node["status"] = {
-                **{k: v for k, v in node["status"].items() if k != "conditions"},
-                "addresses": [
-                    {"type": "InternalIP", "address": POOL_ADDRESS.format(first + index)},
-                    {"type": "Hostname", "address": name},
-                ],
-            }
+            node = kwok_node(wanted[name], address=POOL_ADDRESS.format(first + index))
             self.kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(node))
             self._pool[name] = shape.name
         for name, member in wanted.items():

@@ -2,9 +2,12 @@
 
 Covers: bench/sim.py (pods always modelled; its old ``--cluster`` flag still accepted),
 bench/degraded.py (every mode) and bench/rollout.py (every strategy on every pool) finish with
-exit 0 and print their figures. They are not run by anything else, so a change to the
-simulator's semantics (objects in a missing namespace refused, as NamespaceLifecycle does) once
-left two of them failing at their first apply, unnoticed. Figures are not asserted: benchmarks
+exit 0 and print their figures; bench/rollout_cluster.py, which needs a control plane, is
+checked by its ``--dry-run``: each case's pool has exactly the GPUs of the simulator's, is kept
+for that case alone (labelled and tainted), and its InferenceService selects and tolerates it.
+They are not run by anything else, so a change to the simulator's semantics (objects in a
+missing namespace refused, as NamespaceLifecycle does) once left two of them failing at their
+first apply, unnoticed. Figures are not asserted: benchmarks
 measure, tests do not time.
 """
 
@@ -15,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,3 +50,28 @@ def test_the_rollout_benchmark_reports_every_strategy_on_every_pool() -> None:
     rows = [line.split() for line in out.splitlines()[2:]]
     assert [(r[0], r[1]) for r in rows] == [(s, t) for s in ("0", "2", "8") for t in ("Surge", "Replace", "Auto")]
     assert all("never" not in " ".join(r) for r in rows if r[1] != "Surge")  # Replace and Auto always finish
+
+
+def test_the_cluster_rollout_benchmark_gives_each_case_a_pool_of_its_own_with_the_simulators_gpus() -> None:
+    docs = list(yaml.safe_load_all(run_bench("bench/rollout_cluster.py", "--dry-run")))
+    services = [d for d in docs if d["kind"] == "InferenceService"]
+    cases = [(s["metadata"]["namespace"], (s["spec"].get("rollout") or {}).get("strategy", "Surge")) for s in services]
+    assert [strategy for _, strategy in cases] == ["Surge", "Replace", "Auto"] * 3
+    assert len({namespace for namespace, _ in cases}) == 9
+    nodes = [d for d in docs if d["kind"] == "Node"]
+    assert len({n["status"]["addresses"][0]["address"] for n in nodes}) == len(nodes)  # no two fake nodes share an IP
+    for service, spare in zip(services, [0] * 3 + [2] * 3 + [8] * 3, strict=True):
+        namespace, spec = service["metadata"]["namespace"], service["spec"]
+        assert (spec["replicas"], spec["gpu"]) == (16, 1)
+        pool = [n for n in nodes if n["metadata"]["labels"].items() >= spec["nodeSelector"].items()]
+        assert sorted(int(n["status"]["allocatable"]["nvidia.com/gpu"]) for n in pool) == sorted(
+            [8, 8] + [spare] * bool(spare)
+        )
+        for node in pool:
+            assert node["metadata"]["name"].startswith(f"{namespace}-")
+            assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+            for taint in node["spec"]["taints"]:
+                assert any(
+                    t["key"] == taint["key"] and t["value"] == taint["value"] and t["effect"] == taint["effect"]
+                    for t in spec["tolerations"]
+                )
