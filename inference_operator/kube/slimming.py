@@ -13,8 +13,9 @@ What is kept, and who reads it:
   ``status.allocatable`` (``capacity`` where allocatable is missing) and the ``Ready``
   condition (the scheduler's filters in ``core/nodefit.py``, the count in ``reconcile/capacity.py``).
 - Pod: name, namespace, uid/resourceVersion, labels (owner and ``pod-template-hash``),
-  ``deletionTimestamp``; ``spec.nodeName``, ``nodeSelector``, ``tolerations``, the resource
-  requests of its containers and init containers and ``overhead``; ``status.phase`` and the
+  ``creationTimestamp`` (the newest template's pods are the group created last) and
+  ``deletionTimestamp``; ``spec.nodeName``, ``nodeSelector``, ``tolerations``, the images and
+  resource requests of its containers and init containers and ``overhead``; ``status.phase`` and the
   ``PodScheduled`` condition (the stall: Unschedulable, and the scheduler's message).
 
 A dropped field can never be read by mistake elsewhere: these kinds are cached for the
@@ -28,7 +29,7 @@ from typing import Any
 
 from inference_operator.core.objects import Obj
 
-_META = ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
+_META = ("name", "namespace", "uid", "resourceVersion", "labels", "creationTimestamp", "deletionTimestamp")
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -45,10 +46,11 @@ def _conditions(status: Mapping[str, Any], kept: str) -> list[Any]:
 
 
 def _resources_only(containers: Any) -> list[dict[str, Any]]:
-    """Each container as its name and resources: what the scheduler adds up."""
+    """Each container as its name, image and resources: what the scheduler adds up, and what
+    tells a new template's pods from an old one's created in the same second."""
     if not isinstance(containers, list):
         return []
-    return [_pick(c, ("name", "resources")) for c in containers if isinstance(c, Mapping)]
+    return [_pick(c, ("name", "image", "resources")) for c in containers if isinstance(c, Mapping)]
 
 
 def _with(obj: Obj, spec: dict[str, Any], status: dict[str, Any]) -> Obj:

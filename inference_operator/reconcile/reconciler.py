@@ -208,7 +208,7 @@ class Reconciler:
             return seen.problem
         pods = self.backend.list_pods(isvc.namespace, selector_string(isvc.name))
         problem = pod_problem(pods)
-        stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods)
+        stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods, image=isvc.spec.image)
         self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch, stall)
         return problem
 

@@ -121,35 +121,42 @@ def resolve(surge: int | str | None, unavailable: int | str | None, replicas: in
     return (s, 1) if s == 0 and u == 0 else (s, u)
 
 
-def _newest_template(pods: list[Obj]) -> str | None:
+def _images(pod: Obj) -> tuple[str, ...]:
+    return tuple(str(c.get("image") or "") for c in (pod.get("spec") or {}).get("containers") or ())
+
+
+def _newest_template(pods: list[Obj], image: str = "") -> str | None:
     """The ``pod-template-hash`` of the newest ReplicaSet's pods: the group whose first pod was
     created last (a rollout creates the new ReplicaSet's pods after the old ones'; a rollback
-    re-creates the old template's pods, which then are the newest). None: no hash at all."""
-    first: dict[str, str] = {}
+    re-creates the old template's pods, which then are the newest). Creation times have a
+    resolution of a second, and pods that start at once can share it with the old ones: then
+    the group running the desired ``image`` is the newer. None: no hash at all."""
+    first: dict[str, tuple[str, bool]] = {}
     for pod in pods:
         meta = pod.get("metadata") or {}
         template = (meta.get("labels") or {}).get(TEMPLATE_HASH)
         if template is None:
             continue
-        created = str(meta.get("creationTimestamp") or "")
+        created = (str(meta.get("creationTimestamp") or ""), bool(image) and image in _images(pod))
         first[template] = min(first.get(template, created), created)
     return max(first, key=lambda t: (first[t], t)) if first else None
 
 
-def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj]) -> Stall | None:
+def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "") -> Stall | None:
     """A stall: while ``old_pods`` still run, pods of the new template that the scheduler leaves
     Pending because no node has the GPUs free, while pods of an old template are bound to nodes
     and hold GPUs. Old pods that are Pending themselves hold nothing (a replica too big for
     every node, replaced by a smaller one, is no stall), and nothing is a stall while one of the
     service's pods is terminating: its GPUs come free when it is gone (a Replace step, a surge's
-    scale-down), and the pod waiting for them will be placed then."""
+    scale-down), and the pod waiting for them will be placed then. ``image``: the desired
+    template's image, which tells the new pods from the old when both were created in one second."""
     if gpu <= 0 or old_pods <= 0:
         return None
     # A finished pod holds nothing (and the real cluster's Pod cache leaves it out).
     listed = [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES]
     if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
         return None
-    newest = _newest_template(listed)
+    newest = _newest_template(listed, image)
     messages = []
     holding = 0
     for pod in listed:

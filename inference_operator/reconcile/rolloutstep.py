@@ -73,7 +73,7 @@ class RolloutStep:
         cached = backend.cached("Pod")
         if cached is None:
             return self._diagnosed(isvc.uid)
-        return detect_stall(gpu=isvc.spec.gpu, old_pods=old, pods=_own_pods(cached, isvc))
+        return detect_stall(gpu=isvc.spec.gpu, old_pods=old, pods=_own_pods(cached, isvc), image=isvc.spec.image)
 
     def announce(self, owner: Obj, plan: RolloutPlan | None) -> None:
         """The switch from surging to replacing, as an Event a person sees in ``kubectl describe``."""

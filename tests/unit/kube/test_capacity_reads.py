@@ -136,16 +136,30 @@ def test_slimmed_nodes_and_pods_count_what_the_full_objects_count() -> None:
     full_stall = detect_stall(gpu=7, old_pods=2, pods=pods)
     assert full_stall is not None
     assert detect_stall(gpu=7, old_pods=2, pods=slim_pods) == full_stall
+    # The newest template is the group created last, whatever its pod-template-hash sorts as:
+    # the same pods with each other's hash still give the stall.
+    hashes = sorted({p["metadata"]["labels"]["pod-template-hash"] for p in pods})
+    assert len(hashes) == 2
+    swapped = [
+        slim_pod(_with_hash(p, hashes[1 - hashes.index(p["metadata"]["labels"]["pod-template-hash"])])) for p in pods
+    ]
+    assert detect_stall(gpu=7, old_pods=2, pods=swapped) == full_stall
     assert [unschedulable_message(p) for p in slim_pods] == [unschedulable_message(p) for p in pods]
+
+
+def _with_hash(pod: Obj, template: str) -> Obj:
+    labels = {**pod["metadata"]["labels"], "pod-template-hash": template}
+    return {**pod, "metadata": {**pod["metadata"], "labels": labels}}
 
 
 def test_slimming_drops_what_the_count_never_reads() -> None:
     full = pod()
     slim = slim_pod(full)
     text = json.dumps(slim)
-    for absent in ("managedFields", "annotations", "env", "secret", "volumes", "containerStatuses", "image"):
+    for absent in ("managedFields", "annotations", "env", "secret", "volumes", "containerStatuses"):
         assert absent not in text, absent
-    assert slim["spec"]["containers"] == [{"name": "train", "resources": full["spec"]["containers"][0]["resources"]}]
+    resources = full["spec"]["containers"][0]["resources"]
+    assert slim["spec"]["containers"] == [{"name": "train", "image": "trainer:1", "resources": resources}]
     assert slim["metadata"]["labels"] == {"app": "trainer"} and slim["spec"]["nodeName"] == "n1"
     assert len(text) < len(json.dumps(full)) / 3
     assert full["metadata"]["managedFields"], "the input is left alone"

@@ -191,6 +191,18 @@ def test_a_finished_old_pod_holds_no_gpu_so_is_no_stall() -> None:
     )
 
 
+@pytest.mark.parametrize(("new_hash", "old_hash"), [("aaa", "zzz"), ("zzz", "aaa")])
+def test_pods_created_in_the_same_second_as_the_old_ones_are_told_apart_by_image(new_hash: str, old_hash: str) -> None:
+    """Creation times have a resolution of a second: kwok's pods are Ready at once, and the
+    template change can come within the second the old pods were created."""
+    same = "2026-01-01T00:00:00Z"
+    new = pending(template=new_hash, created=same)
+    new["spec"]["containers"] = [{"name": "server", "image": "vllm:0.7"}]
+    old = pending(bound="n1", template=old_hash, created=same)
+    old["spec"]["containers"] = [{"name": "server", "image": "vllm:0.6"}, {"name": "sidecar", "image": "proxy"}]
+    assert detect_stall(gpu=8, old_pods=1, pods=[new, old], image="vllm:0.7") == Stall(1, FULL)
+
+
 def test_an_old_pod_left_pending_while_a_new_one_runs_is_no_stall() -> None:
     """A replica too big for every node, replaced by one that fits: the pending pod is the old one."""
     assert detect_stall(gpu=1, old_pods=1, pods=[pending(template="old"), pending(bound="n1")]) is None
