@@ -42,9 +42,21 @@ NAME_MESSAGE = (
 _NAME_RE = re.compile(NAME_PATTERN)
 
 
+LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+"""A label value, as a node selector's values must be (empty, or letters, digits, '-', '_', '.'
+starting and ending with a letter or digit; at most 63)."""
+CONFIG_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
+"""A key of a ConfigMap or Secret: letters, digits, '-', '_' and '.'."""
+
+
 class KeyRef(StrictModel):
     name: str = Field(min_length=1, max_length=253, description="Name of the Secret or ConfigMap.")
-    key: str = Field(min_length=1, max_length=253, description="Key inside it.")
+    key: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=CONFIG_KEY_PATTERN,
+        description="Key inside it: letters, digits, '-', '_' and '.'.",
+    )
     optional: bool | None = None
 
 
@@ -189,7 +201,7 @@ class InferenceServiceSpec(StrictModel):
     env: list[EnvVar] = Field(
         default_factory=list, max_length=MAX_LIST_ITEMS, description="Environment variables of the server container."
     )
-    nodeSelector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
+    nodeSelector: dict[str, Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]] = Field(
         default_factory=dict,
         max_length=MAX_LIST_ITEMS,
         description="Schedule only on nodes with these labels.",

@@ -139,4 +139,8 @@ CLOSED_GAPS: dict[str, Obj] = {  # specs admission used to take and the parser r
     "key-with-dash": {"nodeSelector": {"-x": "y"}},
     "key-too-long": {"nodeSelector": {"x" * 317: "y"}},
     "65-keys": {"nodeSelector": {f"k{i}": "v" for i in range(65)}},
+    "selector-value-with-space": {"nodeSelector": {"pool": "has space"}},
+    "config-key-with-bang": {
+        "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "bad key!"}}}]
+    },
 }

@@ -196,6 +196,22 @@ def health_path(api: Api) -> None:
     api.create(isvc("c", healthPath="/healthz?x=1"), keep=["spec.healthPath"])
 
 
+@check("crd/invalid-label-value-and-config-key")
+def label_value_and_config_key(api: Api) -> None:
+    api.create(isvc("a", nodeSelector={"pool": "has space"}))
+    api.create(isvc("b", nodeSelector={"pool": "-edge"}))
+    api.create(isvc("c", env=[{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "bad key!"}}}]))
+    api.create(isvc("d", env=[{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "a/b"}}}]))
+    api.create(
+        isvc(
+            "e",
+            nodeSelector={"pool": "", "zone": "us-east_1.a"},
+            env=[{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "-._Key9"}}}],
+        ),
+        keep=SPEC,
+    )
+
+
 @check("crd/invalid-string-lengths")
 def string_lengths(api: Api) -> None:
     api.create(isvc("a", image="", model="m" * 513))
