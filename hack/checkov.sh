@@ -60,7 +60,9 @@ render namespaced-all-options \
   --set networkPolicy.enabled=true \
   --set 'imagePolicy.enabled=true,imagePolicy.allowedPrefixes={registry.example.com/inference/}' \
   --set metrics.serviceMonitor.enabled=true \
-  --set metrics.dashboard.enabled=true
+  --set metrics.dashboard.enabled=true \
+  --set inferenceNetworkPolicy.enabled=true \
+  --set-json 'inferenceNetworkPolicy.from=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"gateway"}}}]'
 rm -rf "$helm_home"
 
 log "checkov $("${NO_NETWORK[@]}" env CKV_SKIP_PACKAGE_UPDATE_CHECK=True "$CHECKOV" --version) on Dockerfile, deploy/ and the rendered chart (no network: ${NO_NETWORK[*]})"
