@@ -27,6 +27,8 @@ die() {
 
 [[ -x $CHECKOV ]] || die "no checkov at $CHECKOV; make checkov-venv installs it into its own virtual environment"
 [[ -x $HELM ]] || die "no helm at $HELM; bash hack/build-controlplane.sh builds it"
+CHECKOV=$(realpath "$CHECKOV") # checkov runs from the folder of what it scans
+HELM=$(realpath "$HELM")
 
 # A network namespace: as root directly, otherwise inside a user namespace of our own.
 if unshare --net true 2>/dev/null; then

@@ -58,15 +58,24 @@ def run_script(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
     helm.write_text(FAKE_HELM)
     checkov.chmod(0o755)
     helm.chmod(0o755)
+    scratch = tmp_path / "scratch" / "of" / "the" / "script"  # its mktemp -d: deeper than the repository
+    scratch.mkdir(parents=True)
     env = {
         **os.environ,
-        "CHECKOV": str(checkov),
+        "TMPDIR": str(scratch),
+        "CHECKOV": os.path.relpath(checkov, ROOT),  # relative, as the Makefile passes it
         "RECORD": str(record),
         "BC_API_KEY": "caller-key",  # set by the caller: must not reach checkov
         "PRISMA_API_URL": "https://api.example.invalid",
     }
     done = subprocess.run(
-        ["bash", str(SCRIPT), str(helm)], capture_output=True, text=True, env=env, timeout=60, check=False
+        ["bash", str(SCRIPT), os.path.relpath(helm, ROOT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
     )
     return done, record
 
