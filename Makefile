@@ -62,10 +62,10 @@ checkov: checkov-venv controlplane ## checkov alone (IaC checks of the Dockerfil
 
 checkov-venv: $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION) ## checkov in its own virtual environment, .venv/checkov
 
-$(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
+$(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION): hack/checkov-constraints.txt
 	@echo "Installing checkov $(CHECKOV_VERSION) into $(CHECKOV_VENV), its own virtual environment (about 200 MB; a few minutes the first time)..." >&2
 	@$(BASE_PYTHON) -m venv $(CHECKOV_VENV) || { echo "Could not create $(CHECKOV_VENV) with '$(BASE_PYTHON) -m venv'." >&2; exit 1; }
-	$(CHECKOV_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar on checkov==$(CHECKOV_VERSION)
+	$(CHECKOV_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar on -c hack/checkov-constraints.txt checkov==$(CHECKOV_VERSION)
 	@rm -f $(CHECKOV_VENV)/.installed-*
 	@touch $@
 

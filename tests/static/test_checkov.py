@@ -1,12 +1,13 @@
 """checkov in `make lint` reaches nothing on the network, and every check it skips says why.
 
 Covers: `make lint` (and `make checkov`) run checkov only through hack/checkov.sh, from its own
-virtual environment; the script, run with a stand-in checkov and helm, starts checkov in a
-network namespace with nothing but loopback, with every network switch off (update check,
-platform mappings and downloads, secret validation, VCS calls), without an API key even when
-the caller has one, on the Dockerfile, deploy/ and the rendered chart, with .checkov.yaml;
-.checkov.yaml selects the offline frameworks, and each skipped check and path has a reason
-(a comment above it), no check is skipped by severity, none twice.
+virtual environment, installed pinned with its dependencies (hack/checkov-constraints.txt); the
+script, run with a stand-in checkov and helm (given relative paths, as the Makefile does), starts
+checkov in a network namespace with nothing but loopback, with every network switch off (update
+check, platform mappings and downloads, secret validation, VCS calls), without an API key even
+when the caller has one, on the Dockerfile, deploy/ and the rendered chart, with .checkov.yaml;
+.checkov.yaml selects the offline frameworks, and each skipped check and path has a reason (a
+comment above it), no check is skipped by severity, none twice.
 """
 
 from __future__ import annotations
@@ -87,6 +88,14 @@ def test_make_lint_runs_checkov_only_through_the_offline_script_from_its_own_env
         runs = [line for line in runs if not line.startswith(("echo ", "touch ", "rm -f "))]
         assert len(runs) == 1, runs
         assert runs[0].startswith("CHECKOV=.venv/checkov/bin/checkov bash hack/checkov.sh "), runs
+
+
+def test_checkov_is_installed_in_its_own_environment_pinned_with_its_dependencies() -> None:
+    (install,) = [line for line in dry_run("checkov-venv") if " pip " in line and " install " in line]
+    assert install.startswith(".venv/checkov/bin/python -m pip ")
+    assert " -c hack/checkov-constraints.txt " in install and re.search(r" checkov==\d+\.\d+\.\d+$", install)
+    pins = [line for line in (ROOT / "hack" / "checkov-constraints.txt").read_text().splitlines() if line[:1] != "#"]
+    assert pins and all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^=\s]+", line) for line in pins), pins
 
 
 def test_checkov_runs_with_no_network_and_every_network_feature_off(tmp_path: Path) -> None:
