@@ -13,11 +13,15 @@ Reports, in one run:
   converged objects: how fast one change is picked up).
 
 The cluster gets what an install gives it (deploy/crds and the finalizer admission policy of
-deploy/admission; `--no-admission-policy` leaves the policy out). Both phases saturate the two
+deploy/admission; `--no-admission-policy` leaves the policy out). The operator runs as installed:
+leader election on (every write then asks the fence whether the term is still valid;
+`--leader-election false` measures without it) and, in cluster mode, the cache of every Node and
+unfinished Pod for the rollouts' GPU count (`--no-capacity-reads` measures without it). Both phases saturate the two
 cores of a small machine, so a single ratio is noisy: `--repeat 5` runs on fresh control planes
 and prints the median.
 
 Usage: python bench/cluster.py [--count 200] [--workers 4] [--repeat 5] [--profile DIR]
+                               [--leader-election true|false] [--no-capacity-reads]
 """
 
 from __future__ import annotations
@@ -200,6 +204,17 @@ def main() -> int:
         help="leave out deploy/admission (the operator then adds its finalizer with a PATCH)",
     )
     parser.add_argument(
+        "--leader-election",
+        choices=("true", "false"),
+        default="true",
+        help="the operator's leader election, and so its write fence (default true, as installed)",
+    )
+    parser.add_argument(
+        "--no-capacity-reads",
+        action="store_true",
+        help="INFERENCE_OPERATOR_READ_CAPACITY=false: no cache of Nodes and Pods (default: cached, as installed)",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         metavar="DIR",
@@ -325,6 +340,14 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
 
         audit = AuditLog(plane.audit_log)
         flags = ["--lb-provider", "http", "--lb-url", f"http://127.0.0.1:{lb_port}", "--workers", str(args.workers)]
+        flags += ["--leader-election", args.leader_election]
+        if args.no_capacity_reads:
+            env = {**env, "INFERENCE_OPERATOR_READ_CAPACITY": "false"}
+        print(
+            f"operator: leader election {args.leader_election}, "
+            f"Node and Pod cache {'off' if args.no_capacity_reads else 'on'}",
+            flush=True,
+        )
         # Converge with the default resync period (300 s): a resync in the middle of the
         # measurement would add passes a real operator would not make then.
         operator = OperatorProcess(plane.kubeconfig, env, work / "operator.log", *flags)
@@ -388,6 +411,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
         p50, p99 = (promtext.quantile(q, latency) * 1000 for q in (0.5, 0.99))
         pid = operator.process.pid if operator.process else 0
         rss = rss_mib(pid)
+        counters = operator.stats()
         steady50, steady99, steady_events = steady_state_latency(client, operator, n)
         # Then restart it with a short resync period: the restart pass and two resyncs over
         # converged objects must send no mutating request.
@@ -404,7 +428,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
 
         print(
             f"operator: all {n} Ready in {converge:.1f}s = {converge / floor:.2f}x the raw floor "
-            f"(operator CPU {cpu:.1f}s, {before / n:.1f} reconciles per object)"
+            f"(operator CPU {cpu:.1f}s = {cpu / n * 1000:.1f} ms per object, {before / n:.1f} reconciles per object)"
         )
         print(
             f"mutating requests per object to converge: {len(writes) / n:.2f} "
@@ -419,7 +443,8 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
         )
         print(
             f"operator RSS: peak {rss:.0f} MiB while converging, {rss_now:.0f} MiB after a restart and two resyncs; "
-            f"load balancer records: {records}{'' if records == n else ' (MISMATCH)'}"
+            f"load balancer records: {records}{'' if records == n else ' (MISMATCH)'}; cached while converged: "
+            f"{counters.get('cached_pods', 0):.0f} pods, {counters.get('cached_nodes', 0):.0f} nodes"
         )
         return floor, converge
     finally:

@@ -6,7 +6,10 @@ died), logging and the CLI. Its ``on.event`` handlers write nothing to the objec
 bookkeeping annotations, no Kopf finalizer); here they only feed the cache and the workqueue
 of ``OperatorRuntime``, whose worker threads run the same reconciler as the simulator.
 Deployments and Services are watched with a server-side label selector (the owner label), so
-the operator never caches the cluster's other workloads.
+the operator never caches the cluster's other workloads. In cluster mode it also watches every
+Node and every unfinished Pod (a field selector), slimmed in the cache to what a rollout's GPU
+count reads; those handlers are registered at startup, once the mode is known, so namespaced
+mode never asks for Nodes it cannot read.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import dataclasses
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -26,10 +30,11 @@ from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
 from inference_operator.kube.preflight import KubeconfigError
-from inference_operator.reconcile.watches import WATCHES, Watch
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch
 
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
+_reads_registered: weakref.WeakSet[kopf.OperatorRegistry] = weakref.WeakSet()
 
 
 def runtime() -> OperatorRuntime:
@@ -84,6 +89,8 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     for watch in WATCHES:
         if watch.label_selector:  # children: only those carrying the owner label are listed and watched
             settings.watching.label_selectors[watch.group or watch.version, watch.plural] = watch.label_selector
+    if config.reads_capacity:
+        watch_reads(settings)
     settings.peering.standalone = True  # replicas coordinate through our own Lease, not Kopf peering
     if config.namespaces:
         # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
@@ -126,13 +133,28 @@ def probe(**_: Any) -> dict[str, int]:
     return liveness(runtime())
 
 
-def _kopf_resource(watch: Watch) -> tuple[str, ...]:
+def watch_reads(settings: kopf.OperatorSettings, registry: kopf.OperatorRegistry | None = None) -> None:
+    """Watch the kinds a rollout counts capacity from (every Node, every unfinished Pod).
+    Registered at startup, before Kopf starts its watches (Kopf reads its registry only then);
+    once per registry, though startup may be retried."""
+    registry = registry if registry is not None else kopf.get_default_registry()
+    for read in CAPACITY_READS:
+        if read.field_selector:
+            settings.watching.field_selectors[read.group or read.version, read.plural] = read.field_selector
+    if registry in _reads_registered:
+        return
+    _reads_registered.add(registry)
+    for read in CAPACITY_READS:
+        kopf.on.event(*_kopf_resource(read), id=f"{read.plural}-read", registry=registry)(_watch_handler(read))
+
+
+def _kopf_resource(watch: Watch | Read) -> tuple[str, ...]:
     """How Kopf names a resource: ``(group, version, plural)``, or ``(version, plural)`` for the
     core group."""
     return (watch.group, watch.version, watch.plural) if watch.group else (watch.version, watch.plural)
 
 
-def _watch_handler(watch: Watch) -> Callable[..., Awaitable[None]]:
+def _watch_handler(watch: Watch | Read) -> Callable[..., Awaitable[None]]:
     async def on_event(event: kopf.RawEvent, **_: Any) -> None:
         runtime().on_event(watch.kind, event.get("type"), cast(Obj, event["object"]))
 

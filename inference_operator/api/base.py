@@ -27,6 +27,17 @@ class Rule:
     check: Callable[[Any], bool]
 
 
+_CEL_ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"), ("/", "__slash__"))
+
+
+def cel_property(name: str) -> str:
+    """A property name as a CEL rule selects it: kube-apiserver escapes what CEL cannot spell
+    (``ephemeral-storage`` is ``self.requests.ephemeral__dash__storage``)."""
+    for raw, escaped in _CEL_ESCAPES:
+        name = name.replace(raw, escaped)
+    return name
+
+
 def rules_schema(*rules: Rule) -> dict[str, Any]:
     """The ``x-kubernetes-validations`` of a schema node that carries ``rules``."""
     return {

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from inference_operator.api.base import Rule, StrictModel, rules_schema
+from inference_operator.api.base import Rule, StrictModel, cel_property, rules_schema
 from inference_operator.api.fielderrors import at, int_or_string
 from inference_operator.api.quantity import parse_quantity
 
@@ -48,7 +48,8 @@ def _check_quantities(values: dict[str, int | str] | None, where: str) -> dict[s
 
 def _request_within_limit(resource: str) -> Rule:
     """``requests.<resource>`` at most ``limits.<resource>``, as the API server requires of a pod."""
-    request, limit = f"self.requests.{resource}", f"self.limits.{resource}"
+    name = cel_property(resource)
+    request, limit = f"self.requests.{name}", f"self.limits.{name}"
     return Rule(
         cel=f"!has(self.requests) || !has(self.limits) || !has({request}) || !has({limit}) || "
         f"!isQuantity(string({request})) || !isQuantity(string({limit})) || "
@@ -68,10 +69,7 @@ def _exceeds(resources: Any, resource: str) -> bool:
     return asked is not None and allowed is not None and asked > allowed
 
 
-# ephemeral-storage too is compared by the API server when it builds the pod; its name would be
-# ``ephemeral__dash__storage`` in CEL, which the fake's CEL does not model: refused then as a
-# ChildRejected naming the field.
-REQUESTS_WITHIN_LIMITS = tuple(_request_within_limit(r) for r in ("cpu", "memory"))
+REQUESTS_WITHIN_LIMITS = tuple(_request_within_limit(r) for r in ("cpu", "memory", "ephemeral-storage"))
 
 
 class Resources(StrictModel):

@@ -51,9 +51,12 @@ class KubeBackend:
         crash: CrashPoint | None = None,
         on_write: Callable[[str, str], None] | None = None,
         fence: WriteFence | None = None,
+        readable: frozenset[str] = frozenset(),
     ) -> None:
+        """``readable``: the kinds cached only to be read (``cached``); others answer None."""
         self.client = client
         self.cache = cache
+        self.readable = readable
         self.clock = clock
         self._lock = threading.Lock()
         self.writes = 0
@@ -122,7 +125,9 @@ class KubeBackend:
         return self.client.list_objects("Pod", namespace, label_selector=selector, from_cache=True)
 
     def cached(self, kind: str) -> list[Obj] | None:
-        return None  # Nodes and Pods are not watched here yet: rollouts count no capacity
+        if kind not in self.readable:
+            return None  # namespaced mode, or READ_CAPACITY=false: not watched, so not known
+        return self.cache.objects(kind)
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from inference_operator.api.constants import FIELD_MANAGER
@@ -86,8 +86,11 @@ class ObjectCache:
         *,
         tombstone_limit: int = TOMBSTONE_LIMIT,
         tombstone_seconds: float = TOMBSTONE_SECONDS,
+        transforms: Mapping[str, Callable[[Obj], Obj]] | None = None,
     ) -> None:
-        self._objects: dict[tuple[str, str, str], Obj] = {}
+        """``transforms``: per kind, what is kept of an object (default: ``slim``)."""
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._transforms = dict(transforms or {})
         self._lock = threading.Lock()
         self._clock = clock or RealClock()
         self._tombstone_limit = tombstone_limit
@@ -102,19 +105,20 @@ class ObjectCache:
         moves backwards. Returns what the cache held for that name before and after (slimmed):
         the same object twice when nothing changed, ``after`` None once deleted.
         """
-        obj = slim(obj)
+        obj = self.slimmed(kind, obj)
         meta = obj.get("metadata") or {}
-        key = (kind, meta.get("namespace") or "", meta.get("name") or "")
+        key = (meta.get("namespace") or "", meta.get("name") or "")
         uid = _uid(obj)
         version = resource_version(obj)
         with self._lock:
-            current = self._objects.get(key)
+            objects = self._objects.setdefault(kind, {})
+            current = objects.get(key)
             same_object = current is not None and _uid(current) == uid
             if event_type == "DELETED":
                 if uid:
                     self._bury_locked(uid, version)
                 if current is None or same_object:
-                    self._objects.pop(key, None)
+                    objects.pop(key, None)
                     return current, None
                 return current, current
             if self._buried_locked(uid, version):
@@ -123,8 +127,12 @@ class ObjectCache:
                 # Older than what we hold: the same object's past, or a same-named predecessor
                 # (names are unique at any one time, so a newer version of the name wins).
                 return current, current
-            self._objects[key] = obj
+            objects[key] = obj
         return current, obj
+
+    def slimmed(self, kind: str, obj: Obj) -> Obj:
+        """``obj`` as this cache keeps it."""
+        return self._transforms.get(kind, slim)(obj)
 
     def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> list[Obj]:
         """Load a fresh LIST: add or refresh its items, and drop cached objects of that kind
@@ -145,11 +153,12 @@ class ObjectCache:
         floor = _version(list_version)
         dropped: list[Obj] = []
         with self._lock:
-            for key, cached in list(self._objects.items()):
-                if key[0] != kind or (namespace and key[1] != namespace):
+            objects = self._objects.get(kind, {})
+            for key, cached in list(objects.items()):
+                if namespace and key[0] != namespace:
                     continue
                 if _uid(cached) not in present and resource_version(cached) < floor:
-                    del self._objects[key]
+                    del objects[key]
                     if _uid(cached):
                         self._bury_locked(_uid(cached), floor)
                     dropped.append(cached)
@@ -157,11 +166,20 @@ class ObjectCache:
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         with self._lock:
-            return self._objects.get((kind, namespace, name))
+            return self._objects.get(kind, {}).get((namespace, name))
 
     def keys(self, kind: str) -> list[tuple[str, str]]:
         with self._lock:
-            return [(ns, name) for (k, ns, name) in self._objects if k == kind]
+            return list(self._objects.get(kind, {}))
+
+    def objects(self, kind: str) -> list[Obj]:
+        """Every cached object of ``kind`` (READ-ONLY: shared, never mutate them)."""
+        with self._lock:
+            return list(self._objects.get(kind, {}).values())
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return len(self._objects.get(kind, {}))
 
     def deleted(self, uid: str, version: int) -> bool:
         """True when the watch (or a check) saw ``uid`` deleted at ``version`` or later."""
@@ -175,7 +193,7 @@ class ObjectCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._objects)
+            return sum(len(objects) for objects in self._objects.values())
 
     # -- tombstones -------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ KINDS = {
     SERVICE: KindInfo("/api/v1", "services"),
     "Event": KindInfo("/api/v1", "events"),
     "Pod": KindInfo("/api/v1", "pods"),
+    "Node": KindInfo("/api/v1", "nodes"),
     "Lease": KindInfo("/apis/coordination.k8s.io/v1", "leases"),
 }
 
@@ -213,6 +214,7 @@ class KubeClient:
         namespace: str,
         *,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         from_cache: bool = False,
         page_size: int | None = None,
         metadata_only: bool = False,
@@ -220,6 +222,8 @@ class KubeClient:
         """Pages of a LIST, each with the collection's resourceVersion. ``metadata_only`` asks
         for metadata alone (PartialObjectMetadata items): a fraction of the bytes."""
         query: dict[str, str] = {"labelSelector": label_selector} if label_selector else {}
+        if field_selector:
+            query["fieldSelector"] = field_selector
         if from_cache:
             query["resourceVersion"] = "0"
         if page_size:

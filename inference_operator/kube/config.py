@@ -14,6 +14,7 @@
 | INFERENCE_OPERATOR_LOG_FORMAT         | --log-format      | plain    |
 | INFERENCE_OPERATOR_METRICS_ADDRESS    | --metrics-address | (off)    |
 | INFERENCE_OPERATOR_LEADER_ELECTION    | --leader-election | true     |
+| INFERENCE_OPERATOR_READ_CAPACITY      | (none)            | true     |
 | INFERENCE_OPERATOR_LEASE_NAMESPACE    | --lease-namespace | POD_NAMESPACE, the pod's, default |
 | INFERENCE_OPERATOR_LEASE_NAME         | (none)            | inference-operator (-HASH with NAMESPACES) |
 | INFERENCE_OPERATOR_LEASE_DURATION     | (none)            | 15       |
@@ -30,6 +31,10 @@
 ``TRACE=FILE`` records the control loop (docs/trace-format.md) into a ring of files: ``FILE`` up
 to ``TRACE_MAX_BYTES`` (bytes, or with a ``Ki``/``Mi``/``Gi`` suffix), then rotated to ``FILE.1`` …,
 at most ``TRACE_FILES`` files in all.
+
+``READ_CAPACITY=false`` stops the cluster-wide watch of Nodes and Pods (for a ClusterRole without
+them); so does namespaced mode, which cannot read Nodes. Rollouts then count no free GPUs: an
+``Auto`` rollout surges one pod at a time and switches to replacing when one cannot be placed.
 
 ``CRASH_AFTER_WRITES=N`` is a test hook, never for production: the process exits (code 137)
 right after its Nth mutating call (``inference_operator.kube.crashpoint``), counting only the
@@ -237,6 +242,8 @@ class OperatorConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    read_capacity: bool = True
+    """Watch every Node and unfinished Pod (cluster mode only), for the rollouts' GPU count."""
     identity: str = ""
     """This replica's name in the Lease, the logs and the user agent (default: host name + random)."""
     trace_file: str = ""
@@ -247,6 +254,11 @@ class OperatorConfig:
     crash_on: str = ""
     connect_timeout: float = 30.0
     """``run``: how long to wait for the API server at start before giving up (0: one attempt)."""
+
+    @property
+    def reads_capacity(self) -> bool:
+        """Nodes and Pods are cached: asked for, and readable (namespaced mode cannot read Nodes)."""
+        return self.read_capacity and not self.namespaces
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -299,6 +311,7 @@ class OperatorConfig:
             log_format=_choice(env, "LOG_FORMAT", "plain", LOG_FORMATS),
             metrics_address=_address(env, "METRICS_ADDRESS"),
             leader_election=_choice(env, "LEADER_ELECTION", "true", ("true", "false")) == "true",
+            read_capacity=_choice(env, "READ_CAPACITY", "true", ("true", "false")) == "true",
             lease_namespace=lease_namespace,
             lease_name=_lease_name(env, namespaces),
             **_election_timings(env),

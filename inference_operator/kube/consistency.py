@@ -53,6 +53,7 @@ class Lister(Protocol):
         namespace: str,
         *,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         from_cache: bool = False,
         page_size: int | None = None,
         metadata_only: bool = False,
@@ -135,6 +136,7 @@ def check_kind(
     *,
     namespaces: Iterable[str],
     label_selector: str | None,
+    field_selector: str | None = None,
 ) -> list[Obj]:
     """LIST ``kind`` (metadata only) in each namespace ("" for all) and drop from the cache
     what the list shows was deleted. Returns the dropped objects."""
@@ -143,7 +145,12 @@ def check_kind(
         uids: set[str] = set()
         version = "0"
         for page, page_version in client.iter_pages(
-            kind, namespace, label_selector=label_selector, page_size=PAGE_SIZE, metadata_only=True
+            kind,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            page_size=PAGE_SIZE,
+            metadata_only=True,
         ):
             uids.update(str((item.get("metadata") or {}).get("uid") or "") for item in page)
             version = page_version

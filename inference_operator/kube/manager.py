@@ -40,7 +40,7 @@ from inference_operator.core.handler import WatchEvent
 from inference_operator.core.objects import Obj
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.kube.backend import EVENT_POSTER
-from inference_operator.kube.cache import ObjectCache, slim
+from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
@@ -49,10 +49,11 @@ from inference_operator.kube.election import BootClock, ElectionSettings, Leader
 from inference_operator.kube.fence import Fence
 from inference_operator.kube.health import ThreadGroup
 from inference_operator.kube.metricsserver import MetricsServer, live
+from inference_operator.kube.slimming import SLIMMERS
 from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS, WatchHealth
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
-from inference_operator.reconcile.watches import WATCHED_KINDS, watch_of
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHED_KINDS, WATCHES, Read, Watch, watch_of
 from inference_operator.trace.recorder import Tracer
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,13 @@ class OperatorRuntime:
         self.config = config
         self.client = client
         self.clock = clock or RealClock()
-        self.cache = ObjectCache(self.clock)
+        self.cache = ObjectCache(self.clock, transforms=SLIMMERS)
+        self.reads: tuple[Read, ...] = CAPACITY_READS if config.reads_capacity else ()
+        """The kinds cached only to be read (Nodes and Pods, for the rollouts' GPU count)."""
+        self._read_kinds = frozenset(r.kind for r in self.reads)
+        sources: tuple[Watch | Read, ...] = (*WATCHES, *self.reads)
+        self._listed: dict[str, Watch | Read] = {source.kind: source for source in sources}
+        """Every kind kept in the cache, with its selectors: primed, watched, checked alike."""
         # The crash-point test hook (off unless INFERENCE_OPERATOR_CRASH_AFTER_WRITES is set)
         # counts the API writes and the load balancer's register/release calls together.
         self.crash = CrashPoint(config.crash_after_writes, on=config.crash_on)
@@ -140,6 +147,7 @@ class OperatorRuntime:
             telemetry=self.telemetry,
             fence=self.fence,
             tracer=self.tracer,
+            readable=self._read_kinds,
         )
         self.backend = ports.kube
         self.lb = ports.load_balancer
@@ -167,7 +175,7 @@ class OperatorRuntime:
         """True once stopped: a stopped runtime never starts again (its queue is shut down)."""
         now = self.clock.now()
         self._next_resync = now + config.resync_seconds
-        self.consistency = ConsistencySchedule(WATCHED_KINDS, now, period=consistency_period)
+        self.consistency = ConsistencySchedule(tuple(self._listed), now, period=consistency_period)
         self.consistency_drops = 0
         self.watch_health = WatchHealth(
             WATCHED_KINDS,
@@ -189,6 +197,8 @@ class OperatorRuntime:
         if event_type is None:
             self._relisted(kind)
         before, after = self.cache.apply_event(kind, event_type, obj)
+        if kind in self._read_kinds:
+            return  # read when a rollout counts, never a reason for a pass
         event = watch_event(event_type, obj, before=before, after=after)
         keys = watch_of(kind).handler.keys(event) if event is not None else ()
         if self.tracer.enabled:
@@ -205,20 +215,24 @@ class OperatorRuntime:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def prime_cache(self) -> int:
-        """LIST every kind we watch into the cache; returns how many objects were loaded."""
+        """LIST every kind we cache; returns how many objects were loaded."""
         loaded = 0
         for namespace in self.config.namespaces or ("",):
-            for kind in WATCHED_KINDS:
+            for source in self._listed.values():
                 # Pages are slimmed into the cache as they come: the whole list is never held
                 # twice (raw and cached) at once.
                 listed: list[Obj] = []
                 version = "0"
                 for page, page_version in self.client.iter_pages(
-                    kind, namespace, label_selector=watch_of(kind).label_selector, page_size=LIST_PAGE_SIZE
+                    source.kind,
+                    namespace,
+                    label_selector=source.label_selector,
+                    field_selector=source.field_selector,
+                    page_size=LIST_PAGE_SIZE,
                 ):
-                    listed.extend(slim(obj) for obj in page)
+                    listed.extend(self.cache.slimmed(source.kind, obj) for obj in page)
                     version = page_version
-                self.cache.replace_kind(kind, namespace, listed, version)
+                self.cache.replace_kind(source.kind, namespace, listed, version)
                 loaded += len(listed)
         return loaded
 
@@ -316,7 +330,8 @@ class OperatorRuntime:
                     self.cache,
                     kind,
                     namespaces=self.config.namespaces or ("",),
-                    label_selector=watch_of(kind).label_selector,
+                    label_selector=self._listed[kind].label_selector,
+                    field_selector=self._listed[kind].field_selector,
                 )
             except Exception as err:  # noqa: BLE001 - a failed check is retried soon
                 with self._lock:
@@ -331,6 +346,8 @@ class OperatorRuntime:
             with self._lock:
                 self.consistency.checked(kind, started, self.clock.now())
             self.consistency_drops += len(dropped)
+            if kind in self._read_kinds:
+                continue  # nothing to reconcile: the next count reads the cache as it is now
             for obj in dropped:
                 for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
                     self.queue.add(key)
@@ -377,6 +394,8 @@ class OperatorRuntime:
             "queue_depth": len(self.queue),
             "waiting": self.queue.waiting_len(),
             "cached_objects": len(self.cache),
+            "cached_nodes": self.cache.count("Node"),
+            "cached_pods": self.cache.count("Pod"),
             "reconciles": self.controller.reconcile_total,
             "reconcile_errors": self.controller.reconcile_errors_total,
             "events_posted": events.posted,

@@ -46,6 +46,12 @@ HELP = {
     "queue_depth": ("inference_operator_workqueue_depth", "gauge", "Keys ready to be reconciled."),
     "waiting": ("inference_operator_workqueue_waiting", "gauge", "Keys waiting for a delayed requeue."),
     "cached_objects": ("inference_operator_cached_objects", "gauge", "Objects in the watch cache."),
+    "cached_nodes": ("inference_operator_cached_nodes", "gauge", "Nodes in the cache, for the rollouts' GPU count."),
+    "cached_pods": (
+        "inference_operator_cached_pods",
+        "gauge",
+        "Unfinished Pods of every namespace in the cache (slimmed), for the rollouts' GPU count.",
+    ),
     "deaf_watches": (
         "inference_operator_deaf_watches",
         "gauge",

@@ -85,11 +85,13 @@ def operator_ports(
     telemetry: Metrics,
     fence: WriteFence | None,
     tracer: Tracer,
+    readable: frozenset[str] = frozenset(),
 ) -> OperatorPorts:
     """Build the two ports with their wrappers, innermost first (see the module's docstring).
 
-    ``fence`` None means leader election is off: every write may go."""
-    kube = KubeBackend(client, cache, clock, crash=crash, on_write=telemetry.api_write, fence=fence)
+    ``fence`` None means leader election is off: every write may go. ``readable``: the kinds
+    the cache holds only to be read (``Backend.cached``)."""
+    kube = KubeBackend(client, cache, clock, crash=crash, on_write=telemetry.api_write, fence=fence, readable=readable)
     lb = with_crash_point(provider, crash)
     if fence is not None:
         lb = LeaderOnlyLoadBalancer(lb, fence)

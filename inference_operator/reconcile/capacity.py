@@ -21,7 +21,8 @@ from inference_operator.core.nodefit import allocatable, filter_node
 from inference_operator.core.objects import Obj
 from inference_operator.core.resources import Resources, add, pod_requests
 
-_TERMINAL = ("Succeeded", "Failed")
+FINISHED_PHASES = ("Succeeded", "Failed")
+"""A pod in these phases holds nothing on its node (the scheduler does not count it)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def _held_by_node(pods: Iterable[Obj]) -> tuple[dict[str, Resources], dict[str, 
     for pod in pods:
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in _TERMINAL:
+        if not node or (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
             continue
         held[node] = add(held.get(node, {}), pod_requests(spec))
         count[node] = count.get(node, 0) + 1

@@ -24,7 +24,7 @@ from inference_operator.api.constants import GPU_RESOURCE, GROUP
 from inference_operator.api.models import InferenceService
 from inference_operator.api.rollout import AUTO, DEFAULT_MAX_UNAVAILABLE, REPLACE, SURGE
 from inference_operator.core.objects import Obj
-from inference_operator.reconcile.capacity import Capacity
+from inference_operator.reconcile.capacity import FINISHED_PHASES, Capacity
 from inference_operator.reconcile.status import unschedulable_message
 
 ANNOTATION = f"{GROUP}/rollout"
@@ -145,7 +145,8 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj]) -> Stall | Non
     scale-down), and the pod waiting for them will be placed then."""
     if gpu <= 0 or old_pods <= 0:
         return None
-    listed = list(pods)
+    # A finished pod holds nothing (and the real cluster's Pod cache leaves it out).
+    listed = [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES]
     if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
         return None
     newest = _newest_template(listed)
@@ -275,7 +276,8 @@ def _auto(
             1,
             unavailable,
             "Surge 1",
-            "Nodes cannot be read (namespaced mode), so free GPUs are not counted: surging 1 replica at a time "
+            "Nodes cannot be read (namespaced mode, or capacity reads turned off), so free GPUs are not counted: "
+            "surging 1 replica at a time "
             "and switching to replacing if a new pod cannot get a GPU",
             digest,
         )

@@ -266,10 +266,14 @@ def _was(previous: Obj, type_: str, generation: int) -> bool:
 
 
 def degraded_condition(isvc: InferenceService, previous: Obj, dep: DeploymentView) -> Cond:
-    """Degraded: it was Ready at this generation, and fewer replicas are ready now."""
+    """Degraded: it was Ready at this generation, and fewer replicas are ready now.
+
+    The rollout is over when no pod of an old template is left (``replicas == updatedReplicas``),
+    not when ``updatedReplicas`` reaches the desired count: a pod lost with its node leaves the
+    Deployment one updated replica short until the ReplicaSet replaces it, and that is no rollout."""
     desired = isvc.spec.replicas
     was_serving = _was(previous, CT.READY, isvc.generation) or _was(previous, CT.DEGRADED, isvc.generation)
-    settled = dep.observed and dep.updated >= desired and not dep.deadline_exceeded
+    settled = dep.observed and dep.total <= dep.updated and not dep.deadline_exceeded
     if was_serving and settled and dep.ready < desired:
         return Cond(
             CT.DEGRADED,

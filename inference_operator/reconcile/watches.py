@@ -26,10 +26,25 @@ from inference_operator.api.constants import (
 )
 from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, EventHandler
 from inference_operator.core.objects import changed_beyond_status
+from inference_operator.reconcile.capacity import FINISHED_PHASES
+
+
+class _Served:
+    """Where a kind is served: its API group and version, from ``api_version``."""
+
+    api_version: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
 
 
 @dataclass(frozen=True)
-class Watch:
+class Watch(_Served):
     """One watched kind: where it is served, which objects of it, and the keys its events wake."""
 
     kind: str
@@ -39,14 +54,8 @@ class Watch:
     label_selector: str | None = None
     """A label key: only objects carrying it (any value) are listed and watched; None: all.
     A bare key is also the API's selector syntax for "has this label"."""
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.rpartition("/")[2]
+    field_selector: str | None = None
+    """The API's field selector for what is listed and watched (children need none)."""
 
 
 _OWNED = EnqueueForOwner(owner_group=GROUP, owner_kind=KIND)
@@ -62,19 +71,28 @@ WATCHED_KINDS: tuple[str, ...] = tuple(w.kind for w in WATCHES)
 
 
 @dataclass(frozen=True)
-class Read:
+class Read(_Served):
     """A kind the reconciler reads from a cluster-wide cache without being woken by it."""
 
     kind: str
     api_version: str
     plural: str
+    field_selector: str | None = None
+    """The API's field selector for what is listed and watched; None: every object."""
+    label_selector: None = None
+    """Reads are never label-selected: a rollout counts what every workload holds."""
 
 
-CAPACITY_READS: tuple[Read, ...] = (Read("Node", "v1", "nodes"), Read("Pod", "v1", "pods"))
-"""What a rollout counts free GPUs from (``Backend.cached``): every Node, and every Pod, for the
-GPUs other workloads hold too. A stall is found when a pass looks, not by an event: a pod the
-scheduler cannot place changes nothing the reconciler watches, so it looks again at the
-rollout's stuck time (see the reconciler's ``_next``)."""
+LIVE_PODS = ",".join(f"status.phase!={phase}" for phase in FINISHED_PHASES)
+"""Pods that may hold resources on a node: a finished pod holds nothing, as the scheduler counts."""
+
+CAPACITY_READS: tuple[Read, ...] = (Read("Node", "v1", "nodes"), Read("Pod", "v1", "pods", field_selector=LIVE_PODS))
+"""What a rollout counts free GPUs from (``Backend.cached``): every Node, and every Pod that has
+not finished, for the GPUs other workloads hold too. A stall is found when a pass looks, not by
+an event: a pod the scheduler cannot place changes nothing the reconciler watches, so it looks
+again at the rollout's stuck time (see the reconciler's ``_next``)."""
+
+CAPACITY_KINDS: tuple[str, ...] = tuple(r.kind for r in CAPACITY_READS)
 
 
 def watch_of(kind: str) -> Watch:

@@ -2,12 +2,16 @@
 cluster-level permission at all) serves InferenceServices in its namespace and ignores others.
 
 Covers: converges an InferenceService to Ready in its namespace, releases it on deletion, and
-leaves one in another namespace untouched (not written to at all: no children, no status).
+leaves one in another namespace untouched (not written to at all: no children, no status). An
+``Auto`` rollout there counts no GPUs (a Role cannot read Nodes): it completes, status says "Nodes
+cannot be read", and the operator never asks for a Node or lists Pods cluster-wide (the audit log).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,6 +24,7 @@ from .harness import OperatorProcess, operator_env
 from .workloads import TIMEOUT, llama, wait_ready
 
 SA = "inference-operator-ns"
+NEW_IMAGE = "vllm/vllm-openai:v0.7.0"
 
 
 @pytest.fixture()
@@ -27,6 +32,19 @@ def other_namespace(cluster: Cluster, namespace: str) -> str:
     name = f"{namespace}-other"
     cluster.kubectl.run("create", "namespace", name)
     return name
+
+
+def node_and_pod_requests(events: Iterable[dict[str, Any]], user_suffix: str) -> list[str]:
+    """What the user asked of Nodes and Pods, as ``resource verb namespace``."""
+    out = []
+    for event in events:
+        ref = event.get("objectRef") or {}
+        if ref.get("resource") not in ("nodes", "pods"):
+            continue
+        if not str((event.get("user") or {}).get("username", "")).endswith(user_suffix):
+            continue
+        out.append(f"{ref['resource']} {event.get('verb')} {ref.get('namespace') or 'all namespaces'}")
+    return out
 
 
 def grant_role(cluster: Cluster, namespace: str) -> None:
@@ -65,13 +83,21 @@ def test_namespaced_mode_serves_only_its_namespace_with_a_role(
         registry.url,
         lease_namespace=namespace,
     )
+    mark = cluster.audit.mark() if cluster.audit is not None else 0
     scoped.start()
     try:
-        cluster.kubectl.apply(llama("inside", replicas=1), namespace)
+        cluster.kubectl.apply(llama("inside", replicas=1, rollout={"strategy": "Auto"}), namespace)
         created = cluster.kubectl.json(
             "create", "-n", other_namespace, "-f", "-", stdin=yaml.safe_dump(llama("outside", replicas=1))
         )
         wait_ready(cluster, "inside", namespace)
+        cluster.kubectl.apply(llama("inside", replicas=1, image=NEW_IMAGE, rollout={"strategy": "Auto"}), namespace)
+        rolled = wait_ready(cluster, "inside", namespace)
+        rollout = rolled["status"]["rollout"]
+        assert rollout["plan"] == "Surge 1" and "Nodes cannot be read" in rollout["message"], rollout
+        if cluster.audit is not None:
+            asked = node_and_pod_requests(cluster.audit.events_since(mark), f":{namespace}:{SA}")
+            assert not [a for a in asked if a.startswith("nodes") or a.endswith(" all namespaces")], asked
         outside = cluster.kubectl.get("infsvc", "outside", other_namespace)
         assert outside is not None and not outside.get("status")
         assert outside["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"], "nobody wrote to it"

@@ -2,7 +2,8 @@
 that identity can do what the operator needs and nothing more (`kubectl auth can-i`).
 
 Covers: it may watch and patch InferenceServices, write their status and finalizers, create
-and patch Deployments and Services, list Pods, create Events; it may not read Secrets or
+and patch Deployments and Services, list and watch Pods and Nodes (the rollouts' GPU count; never
+get a Node), create Events; it may not read Secrets or
 ConfigMaps, delete anything, create Pods, touch RBAC, or impersonate; the whole scenario suite
 runs under this identity (the `operator` fixture uses it).
 """
@@ -23,6 +24,9 @@ ALLOWED = [
     ("create", "deployments.apps"),
     ("patch", "services"),
     ("list", "pods"),
+    ("watch", "pods"),
+    ("list", "nodes"),
+    ("watch", "nodes"),
     ("create", "events"),
     ("patch", "events"),
     ("get", "services"),
@@ -42,6 +46,8 @@ DENIED = [
     ("bind", "clusterroles.rbac.authorization.k8s.io"),
     ("impersonate", "users"),
     ("get", "nodes"),
+    ("patch", "nodes"),
+    ("get", "pods"),
     # granted until the RBAC usage check (test_rbac_usage.py) showed nothing used them
     ("update", "inferenceservices.serving.inference-operator.dev"),
     ("get", "inferenceservices.serving.inference-operator.dev"),

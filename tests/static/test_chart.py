@@ -4,7 +4,8 @@ Covers: `helm lint --strict` passes in both RBAC modes; Chart.yaml metadata; the
 exact copy of deploy/crds; the finalizer MutatingAdmissionPolicy equals deploy/admission's, its
 binding covers the watched namespaces only in namespaced mode, and neither is rendered when disabled
 or before Kubernetes 1.36; cluster mode (no watchNamespaces) renders a ClusterRole whose rules equal
-deploy/rbac/cluster_role.yaml's, bound to the operator's ServiceAccount; namespaced mode renders one
+deploy/rbac/cluster_role.yaml's (without the Node and Pod watch when capacityReads is off), bound
+to the operator's ServiceAccount; namespaced mode renders one
 Role + RoleBinding per watched namespace with the rules of deploy/rbac/namespaced/role.yaml and no
 cluster-scoped RBAC at all; the leader-election Role reads and renews only the Lease the Deployment
 names (leaderElection.leaseName, else the full name); the Deployment runs `kopf run -m inference_operator.operator` (the
@@ -176,6 +177,15 @@ def test_the_lease_role_reads_and_renews_only_the_releases_own_lease(render: Ren
     ]
 
 
+def test_without_capacity_reads_the_cluster_role_lists_no_node_and_watches_no_pod(render: Render) -> None:
+    objects = render({"capacityReads": {"enabled": False}})
+    (role,) = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == FULLNAME]
+    expected = [r for r in rules_of(DEPLOY / "rbac" / "cluster_role.yaml") if "nodes" not in r["resources"]]
+    assert role["rules"] == expected
+    assert env_of(objects)["INFERENCE_OPERATOR_READ_CAPACITY"] == "false"
+    assert OperatorConfig.from_env(env_of(objects)).reads_capacity is False
+
+
 def test_cluster_mode_binds_the_cluster_role_to_the_operator_service_account(render: Render) -> None:
     objects = render()
     binding = only(objects, "ClusterRoleBinding")
@@ -256,6 +266,7 @@ def test_default_env_gives_the_operator_its_own_defaults_with_metrics_on(render:
         "INFERENCE_OPERATOR_LEASE_DURATION": "15",
         "INFERENCE_OPERATOR_RENEW_DEADLINE": "10",
         "INFERENCE_OPERATOR_RETRY_PERIOD": "2",
+        "INFERENCE_OPERATOR_READ_CAPACITY": "true",
     }
     defaults = OperatorConfig()
     assert dataclasses.replace(OperatorConfig.from_env(env), identity="") == OperatorConfig(

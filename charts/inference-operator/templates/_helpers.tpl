@@ -107,6 +107,14 @@ the CRD appearing and disappearing. Same as deploy/rbac/cluster_role.yaml.
 */}}
 {{- define "inference-operator.clusterRules" -}}
 {{ include "inference-operator.namespacedRules" . }}
+{{- if .Values.capacityReads.enabled }}
+# Read-only, cluster mode only: every Node and every unfinished Pod (a field selector), cached
+# slimmed, so that an Auto rollout counts the GPUs free per node. Without it (namespaced mode,
+# or INFERENCE_OPERATOR_READ_CAPACITY=false), Auto surges one pod at a time and says so.
+- apiGroups: [""]
+  resources: ["nodes", "pods"]
+  verbs: ["list", "watch"]
+{{- end }}
 # Kopf: notice the CRD appearing and disappearing (cluster-wide mode only).
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions"]

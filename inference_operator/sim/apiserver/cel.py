@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.celfast import Fallback, compile_rule
+from inference_operator.sim.apiserver.celnames import unescape
 from inference_operator.sim.apiserver.celquantity import Quantity, is_quantity, quantity
 from inference_operator.sim.apiserver.crdschema import ABSENT, FieldError, child_path, correlated_item, item_path
 
@@ -92,7 +93,7 @@ def _reads(rule: str) -> tuple[frozenset[str] | None, bool]:
     for match in _SELF.finditer(rule):
         if match.group(1) is None or match.group(2) is not None:  # self itself, or a macro on it: self.all(k, …)
             return None, True
-        fields.add(match.group(1))
+        fields.add(unescape(match.group(1)))
     reads_old = any(match.group(1) is None for match in _OLD_SELF_USE.finditer(rule))
     return frozenset(fields), reads_old
 

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from inference_operator.sim.apiserver import celfastcalls as calls
 from inference_operator.sim.apiserver.celfastcalls import Fallback
+from inference_operator.sim.apiserver.celnames import unescape
 
 __all__ = ["Fallback", "Unsupported", "compile_rule"]
 
@@ -172,7 +173,7 @@ class _Compiler:
         return negate
 
     def _member_dot(self, children: list[Any]) -> Fn:
-        target, name = self.node(children[0]), str(children[1])
+        target, name = self.node(children[0]), unescape(str(children[1]))
 
         def select(env: Env) -> Any:
             obj = target(env)
@@ -240,7 +241,7 @@ class _Compiler:
         selection = _unwrap(arg)
         if getattr(selection, "data", None) != "member_dot":
             raise Unsupported("has() of something other than a field")
-        target, name = self.node(selection.children[0]), str(selection.children[1])
+        target, name = self.node(selection.children[0]), unescape(str(selection.children[1]))
 
         def has(env: Env) -> bool:
             obj = target(env)

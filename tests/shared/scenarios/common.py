@@ -30,19 +30,7 @@ SIMULATOR_GAPS: Final[dict[str, str]] = {}
 """Scenarios whose simulator run is known to fail its own expectations, with the reason; the tests
 mark them strict xfail, so the entry must go as soon as the simulator is fixed."""
 
-BACKEND_DIFFERENCES: Final[dict[str, str]] = {
-    "gpu-rollout-auto": "the kube backend reads no Nodes or Pods yet (KubeBackend.cached answers None), so an Auto "
-    "rollout there cannot count free GPUs and plans 'Surge 1' (maxSurge 1, maxUnavailable 1: r1=2 r2=1, r1=1 r2=1, "
-    "r1=1 r2=2, r1=0 r2=2); the simulator counts 0 free GPUs on the full pool and replaces one at a time from the "
-    "start (maxSurge 0: r1=2 r2=0, r1=1 r2=0, r1=1 r2=1, r1=0 r2=1, r1=0 r2=2). Both finish Ready with the same "
-    "transitions and Events",
-    "gpu-node-removed": "Degraded is a latch (it was Ready or Degraded, and the Deployment shows every replica "
-    "updated): on the simulator the replacement pod exists by the time the operator looks, so it says Degraded "
-    "(phase Degraded, a Warning/Degraded Event); on the real cluster a pass apparently catches the Deployment with "
-    "1 updated replica between PodGC's deletion and the ReplicaSet's replacement, writes Ready=False without "
-    "Degraded, and the latch never closes (phase Progressing, no Event). Ready transitions, ReplicaSets, pods "
-    "and the scheduler's message agree",
-}
+BACKEND_DIFFERENCES: Final[dict[str, str]] = {}
 """Scenarios that meet their own expectations on both backends but are known to take different
 paths there, with the reason; the e2e comparison is a strict xfail for them (the entry must go
 as soon as the two agree)."""

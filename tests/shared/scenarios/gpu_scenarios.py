@@ -1,7 +1,8 @@
 """The GPU scenarios, written against a World, each on a pool of nodes of its own
 (``scheduling.py``): a fleet that fits; a pool that is full (a pod Pending with the scheduler's
 words); a template change on a full pool with the default strategy (the rolling update
-deadlocks: RolloutBlocked), with ``Replace`` and with ``Auto`` (both complete); a scale-up past
+deadlocks: RolloutBlocked), with ``Replace`` and with ``Auto`` (both complete), with ``Auto`` and
+one node free (it surges one replica and replaces the other, counting 8 GPUs free); a scale-up past
 capacity and back; a pod that fits only one node of three (a node selector, a taint it does
 not tolerate); a node removed under a full pool (its pod collected, the replacement Pending).
 
@@ -111,7 +112,31 @@ def template_change_on_a_full_pool_with_auto(world: World) -> None:
     _full_pool_rollout(world, rollout={"strategy": "Auto"})
     world.settle("a new image, Auto", NAME, _rolled_out, what="rolled out: both replicas new, Ready")
     check(world.observation.steps[-1].transitions[-1] == f"True/{Reason.READY}", "Ready in the end")
-    check(replicasets_seen(world)[-1] == "r1=0 r2=2", f"the old ReplicaSet emptied, got {replicasets_seen(world)}")
+    check(replicasets_seen(world) == REPLACED, f"0 GPUs free: replaced one at a time, got {replicasets_seen(world)}")
+
+
+THREE_NODES: Final = (*TWO_NODES, NodeShape("gpu-c", gpus=8))
+
+
+@scenario("gpu-rollout-auto-spare", nodes=True)
+def template_change_with_auto_and_one_spare_node(world: World) -> None:
+    """Two replicas of 8 GPUs on three nodes of 8: one node is free, so Auto surges one replica
+    and replaces the other, and says so with the count."""
+    pool = world.gpu_pool(THREE_NODES)
+    created(world, replicas=2, gpu=8, rollout={"strategy": "Auto"}, **pool)
+    world.apply(llama(replicas=2, gpu=8, image=NEW_IMAGE, rollout={"strategy": "Auto"}, **pool))
+    s = world.settle(
+        "a new image, Auto, one node free",
+        NAME,
+        lambda s: ready_with(2)(s) and pending(s) == [] and sum(n.get("r2", 0) for n in bound(s).values()) == 2,
+        what="rolled out: both replicas new, Ready",
+    )
+    rollout = ((s.isvc or {}).get("status") or {}).get("rollout") or {}
+    check(rollout.get("plan") == "Surge 1 + Replace", f"surge what fits, replace the rest: {rollout}")
+    counted = f"8 nvidia.com/gpu free on the 3 nodes matching {next(iter(pool['nodeSelector']))}="
+    check(counted in str(rollout.get("message")), f"the count in words ({counted}…): {rollout}")
+    seen = replicasets_seen(world)
+    check(seen[0] == "r1=2 r2=1" and seen[-1] == "r1=0 r2=2", f"one surge pod first, old emptied last: {seen}")
 
 
 @scenario("gpu-scale-beyond", nodes=True)

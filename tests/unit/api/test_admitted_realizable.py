@@ -12,10 +12,10 @@ Deployment and Service built from the parsed spec. The properties:
   (rules the schema would not express; none left: the two there were, negative quantities and
   node-selector keys, are refused at admission, shown by a table);
 - a spec the parser accepts builds a Deployment and a Service the fake accepts (the fake checks
-  the pod template as kube-apiserver does), except for ``KNOWN_CHILD_REJECTIONS``, which this
-  property found: ephemeral-storage requested above its limit (the others it found, cpu and memory
-  above their limits, a keyless toleration whose operator is not Exists and tolerationSeconds
-  without effect NoExecute, are CEL rules now);
+  the pod template as kube-apiserver does), except for ``KNOWN_CHILD_REJECTIONS`` (none left:
+  what this property found, cpu, memory and ephemeral-storage above their limits, a keyless
+  toleration whose operator is not Exists and tolerationSeconds without effect NoExecute, are
+  CEL rules now);
 - a spec refused at admission is refused with a field path under ``spec``.
 
 Size: ``INFERENCE_OPERATOR_PROPERTY_EXAMPLES`` (default 150, a few seconds).
@@ -43,11 +43,7 @@ EXAMPLES = int(os.environ.get("INFERENCE_OPERATOR_PROPERTY_EXAMPLES", "150"))
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-KNOWN_CHILD_REJECTIONS: dict[str, Callable[[str], bool]] = {
-    "ephemeral-storage requested above its limit (its CEL name is escaped, which the fake's CEL lacks)": lambda err: (
-        "must be less than or equal to" in err and "ephemeral-storage" in err
-    ),
-}
+KNOWN_CHILD_REJECTIONS: dict[str, Callable[[str], bool]] = {}
 """Specs admitted and parsed whose Deployment the API server refuses, by why: the operator then
 reports ChildRejected in status, naming the field (tests/unit/sim/apiserver/test_podvalidation.py).
 Each is a rule for admission still to write."""

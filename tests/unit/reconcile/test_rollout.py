@@ -180,6 +180,17 @@ def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
     assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), old]) is None
 
 
+def test_a_finished_old_pod_holds_no_gpu_so_is_no_stall() -> None:
+    """The real cluster's Pod cache leaves finished pods out; the simulator's holds them: the
+    stall must read the same either way."""
+    failed = pending(bound="n1", template="old")
+    failed["status"] = {"phase": "Failed"}
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), failed]) is None
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), failed, pending(bound="n2", template="old")]) == Stall(
+        1, FULL
+    )
+
+
 def test_an_old_pod_left_pending_while_a_new_one_runs_is_no_stall() -> None:
     """A replica too big for every node, replaced by one that fits: the pending pod is the old one."""
     assert detect_stall(gpu=1, old_pods=1, pods=[pending(template="old"), pending(bound="n1")]) is None

@@ -137,6 +137,19 @@ def test_fewer_ready_replicas_at_the_same_generation_is_degraded() -> None:
     assert recovered["phase"] == Phase.READY and cond(recovered, "Degraded")["status"] == "False"
 
 
+def test_a_pod_lost_before_its_replacement_exists_is_degraded_not_a_rollout() -> None:
+    """A node removed: the pod garbage collector deleted its pod, the ReplicaSet has not made
+    the replacement yet, so the Deployment counts 1 updated replica of 2 and no old one."""
+    ready_before = compute(isvc(), dep())
+    gap = compute(isvc(), dep(replicas=1, updated=1, ready=1), ready_before)
+    assert gap["phase"] == Phase.DEGRADED and cond(gap, "Degraded")["status"] == "True"
+    replaced = compute(isvc(), dep(replicas=2, updated=2, ready=1), gap)
+    assert replaced["phase"] == Phase.DEGRADED, "the latch holds until every replica is ready again"
+    assert compute(isvc(), dep(), replaced)["phase"] == Phase.READY
+    rolling = compute(isvc(), dep(replicas=3, updated=1, ready=2), ready_before)
+    assert cond(rolling, "Degraded")["status"] == "False", "old pods left: a rollout, not a loss"
+
+
 def test_progress_deadline_exceeded_is_failed() -> None:
     st = compute(isvc(), dep(ready=0, updated=0, deadline=True))
     assert st["phase"] == Phase.FAILED

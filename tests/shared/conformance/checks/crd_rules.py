@@ -139,3 +139,9 @@ def requests_within_limits(api: Api) -> None:
         keep=SPEC,
     )
     api.create(isvc("d", resources={"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}), keep=SPEC)
+    # ``ephemeral-storage`` is ``ephemeral__dash__storage`` in CEL: the escaped property name.
+    api.create(isvc("e", resources={"requests": {"ephemeral-storage": "2Gi"}, "limits": {"ephemeral-storage": "1Gi"}}))
+    api.create(
+        isvc("f", resources={"requests": {"ephemeral-storage": "1Gi"}, "limits": {"ephemeral-storage": "1Gi"}}),
+        keep=SPEC,
+    )
