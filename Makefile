@@ -9,8 +9,12 @@ PYTHON := $(VENV)/bin/python
 PIP := $(PYTHON) -m pip --disable-pip-version-check
 IMAGE ?= inference-operator:dev
 KIND_CLUSTER ?= inference-operator
+# checkov (make checkov, part of make lint) has its own virtual environment: its pinned
+# dependencies clash with ours, so it never shares .venv's.
+CHECKOV_VERSION ?= 3.3.30
+CHECKOV_VENV ?= $(VENV)/checkov
 
-.PHONY: demo test deps venv images-test lint typecheck unit static integration e2e fuzz crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
+.PHONY: demo test deps venv images-test lint checkov checkov-venv typecheck unit static integration e2e fuzz crd bench bench-cluster bench-viewer controlplane images chromium explore conformance conformance-record \
         cluster-up cluster-down cluster-status kind-up kind-down clean
 
 demo: $(VENV)/.installed-run ## Run the four scenarios on the bundled simulator
@@ -42,11 +46,28 @@ chromium: ## Headless Chromium for the trace viewer's browser tests (the Debian 
 images: ## Without Docker: the base, operator and images/* images as OCI archives (buildah; cached)
 	bash hack/build-images.sh
 
-lint: deps controlplane ## ruff, the import contracts (lint-imports, pyproject.toml), helm lint
+lint: deps controlplane checkov-venv ## ruff, the import contracts (lint-imports, pyproject.toml), helm lint, checkov
 	$(PYTHON) -m ruff check inference_operator tests bench hack
 	$(PYTHON) -m ruff format --check inference_operator tests bench hack
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 	PATH="$$(bash hack/build-controlplane.sh 2>/dev/null | tail -1):$$PATH" helm lint --strict charts/inference-operator
+	$(CHECKOV_RUN)
+
+# checkov over the Dockerfile, deploy/ and the rendered chart, in a network namespace of its own
+# with every network feature off (hack/checkov.sh); what it does not check, and why: .checkov.yaml.
+CHECKOV_RUN = CHECKOV=$(CHECKOV_VENV)/bin/checkov bash hack/checkov.sh "$$(bash hack/build-controlplane.sh 2>/dev/null | tail -1)/helm"
+
+checkov: checkov-venv controlplane ## checkov alone (IaC checks of the Dockerfile, deploy/ and the chart; no network)
+	$(CHECKOV_RUN)
+
+checkov-venv: $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION) ## checkov in its own virtual environment, .venv/checkov
+
+$(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION): hack/checkov-constraints.txt
+	@echo "Installing checkov $(CHECKOV_VERSION) into $(CHECKOV_VENV), its own virtual environment (about 200 MB; a few minutes the first time)..." >&2
+	@$(BASE_PYTHON) -m venv $(CHECKOV_VENV) || { echo "Could not create $(CHECKOV_VENV) with '$(BASE_PYTHON) -m venv'." >&2; exit 1; }
+	$(CHECKOV_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar on -c hack/checkov-constraints.txt checkov==$(CHECKOV_VERSION)
+	@rm -f $(CHECKOV_VENV)/.installed-*
+	@touch $@
 
 typecheck: deps
 	$(PYTHON) -m mypy

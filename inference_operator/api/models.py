@@ -16,7 +16,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from inference_operator.api.base import Rule, StrictModel, rules_schema
 from inference_operator.api.constants import MAX_CONDITION_MESSAGE, MAX_LB_ADDRESS, MAX_LB_ID, MAX_LB_TARGET
 from inference_operator.api.fielderrors import WHOLE, Integer, at, format_validation_error, without_nulls
-from inference_operator.api.resources import Resources
+from inference_operator.api.quantity import parse_quantity
+from inference_operator.api.resources import QUANTITY_PATTERN, Quantity, Resources
 from inference_operator.api.rollout import RolloutSpec, RolloutStatus
 
 MAX_GPUS_PER_REPLICA = 16
@@ -160,6 +161,14 @@ ENV_NAMES_UNIQUE = Rule(
     check=lambda s: len({e.name for e in s.env}) == len(s.env),
 )
 SPEC_RULES = (ARGS_NOT_RESERVED, ENV_NAMES_UNIQUE)
+_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
+SHARED_MEMORY_POSITIVE = Rule(
+    # The schema's pattern and minimum already refuse what is no quantity, or a negative one.
+    cel="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",
+    message="sharedMemory must be more than 0, e.g. 16Gi (unset: no limit of its own)",
+    field_path="",
+    check=lambda v: (amount := parse_quantity(v)) is not None and amount > 0,
+)
 MAX_LABEL_KEY_LENGTH = 316  # a DNS subdomain prefix (253), '/', a name (63)
 _CEL_LABEL_KEY = LABEL_KEY_PATTERN.replace("\\", "\\\\")  # inside a CEL string literal
 NODE_SELECTOR_KEYS = Rule(
@@ -239,6 +248,16 @@ class InferenceServiceSpec(StrictModel):
             "non-root USER, or set runAsUser."
         ),
     )
+    # No schema default: an unset field keeps existing Deployments as they are (no size limit).
+    sharedMemory: Quantity | None = Field(
+        default=None,
+        description=(
+            "Size limit of the server's shared memory, /dev/shm (a memory-backed emptyDir), e.g. 16Gi: "
+            "tensor-parallel workers exchange data through it. What it holds counts as the pod's memory. "
+            "Unset: no limit of its own (only the memory limit, if any, bounds it)."
+        ),
+        json_schema_extra=rules_schema(SHARED_MEMORY_POSITIVE),
+    )
     runAsUser: Annotated[int, Field(ge=1, le=MAX_USER_ID), WHOLE] | None = Field(
         default=None,
         description="Run the server as this user id (never 0): for images whose USER is a name, not a number.",
@@ -252,6 +271,17 @@ class InferenceServiceSpec(StrictModel):
         for key in v:
             if not re.match(LABEL_KEY_PATTERN, key) or len(key) > MAX_LABEL_KEY_LENGTH:
                 raise ValueError(at(key, f"{key!r} is not a valid label key"))
+        return v
+
+    @field_validator("sharedMemory")
+    @classmethod
+    def _shared_memory(cls, v: int | str | None) -> int | str | None:
+        if v is None:
+            return v
+        if (isinstance(v, str) and not _QUANTITY_RE.match(v)) or (isinstance(v, int) and v < 0):
+            raise ValueError(f"{v!r} is not a valid quantity (use e.g. 16Gi)")
+        if not SHARED_MEMORY_POSITIVE.check(v):
+            raise ValueError(SHARED_MEMORY_POSITIVE.message)
         return v
 
     @model_validator(mode="after")

@@ -16,7 +16,7 @@
 | INFERENCE_OPERATOR_LEADER_ELECTION    | --leader-election | true     |
 | INFERENCE_OPERATOR_READ_CAPACITY      | (none)            | true     |
 | INFERENCE_OPERATOR_LEASE_NAMESPACE    | --lease-namespace | POD_NAMESPACE, the pod's, default |
-| INFERENCE_OPERATOR_LEASE_NAME         | (none)            | inference-operator |
+| INFERENCE_OPERATOR_LEASE_NAME         | (none)            | inference-operator (-HASH with NAMESPACES) |
 | INFERENCE_OPERATOR_LEASE_DURATION     | (none)            | 15       |
 | INFERENCE_OPERATOR_RENEW_DEADLINE     | (none)            | 10       |
 | INFERENCE_OPERATOR_RETRY_PERIOD       | (none)            | 2        |
@@ -97,6 +97,7 @@ def _address(env: Mapping[str, str], name: str) -> str:
 
 
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _IDENTITY = re.compile(r"^[\x21-\x7e]{1,253}$")
 
 
@@ -106,6 +107,18 @@ def _check_namespace(name: str, value: str) -> None:
             f"{ENV_PREFIX}{name}={value!r}: {value!r} is not a namespace name (at most 63 lowercase letters, "
             "digits and '-', starting and ending with a letter or digit)"
         )
+
+
+def _lease_name(env: Mapping[str, str], namespaces: tuple[str, ...]) -> str:
+    """The Lease's name: a DNS subdomain, as the API server requires of it. Deployments set it
+    explicitly, because the leader-election Role names this one Lease (``resourceNames``)."""
+    value = env.get(ENV_PREFIX + "LEASE_NAME") or default_lease_name(namespaces)
+    if len(value) > 253 or not _SUBDOMAIN.match(value):
+        raise ConfigError(
+            f"{ENV_PREFIX}LEASE_NAME={value!r}: must be a Lease name (at most 253 lowercase letters, digits, "
+            "'-' and '.', starting and ending with a letter or digit)"
+        )
+    return value
 
 
 def _check_url(url: str) -> None:
@@ -300,7 +313,7 @@ class OperatorConfig:
             leader_election=_choice(env, "LEADER_ELECTION", "true", ("true", "false")) == "true",
             read_capacity=_choice(env, "READ_CAPACITY", "true", ("true", "false")) == "true",
             lease_namespace=lease_namespace,
-            lease_name=env.get(ENV_PREFIX + "LEASE_NAME") or default_lease_name(namespaces),
+            lease_name=_lease_name(env, namespaces),
             **_election_timings(env),
             identity=identity,
             trace_file=_trace_file(env),

@@ -115,6 +115,15 @@ def server_container(spec: InferenceServiceSpec) -> dict[str, Any]:
     return container
 
 
+def shared_memory_volume(spec: InferenceServiceSpec) -> dict[str, Any]:
+    """/dev/shm: memory-backed, limited to ``spec.sharedMemory`` when set (unset: no limit of its
+    own, as before the field existed, so an existing Deployment does not roll)."""
+    empty_dir: dict[str, Any] = {"medium": "Memory"}
+    if spec.sharedMemory is not None:
+        empty_dir["sizeLimit"] = spec.sharedMemory
+    return {"name": SHM_VOLUME, "emptyDir": empty_dir}
+
+
 def pod_security_context(spec: InferenceServiceSpec) -> dict[str, Any]:
     """The pod's security context: empty for Baseline (the template of every existing object
     stays as it was, so nothing rolls), the restricted standard's non-root user and seccomp
@@ -137,7 +146,7 @@ def pod_template(isvc: InferenceService) -> dict[str, Any]:
         "automountServiceAccountToken": False,
         # Service env vars like VLLM_PORT=tcp://… collide with the server's own settings.
         "enableServiceLinks": False,
-        "volumes": [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}],
+        "volumes": [shared_memory_volume(spec)],
     }
     if security := pod_security_context(spec):
         pod_spec["securityContext"] = security

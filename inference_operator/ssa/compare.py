@@ -10,7 +10,8 @@ removes it). Fields only others own are never compared, so there is never a writ
 Values compare as the API server stores them: it adds defaults (``dnsPolicy``, probe timeouts
 …) beside the applied fields, drops empty lists and maps, and rewrites quantities into
 canonical form (``0.5`` becomes ``500m``); ``contains(live, desired)`` is true when every
-field of ``desired`` is present in ``live`` with an equal value, recursively. An atomic value
+field of ``desired`` is present in ``live`` with an equal value, recursively (quantities:
+resources and an emptyDir's ``sizeLimit``). An atomic value
 (a nodeSelector, a toleration list) is the applier's as a whole and compares both ways.
 """
 
@@ -33,7 +34,7 @@ def contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
     """True when ``live`` has every field of ``desired`` with an equal value.
 
     Empty desired values match absent live ones (the API server omits them). Under a
-    ``resources`` map values compare as quantities.
+    ``resources`` map values compare as quantities, and so does ``sizeLimit``.
     """
     if isinstance(desired, dict):
         if not isinstance(live, dict):
@@ -44,7 +45,7 @@ def contains(live: Any, desired: Any, *, quantities: bool = False) -> bool:
                 if _is_empty(want):
                     continue
                 return False
-            if not contains(have, want, quantities=quantities or k in ("requests", "limits")):
+            if not contains(have, want, quantities=quantities or k in _QUANTITIES):
                 return False
         return True
     if isinstance(desired, list):
@@ -111,7 +112,7 @@ def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, qu
                 if not _is_empty(want):
                     out.append(path_string(sub))
                 continue
-            _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITY_MAPS)
+            _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITIES)
         return
     if isinstance(desired, dict | list):
         # An atomic value is the applier's as a whole: a key or item it no longer has must go
@@ -123,7 +124,8 @@ def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, qu
         out.append(path_string(path))
 
 
-_QUANTITY_MAPS = ("requests", "limits")
+_QUANTITIES = ("requests", "limits", "sizeLimit")
+"""Maps of quantities (a container's resources) and quantities (an emptyDir's size limit)."""
 
 
 def _leaves(fields: FieldSet) -> Iterable[Path]:

@@ -155,13 +155,29 @@ def _rbac_for_e2e() -> list[dict[str, Any]]:
     sa["metadata"]["namespace"] = OPERATOR_NAMESPACE
     role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = "inference-operator-e2e"
     binding["subjects"][0]["namespace"] = OPERATOR_NAMESPACE
-    return docs + leader_election_rbac(OPERATOR_NAMESPACE, OPERATOR_SA, OPERATOR_NAMESPACE)
+    # Any Lease name here: beside the suite's operator (Lease "inference-operator"), the crash
+    # points run one operator per namespace under this identity, each with its own Lease.
+    return docs + leader_election_rbac(OPERATOR_NAMESPACE, OPERATOR_SA, OPERATOR_NAMESPACE, any_lease=True)
 
 
-def leader_election_rbac(namespace: str, service_account: str, sa_namespace: str) -> list[dict[str, Any]]:
-    """deploy/rbac/leader_election.yaml as shipped, for Leases in ``namespace``."""
+def leader_election_rbac(
+    namespace: str,
+    service_account: str,
+    sa_namespace: str,
+    *,
+    lease_name: str | None = None,
+    any_lease: bool = False,
+) -> list[dict[str, Any]]:
+    """deploy/rbac/leader_election.yaml as shipped, for Leases in ``namespace``: get and update
+    of the one Lease it names (the shipped operator's), or ``lease_name`` (an operator run with
+    ``--namespace`` names its Lease after its namespaces), or of any Lease (``any_lease``)."""
     role, binding = yaml.safe_load_all((RBAC_DIR / "leader_election.yaml").read_text())
     role["metadata"]["namespace"] = binding["metadata"]["namespace"] = namespace
+    for rule in role["rules"]:
+        if "resourceNames" in rule and any_lease:
+            del rule["resourceNames"]
+        elif "resourceNames" in rule and lease_name:
+            rule["resourceNames"] = [lease_name]
     binding["subjects"][0].update(name=service_account, namespace=sa_namespace)
     return [role, binding]
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from inference_operator.kube.config import default_lease_name
 from inference_operator.lb.registry import RegistryServer
 
 from .conftest import RBAC_DIR, Cluster, leader_election_rbac, token_kubeconfig
@@ -54,7 +55,8 @@ def grant_role(cluster: Cluster, namespace: str) -> None:
     cluster.kubectl.run("create", "serviceaccount", SA, "-n", namespace)
     cluster.kubectl.apply(role, namespace)
     cluster.kubectl.apply(binding, namespace)
-    for doc in leader_election_rbac(namespace, SA, namespace):  # its Lease lives in its own namespace
+    # its Lease lives in its own namespace, named after the one namespace it watches
+    for doc in leader_election_rbac(namespace, SA, namespace, lease_name=default_lease_name((namespace,))):
         cluster.kubectl.apply(doc)
 
 

@@ -85,6 +85,8 @@ FIELDS: dict[str, Field] = {
                      [{"enabled": "yes"}, {"enabled": 1}, {"enable": True}, "on"]),
     "podSecurity": (st.sampled_from(["Baseline", "Restricted"]), ["restricted", "Privileged", 1]),
     "runAsUser": (st.integers(min_value=1, max_value=2**31 - 1), [0, 2**31, "1000", -5]),
+    "sharedMemory": (st.sampled_from(["16Gi", "512Mi", "2048Mi", 1073741824, "1e9"]),
+                     [0, "0", "0Gi", *BAD_QUANTITIES]),
 }  # fmt: skip
 REQUIRED = ("image", "model")
 UNKNOWN_FIELDS = ["replica", "serviceAccountName", "hostNetwork", "command"]

@@ -7,7 +7,8 @@ or before Kubernetes 1.36; cluster mode (no watchNamespaces) renders a ClusterRo
 deploy/rbac/cluster_role.yaml's (without the Node and Pod watch when capacityReads is off), bound
 to the operator's ServiceAccount; namespaced mode renders one
 Role + RoleBinding per watched namespace with the rules of deploy/rbac/namespaced/role.yaml and no
-cluster-scoped RBAC at all; the Deployment runs `kopf run -m inference_operator.operator` (the
+cluster-scoped RBAC at all; the leader-election Role reads and renews only the Lease the Deployment
+names (leaderElection.leaseName, else the full name); the Deployment runs `kopf run -m inference_operator.operator` (the
 Dockerfile's ENTRYPOINT) with --all-namespaces or one --namespace per watched namespace, --liveness
 on liveness.port and --log-format; its env follows the values and is accepted by OperatorConfig (the
 defaults match the operator's own); two replicas electing a leader (RollingUpdate, a
@@ -16,7 +17,8 @@ refuses); the pod is Pod Security Standard "restricted"; the liveness probe hits
 image tag defaults to appVersion; the metrics port and Service exist only when metrics are enabled;
 scheduling and resource values pass through; every object carries the standard app.kubernetes.io/*
 and helm.sh/chart labels; bad values (workers 0, an unknown load balancer provider, provider http
-without a url, logFormat xml, nine replicas, a bad namespace name, an unknown key, clashing ports)
+without a url, logFormat xml, nine replicas, a bad namespace name, an unknown key, clashing ports, a bad Lease
+name)
 fail with a message naming the field.
 
 helm comes from the project's cached bin dir (hack/build-controlplane.sh); without it these tests
@@ -158,10 +160,12 @@ def test_cluster_mode_renders_a_cluster_role_with_the_rules_of_deploy_rbac(rende
     assert namespaced == [("Role", f"{FULLNAME}-leader-election"), ("RoleBinding", f"{FULLNAME}-leader-election")]
 
 
-def test_the_lease_role_reads_and_renews_only_the_releases_own_lease(render: Render) -> None:
-    objects = render()
+@pytest.mark.parametrize("lease", [None, "ops-lease"])
+def test_the_lease_role_reads_and_renews_only_the_releases_own_lease(render: Render, lease: str | None) -> None:
+    objects = render({"leaderElection": {"leaseName": lease}} if lease else None)
     role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == f"{FULLNAME}-leader-election")
     lease_name = env_of(objects)["INFERENCE_OPERATOR_LEASE_NAME"]
+    assert lease_name == (lease or FULLNAME)
     assert role["rules"] == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
@@ -466,6 +470,7 @@ def test_every_object_carries_the_standard_labels(render: Render, values: Obj) -
         ({"metrics": {"port": 70000}}, "/metrics/port", "maximum"),
         ({"worker": 2}, "'worker'", "not allowed"),
         ({"metrics": {"port": 8080}, "liveness": {"port": 8080}}, "metrics.port and liveness.port", "8080"),
+        ({"leaderElection": {"leaseName": "Ops_Lease"}}, "/leaderElection/leaseName", "pattern"),
     ],
     ids=[
         "workers-0",
@@ -479,6 +484,7 @@ def test_every_object_carries_the_standard_labels(render: Render, values: Obj) -
         "metrics-port-too-big",
         "unknown-key",
         "clashing-ports",
+        "bad-lease-name",
     ],
 )
 def test_bad_values_fail_with_a_message_naming_the_field(

@@ -4,7 +4,10 @@ Covers (issue 11, security review): ``image.digest`` renders ``repository@sha256
 in ``image.tag`` or a malformed digest fails naming the field; the pod and container security
 contexts are values (restricted by default, OpenShift can null the fixed user); the optional
 NetworkPolicy selects the operator pod, lets in only ``ingressFrom`` on the health and metrics
-ports and lets out only the API server, DNS and ``egressTo``; the ClusterRoles for people
+ports and lets out only the API server, DNS and ``egressTo``; the optional NetworkPolicy of the
+inference pods (deploy/optional/inference-networkpolicy.yaml, rendered per namespace: the listed
+ones, else the watched ones, never none) selects the pods the operator builds and lets only the
+named peers reach their server port, and is refused without peers; the ClusterRoles for people
 aggregate into view/edit/admin with exactly deploy/rbac/user_roles.yaml's rules, in cluster mode
 only; the image allow-list policy is off by default, lists the prefixes in its CEL expression, is
 bound to the watched namespaces in namespaced mode, refuses to render with no prefix, and has
@@ -21,6 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
+
+from inference_operator.api.models import InferenceService
+from inference_operator.api.samples import make_inference_service
+from inference_operator.reconcile.builders import desired_deployment
 
 from .chartkit import DEPLOY, Obj, Render, find_helm, only
 
@@ -78,6 +85,33 @@ def test_the_network_policy_is_off_by_default_and_narrow_when_on(render: Render)
     assert extra == registry
     closed = only(render({"networkPolicy": {"enabled": True, "dns": False}}), "NetworkPolicy")
     assert closed["spec"]["ingress"] == [] and len(closed["spec"]["egress"]) == 1
+
+
+def test_the_inference_network_policy_is_off_by_default_and_admits_only_the_named_peers_to_the_server_port(
+    render: Render, template: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    assert not kinds(render(), "NetworkPolicy")
+    shipped = yaml.safe_load((DEPLOY / "optional" / "inference-networkpolicy.yaml").read_text())
+    peers = shipped["spec"]["ingress"][0]["from"]
+    on = {"enabled": True, "namespaces": ["models", "team-b"], "from": peers}
+    policies = kinds(render({"inferenceNetworkPolicy": on}), "NetworkPolicy")
+    assert [p["metadata"]["namespace"] for p in policies] == ["models", "team-b"]
+    assert all(p["spec"] == shipped["spec"] for p in policies), "the chart renders deploy/optional's policy"
+    # It selects the pods the operator builds, and opens their server port alone, whatever spec.port is.
+    pod = desired_deployment(
+        InferenceService.from_object(make_inference_service("llama", image="vllm:0.7.0", model="m", port=9000))
+    )["spec"]["template"]
+    assert shipped["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    (server_port,) = pod["spec"]["containers"][0]["ports"]
+    assert shipped["spec"]["ingress"][0]["ports"] == [{"port": server_port["name"], "protocol": "TCP"}]
+    assert shipped["spec"]["policyTypes"] == ["Ingress"]
+    # Namespaced mode: the watched namespaces unless told otherwise.
+    scoped = render({"watchNamespaces": ["a", "b"], "inferenceNetworkPolicy": {"enabled": True, "from": peers}})
+    assert [p["metadata"]["namespace"] for p in kinds(scoped, "NetworkPolicy")] == ["a", "b"]
+    nowhere = template({"inferenceNetworkPolicy": {"enabled": True, "from": peers}})
+    assert nowhere.returncode != 0 and "inferenceNetworkPolicy.namespaces" in nowhere.stderr
+    no_one = template({"inferenceNetworkPolicy": {"enabled": True, "namespaces": ["models"]}})
+    assert no_one.returncode != 0 and "inferenceNetworkPolicy.from" in no_one.stderr
 
 
 def test_user_roles_aggregate_into_view_edit_and_admin_in_cluster_mode_only(render: Render) -> None:

@@ -81,6 +81,7 @@ def isvc() -> InferenceService:
         tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         podSecurity="Restricted",
         runAsUser=1000,
+        sharedMemory="16Gi",  # /dev/shm with a size limit: still an emptyDir
     )
     obj["spec"]["rollout"] = {"strategy": "Replace"}
     obj["metadata"]["uid"] = "u1"

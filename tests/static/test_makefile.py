@@ -1,10 +1,11 @@
 """The README's two commands install into a project-local virtual environment, never the machine's Python.
 
 Covers: `make demo` and `make test` (dry run, every rule forced) create `.venv` from the base
-Python and run pip, the tools and the tests only through `.venv/bin/python`; the demo needs only
-the package, not the development tools; the README opens with exactly the two commands and
-`.ci/run` runs the test one. `make unit` never builds the control plane; `make static` does (helm),
-then runs tests/static; `make test` runs the whole of tests.
+Python and run pip, the tools and the tests only through `.venv/bin/python` (checkov, for `make
+lint`, alone in its own `.venv/checkov`); the demo needs only the package, not the development
+tools; the README opens with exactly the two commands and `.ci/run` runs the test one. `make
+unit` never builds the control plane; `make static` does (helm), then runs tests/static; `make
+test` runs the whole of tests.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ".venv/bin/python"
+CHECKOV_VENV = ".venv/checkov"
 
 
 def dry_run(*targets: str) -> list[str]:
@@ -41,9 +43,14 @@ def test_every_python_and_pip_command_runs_in_the_project_virtual_environment(ta
     lines = dry_run(target)
     runs = python_runs(lines)
     assert runs, f"`make {target}` runs no Python at all?"
-    creation = [line for line in runs if " -m venv " in line]
+    # checkov has a virtual environment of its own (its dependencies clash with ours): only it.
+    checkov = [line for line in runs if CHECKOV_VENV in line]
+    assert all(
+        line.startswith((f"python3 -m venv {CHECKOV_VENV} ", f"{CHECKOV_VENV}/bin/python -m pip ")) for line in checkov
+    ), checkov
+    creation = [line for line in runs if " -m venv " in line and line not in checkov]
     assert len(creation) == 1 and creation[0].startswith("python3 -m venv .venv"), creation
-    strays = [line for line in runs if line not in creation and not line.startswith(f"{VENV_PYTHON} ")]
+    strays = [line for line in runs if line not in creation + checkov and not line.startswith(f"{VENV_PYTHON} ")]
     assert not strays, f"`make {target}` runs Python or pip outside .venv: {strays}"
 
 

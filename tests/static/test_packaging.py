@@ -8,7 +8,8 @@ non-root numeric USER, no ADD of URLs, no build tools in the final stage, entryp
 `kopf run -m inference_operator.operator`; requirements.lock pins the runtime dependencies.
 The build backend is pinned; the image carries OCI labels and its build context admits only
 what the Dockerfile copies (.dockerignore); the ClusterRoles for people (deploy/rbac/user_roles.yaml)
-touch InferenceServices only, aggregate into view/edit/admin and are in the kustomization.
+touch InferenceServices only, aggregate into view/edit/admin and are in the kustomization; the
+leader-election Role reads and renews only the Lease the operator Deployment names.
 """
 
 from __future__ import annotations
@@ -191,13 +192,28 @@ def test_user_roles_only_read_or_write_inference_services_and_aggregate_into_the
     assert "rbac/user_roles.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]
 
 
-def test_leader_election_may_only_get_create_and_update_leases_in_the_operators_namespace() -> None:
+def test_leader_election_may_only_create_leases_and_read_and_renew_its_own_in_the_operators_namespace() -> None:
     role, binding = yaml.safe_load_all((RBAC / "leader_election.yaml").read_text())
     sa = load(RBAC / "service_account.yaml")["metadata"]
     assert role["kind"] == "Role" and role["metadata"]["namespace"] == sa["namespace"]
+    # create cannot be limited by name (RBAC never matches resourceNames on a create)
     assert role["rules"] == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["inference-operator"],
+            "verbs": ["get", "update"],
+        },
     ]
     assert binding["kind"] == "RoleBinding" and binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
     assert "rbac/leader_election.yaml" in load(ROOT / "deploy" / "kustomization.yaml")["resources"]
+
+
+def test_the_lease_role_names_the_lease_the_operator_deployment_passes() -> None:
+    role, _ = yaml.safe_load_all((RBAC / "leader_election.yaml").read_text())
+    (named,) = [rule["resourceNames"] for rule in role["rules"] if "resourceNames" in rule]
+    container = load(ROOT / "deploy" / "operator" / "deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert named == [env["INFERENCE_OPERATOR_LEASE_NAME"]]

@@ -120,3 +120,11 @@ the CRD appearing and disappearing. Same as deploy/rbac/cluster_role.yaml.
   resources: ["customresourcedefinitions"]
   verbs: ["list", "watch"]
 {{- end }}
+
+{{/*
+The leader-election Lease's name: leaderElection.leaseName, else the full name. The Deployment
+passes it to the operator and the leader-election Role names it (resourceNames): one source.
+*/}}
+{{- define "inference-operator.leaseName" -}}
+{{- default (include "inference-operator.fullname" .) .Values.leaderElection.leaseName }}
+{{- end }}

@@ -55,6 +55,9 @@ def default_pod_spec(pod: Obj) -> None:
 
 
 def _default_volume(volume: Obj) -> None:
+    empty_dir = volume.get("emptyDir")
+    if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
+        empty_dir["sizeLimit"] = canonical_quantity(empty_dir["sizeLimit"])  # stored as a Quantity
     for source in ("configMap", "secret", "projected", "downwardAPI"):
         if isinstance(volume.get(source), dict):
             volume[source].setdefault("defaultMode", DEFAULT_MODE)

@@ -1,7 +1,8 @@
 """API models and the CRD generated from them.
 
 Covers: defaults, bounds, required fields, cross-field rules, validation messages naming the
-field path (podSecurity only Baseline or Restricted, runAsUser never root), no
+field path (podSecurity only Baseline or Restricted, runAsUser never root, sharedMemory a positive
+quantity), no
 privilege-escalating fields in the spec, the generated CRD (structural schema:
 no $ref / null / propertyNames; defaults; CEL rules; status and scale subresources; printer
 columns; short name and category) and the drift check against deploy/crds/.
@@ -98,6 +99,9 @@ def test_defaults_fill_in_what_the_user_left_out() -> None:
             "spec.runAsUser: Invalid value: 2147483648: spec.runAsUser in body should be less than or equal to "
             "2147483647",
         ),
+        ({**BASE, "sharedMemory": "0Gi"}, "spec.sharedMemory: sharedMemory must be more than 0"),
+        ({**BASE, "sharedMemory": "-1Gi"}, "spec.sharedMemory: '-1Gi' is not a valid quantity"),
+        ({**BASE, "sharedMemory": "lots"}, "spec.sharedMemory: 'lots' is not a valid quantity"),
         ("not-a-map", "spec: must be an object"),
     ],
 )

@@ -8,7 +8,8 @@ objects (only the same uid), drops objects a fresh LIST no longer has; deletions
 bring the object back; tombstones are bounded in number and age); a consistency drop removes
 only what is missing and older than its list, adding nothing; slim keeps only the operator's
 own server-side apply managedFields entry and kubectl's annotation goes, the input untouched
-and the kept parts shared; settings come from env vars and bad values name the variable; `kopf run -n`
+and the kept parts shared; settings come from env vars and bad values name the variable (the
+Lease name is a DNS subdomain); `kopf run -n`
 namespaces are found on the command line; the metrics text format; a status-only update of an
 InferenceService does not enqueue it, a spec change does, and a child's event enqueues its
 owner.
@@ -181,6 +182,13 @@ def test_settings_come_from_the_environment_with_defaults() -> None:
     assert dataclasses.replace(OperatorConfig.from_env({}), identity="") == OperatorConfig()
 
 
+def test_the_lease_name_is_the_one_the_deployment_passes_else_one_per_scope() -> None:
+    assert OperatorConfig.from_env({"INFERENCE_OPERATOR_LEASE_NAME": "ops.lease-1"}).lease_name == "ops.lease-1"
+    assert OperatorConfig.from_env({}).lease_name == "inference-operator"
+    scoped = OperatorConfig.from_env({"INFERENCE_OPERATOR_NAMESPACES": "a"}).lease_name
+    assert scoped.startswith("inference-operator-") and scoped != "inference-operator"
+
+
 def test_the_load_balancer_token_is_read_but_never_shown() -> None:
     env = {
         "INFERENCE_OPERATOR_LB_PROVIDER": "http",
@@ -250,6 +258,11 @@ def test_the_load_balancer_token_is_read_but_never_shown() -> None:
         ({"INFERENCE_OPERATOR_LB_URL": "http://"}, "must name a host"),
         ({"INFERENCE_OPERATOR_NAMESPACES": "team-a,Team_B"}, "INFERENCE_OPERATOR_NAMESPACES='Team_B'"),
         ({"INFERENCE_OPERATOR_LEASE_NAMESPACE": "a b"}, "is not a namespace name"),
+        (
+            {"INFERENCE_OPERATOR_LEASE_NAME": "Ops_Lease"},
+            "INFERENCE_OPERATOR_LEASE_NAME='Ops_Lease': must be a Lease name",
+        ),
+        ({"INFERENCE_OPERATOR_LEASE_NAME": "a" * 254}, "must be a Lease name"),
         ({"INFERENCE_OPERATOR_IDENTITY": "pod\r\nX-Evil: 1"}, "INFERENCE_OPERATOR_IDENTITY="),
     ],
 )

@@ -5,7 +5,9 @@ container port and args from model/port/args, probes on the health path with a g
 startup budget, env / nodeSelector / tolerations / resources passed through, the restricted
 security context, ``podSecurity``: Baseline leaves the pod's security context out (existing
 templates unchanged), Restricted adds a non-root user and the RuntimeDefault seccomp profile,
-``runAsUser`` sets the user id; no empty fields emitted, the Service shape and the URL.
+``runAsUser`` sets the user id; /dev/shm is a memory-backed emptyDir, limited to
+``sharedMemory`` when set and without a limit of its own otherwise (the template as it always was);
+no empty fields emitted, the Service shape and the URL.
 """
 
 from __future__ import annotations
@@ -142,6 +144,19 @@ def test_run_as_user_sets_the_pods_user_id_with_either_pod_security_level() -> N
     assert restricted["securityContext"]["runAsNonRoot"] is True
     baseline = desired_deployment(isvc(runAsUser=1000))["spec"]["template"]["spec"]
     assert baseline["securityContext"] == {"runAsUser": 1000}
+
+
+def test_shared_memory_is_a_memory_backed_dev_shm_limited_to_spec_shared_memory() -> None:
+    dep = desired_deployment(isvc(sharedMemory="16Gi"))
+    assert dep["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}
+    ]
+    assert container(dep)["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+
+
+def test_without_shared_memory_dev_shm_has_no_limit_of_its_own_as_it_always_had() -> None:
+    (volume,) = desired_deployment(isvc())["spec"]["template"]["spec"]["volumes"]
+    assert volume == {"name": "dshm", "emptyDir": {"medium": "Memory"}}
 
 
 def test_builders_emit_no_empty_lists_or_maps() -> None:

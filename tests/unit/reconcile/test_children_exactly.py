@@ -2,7 +2,8 @@
 
 Covers (on the simulator, whose API server implements server-side apply): removing gpu drops
 the nvidia.com/gpu limit; removing nodeSelector, tolerations or env removes them; changing a
-nodeSelector key leaves no old key; status is Ready only once the child matches. Fields other
+nodeSelector key leaves no old key; sharedMemory limits /dev/shm, stored canonical (2048Mi as
+2Gi) at zero writes, and unsetting it removes the limit; status is Ready only once the child matches. Fields other
 actors own are left alone with zero writes: an annotation, a sidecar injected into the pod
 template (once the rollout it causes is over), an extra owner reference on the Service. A
 field the operator owns that someone else changes is put back with one apply, and there is no
@@ -90,6 +91,14 @@ def test_removing_node_selector_tolerations_and_env_removes_them() -> None:
     change(sim)
     assert "nodeSelector" not in pod_spec(sim) and "tolerations" not in pod_spec(sim)
     assert "env" not in server(sim)
+
+
+def test_shared_memory_limits_dev_shm_as_the_server_stores_it_with_zero_writes_and_unset_removes_it() -> None:
+    sim = converged(sharedMemory="2048Mi")  # the API server stores 2Gi: no difference, no write loop
+    assert pod_spec(sim)["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}]
+    assert writes_after_quiet_passes(sim) == 0
+    change(sim)
+    assert pod_spec(sim)["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
 
 
 def test_changing_a_node_selector_key_leaves_no_old_key() -> None:

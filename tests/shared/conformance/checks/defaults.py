@@ -68,6 +68,20 @@ def deployment_volumes(api: Api) -> None:
     api.create(manifest, keep=["spec.template.spec.volumes"])
 
 
+@check("defaults/emptydir-size-limits-stored-canonical")
+def emptydir_size_limits(api: Api) -> None:
+    """An emptyDir's sizeLimit is a Quantity, stored in canonical form (the operator's /dev/shm
+    from spec.sharedMemory: 2048Mi comes back 2Gi, and the drift check must not see a change)."""
+    manifest = deployment("d")
+    _pod(manifest)["volumes"] = [
+        {"name": "binary", "emptyDir": {"medium": "Memory", "sizeLimit": "2048Mi"}},
+        {"name": "fraction", "emptyDir": {"medium": "Memory", "sizeLimit": "1.5Gi"}},
+        {"name": "integer", "emptyDir": {"sizeLimit": 1073741824}},
+        {"name": "decimal", "emptyDir": {"sizeLimit": "2000M"}},
+    ]
+    api.create(manifest, keep=["spec.template.spec.volumes"])
+
+
 @check("defaults/deployment-strategies")
 def deployment_strategies(api: Api) -> None:
     recreate = deployment("r")
