@@ -63,6 +63,7 @@ from tests.e2e.harness import (  # noqa: E402
     OperatorProcess,
     free_port,
     install_admission_policy,
+    install_crds,
     is_ready,
     operator_env,
     wait_until,
@@ -311,13 +312,7 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
     try:
         env = operator_env(plane.bin_dir)
         kubectl = Kubectl(plane.kubeconfig, env)
-        kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
-        kubectl.run(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/inferenceservices.serving.inference-operator.dev",
-        )
+        install_crds(kubectl)
         for ns in ("floor", "bench"):
             kubectl.run("create", "namespace", ns)
         if not args.no_admission_policy:

@@ -108,7 +108,14 @@ def cluster_figures(rounds: int, fleet: int) -> None:
     import cluster as local  # hack/cluster.py
 
     from inference_operator.lb.registry import RegistryServer
-    from tests.e2e.harness import AuditLog, Kubectl, OperatorProcess, install_admission_policy, operator_env
+    from tests.e2e.harness import (
+        AuditLog,
+        Kubectl,
+        OperatorProcess,
+        install_admission_policy,
+        install_crds,
+        operator_env,
+    )
     from tests.e2e.harness import wait_until as until
 
     work = Path(tempfile.mkdtemp(prefix="bench-onewriter-"))
@@ -119,13 +126,7 @@ def cluster_figures(rounds: int, fleet: int) -> None:
     try:
         env = operator_env(plane.bin_dir)
         kubectl = Kubectl(plane.kubeconfig, env)
-        kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
-        kubectl.run(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/inferenceservices.serving.inference-operator.dev",
-        )
+        install_crds(kubectl)
         kubectl.run("create", "namespace", NAMESPACE)
         install_admission_policy(kubectl, NAMESPACE)
         audit = AuditLog(plane.audit_log)

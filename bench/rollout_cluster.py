@@ -45,7 +45,7 @@ import rollout  # noqa: E402 - bench/rollout.py
 from inference_operator.api.constants import GPU_RESOURCE, KIND  # noqa: E402
 from inference_operator.sim.cluster.nodes import NodeShape  # noqa: E402
 from tests.e2e.clusterworld import POOL_ADDRESS, kwok_node  # noqa: E402
-from tests.e2e.harness import Kubectl, OperatorProcess, operator_env, wait_until  # noqa: E402
+from tests.e2e.harness import Kubectl, OperatorProcess, install_crds, operator_env, wait_until  # noqa: E402
 from tests.shared.scenarios.scheduling import placement, pool_node  # noqa: E402
 
 Obj = dict[str, Any]
@@ -170,13 +170,7 @@ def local_rollouts(work: Path, *, poll: float) -> Iterator[LocalRollouts]:
     try:
         env = operator_env(plane.bin_dir)
         kubectl = Kubectl(plane.kubeconfig, env)
-        kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
-        kubectl.run(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/inferenceservices.serving.inference-operator.dev",
-        )
+        install_crds(kubectl)
         operator = OperatorProcess(plane.kubeconfig, env, work / "operator.log")
         operator.start()
         print(

@@ -33,6 +33,7 @@ from .harness import (
     OperatorProcess,
     install_admission_policy,
     install_confinement_policy,
+    install_crds,
     operator_env,
     wait_until,
 )
@@ -113,10 +114,7 @@ def crd(cluster: Cluster) -> None:
     """What every install path puts in the cluster before the operator: the CRD and the
     admission policies (deploy/admission): the finalizer's, and the confinement of the
     operator's ServiceAccount, here the suite operator's own."""
-    cluster.kubectl.run("apply", "-f", str(CRD_DIR))
-    cluster.kubectl.run(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/inferenceservices.serving.inference-operator.dev"
-    )
+    install_crds(cluster.kubectl)
     install_admission_policy(cluster.kubectl, "default")
     install_confinement_policy(
         cluster.kubectl, namespace=OPERATOR_NAMESPACE, service_account=OPERATOR_SA, suffix="-e2e"

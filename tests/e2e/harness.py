@@ -136,6 +136,14 @@ def finalizers_on_create(kubectl: Kubectl, obj: Obj) -> list[str]:
     return list(created["metadata"].get("finalizers") or [])
 
 
+def install_crds(kubectl: Kubectl) -> None:
+    """deploy/crds applied, and the InferenceService CRD Established (served) before returning."""
+    kubectl.run("apply", "-f", str(ROOT / "deploy" / "crds"))
+    kubectl.run(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/inferenceservices.serving.inference-operator.dev"
+    )
+
+
 def install_admission_policy(kubectl: Kubectl, namespace: str, *, timeout: float = 30) -> None:
     """Apply deploy/admission and wait until the API server enforces it (policies take effect
     when the API server's informer has seen them, a moment after the apply returns)."""
