@@ -26,7 +26,14 @@ from inference_operator.ssa.fieldpaths import (
     value_element,
 )
 
-__all__ = ["element_string", "from_fields_v1", "managed_fields_of", "parse_element", "to_fields_v1"]
+__all__ = [
+    "element_string",
+    "from_fields_v1",
+    "managed_fields_of",
+    "parse_element",
+    "shared_fields_v1",
+    "to_fields_v1",
+]
 
 
 # --- fieldsV1 ------------------------------------------------------------------------------------------
@@ -88,7 +95,20 @@ def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=256)
 def _encoded(fields: FieldSet) -> bytes:
-    return marshal.dumps(_build(fields), 2)  # version 2: no shared references in the copies
+    return marshal.dumps(_shared(fields), 2)  # version 2: no shared references in the copies
+
+
+def shared_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    """:func:`to_fields_v1`, not copied: one object for every caller of the same set, which
+    must never be modified. For the API server's store, whose objects are never modified in
+    place and only ever handed out as copies (it shares untouched entries between versions
+    already); a copy per write was most of the cost of encoding an entry."""
+    return _shared(fields) if type(fields) is frozenset else _build(fields)
+
+
+@functools.lru_cache(maxsize=256)
+def _shared(fields: FieldSet) -> dict[str, Any]:
+    return _build(fields)
 
 
 def _build(fields: Iterable[Path]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference_operator.ssa.fieldpaths import FieldSet, Path, path_string
-from inference_operator.ssa.fieldsv1 import element_string, from_fields_v1, to_fields_v1
+from inference_operator.ssa.fieldsv1 import element_string, from_fields_v1, shared_fields_v1
 
 __all__ = [
     "Entry",
@@ -166,7 +166,7 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
         if entry.time is not None:
             out["time"] = entry.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = entry.fields_v1 if entry.fields_v1 is not None else to_fields_v1(entry.fields)
+        out["fieldsV1"] = entry.fields_v1 if entry.fields_v1 is not None else shared_fields_v1(entry.fields)
         if key.subresource:
             out["subresource"] = key.subresource
         entries.append(out)
