@@ -112,37 +112,35 @@ def _shared(fields: FieldSet) -> dict[str, Any]:
 
 
 def _build(fields: Iterable[Path]) -> dict[str, Any]:
-    root: _Tree = {}
+    """The ``fieldsV1`` of ``fields``, level by level: each element's subtree is encoded once per
+    set of paths below it (:func:`_subtree`), so sets that differ in one corner (the owner
+    reference's uid of each Pod a ReplicaSet makes) share the encoding of the rest."""
+    below: dict[PathElement, list[Path]] = {}
+    members: set[PathElement] = set()
     for path in fields:
-        node = root
-        for element in path[:-1]:
-            child = node.get(element)
-            if child is None:
-                child = node[element] = [False, {}]
-            node = child[1]
-        last = node.get(path[-1])
-        if last is None:
-            node[path[-1]] = [True, {}]
+        head = path[0]
+        tails = below.get(head)
+        if tails is None:
+            tails = below[head] = []
+        if len(path) == 1:
+            members.add(head)
         else:
-            last[0] = True
-    return _emit(root)
-
-
-_Tree = dict[PathElement, list[Any]]
-"""Path element → [is a member, the tree below it]."""
-
-
-def _emit(tree: _Tree) -> dict[str, Any]:
+            tails.append(path[1:])
     out: dict[str, Any] = {}
-    for element in sorted(tree):
-        member, below = tree[element]
-        body: dict[str, Any] = {}
-        if below:
-            if member:
-                body["."] = {}
-            body.update(_emit(below))
-        out[element_string(element)] = body
+    for element in sorted(below):
+        tails = below[element]
+        if not tails:
+            out[element_string(element)] = {}
+            continue
+        subtree = _subtree(frozenset(tails))
+        out[element_string(element)] = {".": {}, **subtree} if element in members else subtree
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _subtree(fields: FieldSet) -> dict[str, Any]:
+    """The encoded subtree of ``fields`` (paths relative to it), shared: never to be modified."""
+    return _build(fields)
 
 
 def from_fields_v1(fields_v1: Mapping[str, Any]) -> FieldSet:

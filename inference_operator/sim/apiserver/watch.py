@@ -79,6 +79,8 @@ class Watch:
 
     def drain(self) -> list[WatchEvent]:
         """Return the pending events, oldest first, and forget them."""
+        if not self._events:  # the common case in a simulation's every step: not worth the lock
+            return []  # (an event appended meanwhile is the next drain's, as if it came after this one)
         with self._broadcaster.lock:
             events = list(self._events)
             self._events.clear()
