@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import marshal
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -29,6 +30,7 @@ from inference_operator.ssa.fieldpaths import (
 __all__ = [
     "element_string",
     "from_fields_v1",
+    "known_field_set",
     "managed_fields_of",
     "parse_element",
     "shared_fields_v1",
@@ -108,7 +110,27 @@ def shared_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=256)
 def _shared(fields: FieldSet) -> dict[str, Any]:
-    return _build(fields)
+    encoded = _build(fields)
+    with _FIELDS_OF_LOCK:
+        _FIELDS_OF[id(encoded)] = (encoded, fields)
+        while len(_FIELDS_OF) > _KNOWN_ENCODINGS:
+            del _FIELDS_OF[next(iter(_FIELDS_OF))]  # the oldest
+    return encoded
+
+
+_KNOWN_ENCODINGS = 8192
+_FIELDS_OF_LOCK = threading.Lock()
+_FIELDS_OF: dict[int, tuple[dict[str, Any], FieldSet]] = {}
+"""The field set of each recent :func:`shared_fields_v1` result, by the result's id (held here,
+so the id cannot be reused while it is remembered)."""
+
+
+def known_field_set(fields_v1: Mapping[str, Any]) -> FieldSet | None:
+    """The field set ``fields_v1`` encodes, when it is one of :func:`shared_fields_v1`'s recent
+    results (the object itself, not an equal one); None otherwise. The API server's stored
+    entries are, so a write that needs an entry's fields mostly need not parse them back."""
+    known = _FIELDS_OF.get(id(fields_v1))
+    return known[1] if known is not None and known[0] is fields_v1 else None
 
 
 def _build(fields: Iterable[Path]) -> dict[str, Any]:
