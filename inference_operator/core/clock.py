@@ -12,6 +12,7 @@ and what lets tests check "not ready before 5 s, ready at 5 s" exactly.
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -70,6 +71,12 @@ def format_timestamp(dt: datetime.datetime) -> str:
     """
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError("format_timestamp needs a timezone-aware datetime; use Clock.wall()")
+    return _formatted(dt)
+
+
+@functools.lru_cache(maxsize=256)
+def _formatted(dt: datetime.datetime) -> str:
+    # Remembered: on a fake clock thousands of writes share one instant, and strftime is slow.
     return dt.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

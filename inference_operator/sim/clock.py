@@ -38,6 +38,7 @@ class FakeClock:
         self._lock = threading.Lock()
         self._now = float(start)
         self._epoch = epoch.astimezone(datetime.UTC)
+        self._last_wall: tuple[float, datetime.datetime] | None = None
         self._subscribers: list[Callable[[], None]] = []
 
     @property
@@ -52,7 +53,10 @@ class FakeClock:
     def wall(self) -> datetime.datetime:
         with self._lock:
             seconds = self._now
-        return self._epoch + datetime.timedelta(seconds=seconds)
+            last = self._last_wall
+            if last is None or last[0] != seconds:  # thousands of calls per instant: build it once
+                last = self._last_wall = (seconds, self._epoch + datetime.timedelta(seconds=seconds))
+        return last[1]
 
     def advance(self, seconds: float) -> float:
         """Move time forward by ``seconds`` (zero is allowed) and return the new time."""

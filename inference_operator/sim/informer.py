@@ -156,7 +156,10 @@ class SharedInformer:
         with self._lock:
             if self._watch is None or self._paused:
                 return 0
-            self._backlog.extend(self._watch.drain())
+            events = self._watch.drain()
+            if not events and not self._backlog:
+                return 0  # what most pumps find (the simulation pumps every informer every step)
+            self._backlog.extend(events)
             handled = 0
             while self._backlog:
                 event = self._backlog.popleft()

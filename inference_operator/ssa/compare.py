@@ -17,13 +17,15 @@ resources and an emptyDir's ``sizeLimit``). An atomic value
 
 from __future__ import annotations
 
+import marshal
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 from inference_operator.api.quantity import parse_quantity
 from inference_operator.ssa.fieldpaths import FieldSet, Path, field_set, item_element, path_string, resolve
 from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, schema_for
-from inference_operator.ssa.fieldsv1 import managed_fields_of
+from inference_operator.ssa.fieldsv1 import from_fields_v1
 
 
 def _is_empty(value: Any) -> bool:
@@ -75,15 +77,50 @@ def drift(live: dict[str, Any], desired: dict[str, Any], *, kind: str, manager: 
     """
     out: list[str] = []
     _diff(live, desired, schema_for(kind), (), out, quantities=False)
-    owned = managed_fields_of(live, manager, "Apply")
+    owned = _applied_fields_v1(live, manager)
     if owned is None:
         return [*out, NOT_APPLIED]
+    try:
+        key = (kind, marshal.dumps(desired, 2), marshal.dumps(owned, 2))
+    except ValueError:  # not plain JSON (an enum member, say): worked out every time
+        return [*out, *_dropped(kind, desired, owned)]
+    found = _DROPPED.get(key)
+    if found is None:
+        found = _dropped(kind, desired, owned)
+        with _DROPPED_LOCK:  # the real operator's workers share it
+            _DROPPED[key] = found
+            while len(_DROPPED) > _DROPPED_SIZE:
+                del _DROPPED[next(iter(_DROPPED))]  # the oldest
+    return [*out, *found]
+
+
+_DROPPED: dict[tuple[str, bytes, bytes], tuple[str, ...]] = {}
+""":func:`_dropped` by (kind, desired object, owned fieldsV1), both as marshal bytes: every pass
+of a converged object asks again, and parsing the entry and walking the desired object for its
+field set were most of a drift check."""
+_DROPPED_SIZE = 512
+_DROPPED_LOCK = threading.Lock()
+
+
+def _applied_fields_v1(live: dict[str, Any], manager: str) -> Any:
+    """The ``fieldsV1`` of ``manager``'s apply entry on ``live`` (None: it has none)."""
+    meta = live.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, dict) else None
+    for entry in entries or ():
+        if entry.get("manager") == manager and entry.get("operation") == "Apply" and entry.get("subresource", "") == "":
+            return entry.get("fieldsV1") or {}
+    return None
+
+
+def _dropped(kind: str, desired: dict[str, Any], owned_fields_v1: Any) -> tuple[str, ...]:
+    """The fields owned (per ``owned_fields_v1``) that ``desired`` no longer sets, as printed."""
+    owned = from_fields_v1(owned_fields_v1)
     want = field_set(desired, kind)
     dropped = owned - want
-    if dropped:
-        leaves = sorted(_leaves(want))
-        out.extend(path_string(path) for path in sorted(dropped) if not _covered(path, want, leaves))
-    return out
+    if not dropped:
+        return ()
+    leaves = sorted(_leaves(want))
+    return tuple(path_string(path) for path in sorted(dropped) if not _covered(path, want, leaves))
 
 
 def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, quantities: bool) -> None:

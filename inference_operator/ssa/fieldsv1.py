@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import marshal
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -26,7 +27,15 @@ from inference_operator.ssa.fieldpaths import (
     value_element,
 )
 
-__all__ = ["element_string", "from_fields_v1", "managed_fields_of", "parse_element", "to_fields_v1"]
+__all__ = [
+    "element_string",
+    "from_fields_v1",
+    "known_field_set",
+    "managed_fields_of",
+    "parse_element",
+    "shared_fields_v1",
+    "to_fields_v1",
+]
 
 
 # --- fieldsV1 ------------------------------------------------------------------------------------------
@@ -88,41 +97,72 @@ def to_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=256)
 def _encoded(fields: FieldSet) -> bytes:
-    return marshal.dumps(_build(fields), 2)  # version 2: no shared references in the copies
+    return marshal.dumps(_shared(fields), 2)  # version 2: no shared references in the copies
+
+
+def shared_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    """:func:`to_fields_v1`, not copied: one object for every caller of the same set, which
+    must never be modified. For the API server's store, whose objects are never modified in
+    place and only ever handed out as copies (it shares untouched entries between versions
+    already); a copy per write was most of the cost of encoding an entry."""
+    return _shared(fields) if type(fields) is frozenset else _build(fields)
+
+
+@functools.lru_cache(maxsize=256)
+def _shared(fields: FieldSet) -> dict[str, Any]:
+    encoded = _build(fields)
+    with _FIELDS_OF_LOCK:
+        _FIELDS_OF[id(encoded)] = (encoded, fields)
+        while len(_FIELDS_OF) > _KNOWN_ENCODINGS:
+            del _FIELDS_OF[next(iter(_FIELDS_OF))]  # the oldest
+    return encoded
+
+
+_KNOWN_ENCODINGS = 8192
+_FIELDS_OF_LOCK = threading.Lock()
+_FIELDS_OF: dict[int, tuple[dict[str, Any], FieldSet]] = {}
+"""The field set of each recent :func:`shared_fields_v1` result, by the result's id (held here,
+so the id cannot be reused while it is remembered)."""
+
+
+def known_field_set(fields_v1: Mapping[str, Any]) -> FieldSet | None:
+    """The field set ``fields_v1`` encodes, when it is one of :func:`shared_fields_v1`'s recent
+    results (the object itself, not an equal one); None otherwise. The API server's stored
+    entries are, so a write that needs an entry's fields mostly need not parse them back."""
+    known = _FIELDS_OF.get(id(fields_v1))
+    return known[1] if known is not None and known[0] is fields_v1 else None
 
 
 def _build(fields: Iterable[Path]) -> dict[str, Any]:
-    root: _Tree = {}
+    """The ``fieldsV1`` of ``fields``, level by level: each element's subtree is encoded once per
+    set of paths below it (:func:`_subtree`), so sets that differ in one corner (the owner
+    reference's uid of each Pod a ReplicaSet makes) share the encoding of the rest."""
+    below: dict[PathElement, list[Path]] = {}
+    members: set[PathElement] = set()
     for path in fields:
-        node = root
-        for element in path[:-1]:
-            child = node.get(element)
-            if child is None:
-                child = node[element] = [False, {}]
-            node = child[1]
-        last = node.get(path[-1])
-        if last is None:
-            node[path[-1]] = [True, {}]
+        head = path[0]
+        tails = below.get(head)
+        if tails is None:
+            tails = below[head] = []
+        if len(path) == 1:
+            members.add(head)
         else:
-            last[0] = True
-    return _emit(root)
-
-
-_Tree = dict[PathElement, list[Any]]
-"""Path element → [is a member, the tree below it]."""
-
-
-def _emit(tree: _Tree) -> dict[str, Any]:
+            tails.append(path[1:])
     out: dict[str, Any] = {}
-    for element in sorted(tree):
-        member, below = tree[element]
-        body: dict[str, Any] = {}
-        if below:
-            if member:
-                body["."] = {}
-            body.update(_emit(below))
-        out[element_string(element)] = body
+    for element in sorted(below):
+        tails = below[element]
+        if not tails:
+            out[element_string(element)] = {}
+            continue
+        subtree = _subtree(frozenset(tails))
+        out[element_string(element)] = {".": {}, **subtree} if element in members else subtree
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _subtree(fields: FieldSet) -> dict[str, Any]:
+    """The encoded subtree of ``fields`` (paths relative to it), shared: never to be modified."""
+    return _build(fields)
 
 
 def from_fields_v1(fields_v1: Mapping[str, Any]) -> FieldSet:

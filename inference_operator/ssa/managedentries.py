@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference_operator.ssa.fieldpaths import FieldSet, Path, path_string
-from inference_operator.ssa.fieldsv1 import element_string, from_fields_v1, to_fields_v1
+from inference_operator.ssa.fieldsv1 import element_string, from_fields_v1, known_field_set, shared_fields_v1
 
 __all__ = [
     "Entry",
@@ -59,7 +59,8 @@ class Entry:
     """One manager's fields. An entry read from a stored object keeps its encoded form and parses
     its field set only when asked: most writes leave most entries alone, and those are stored
     again as they were, without a parse or an encoding. A restamped entry (new time, same
-    fields) keeps its encoded ``fieldsV1``."""
+    fields) keeps its encoded ``fieldsV1``. An entry whose ``fieldsV1`` this process encoded
+    lately knows its set without a parse (:func:`~.fieldsv1.known_field_set`)."""
 
     __slots__ = ("_fields", "api_version", "encoded", "fields_v1", "time")
 
@@ -72,13 +73,15 @@ class Entry:
         encoded: dict[str, Any] | None = None,
         fields_v1: dict[str, Any] | None = None,
     ):
-        self._fields = fields
         self.api_version = api_version
         self.time = time
         self.encoded = encoded
         """The whole stored entry, when this one is stored again unchanged."""
         self.fields_v1 = fields_v1 if fields_v1 is not None else (encoded or {}).get("fieldsV1")
         """The encoded field set, when known."""
+        if fields is None and self.fields_v1 is not None:
+            fields = known_field_set(self.fields_v1)  # encoded here lately: no parse needed
+        self._fields = fields
 
     @property
     def fields(self) -> FieldSet:
@@ -166,7 +169,7 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
         if entry.time is not None:
             out["time"] = entry.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = entry.fields_v1 if entry.fields_v1 is not None else to_fields_v1(entry.fields)
+        out["fieldsV1"] = entry.fields_v1 if entry.fields_v1 is not None else shared_fields_v1(entry.fields)
         if key.subresource:
             out["subresource"] = key.subresource
         entries.append(out)

@@ -36,9 +36,11 @@ it keeps the ``resourceVersion`` and emits no watch event. Garbage-collector wor
 ``gc_writes``, never in ``writes``: it is not the caller's doing.
 
 Stored objects are never mutated in place: every write stores a new dict (sharing untouched
-subtrees with the previous version) plus a frozen copy (:func:`~inference_operator.core.jsoncopy.freeze`).
-Every read, write response and watch event thaws that copy, which is the cheapest way to hand out
-an independent object; watch buffers hold the frozen bytes and thaw them when drained.
+subtrees with the previous version); its frozen copy (:func:`~inference_operator.core.jsoncopy.freeze`)
+is made when that version is first read or answered with. Every read and write response thaws
+that copy, which is the cheapest way to hand out an independent object; watch buffers hold frozen
+bytes (or an informer transform's own copy) and thaw them when drained. A caller that drops a
+write's answer says so (``answer=False``) and no copy is made for it.
 All public methods take one re-entrant lock; the server is safe to share between threads.
 """
 
@@ -134,6 +136,7 @@ class FakeApiServer(StoredWrites):
         namespace: str | None = None,
         field_manager: str = DEFAULT_FIELD_MANAGER,
         target: Target | None = None,
+        answer: bool = True,
     ) -> Obj:
         """Store a new object; the server sets uid, resourceVersion, generation and timestamps.
 
@@ -141,7 +144,8 @@ class FakeApiServer(StoredWrites):
         like the real server, a request that names none is recorded as ``unknown``. ``namespace``
         is the request path's, if any (the object's own must then be empty or the same);
         ``target`` is what the request's URL names, when there is one (:mod:`.target`: the body
-        must agree).
+        must agree). Every write answers with a copy of the written object; ``answer=False``
+        (a caller that drops it: the simulated controllers) saves that copy, and gets ``{}``.
         """
         with self._lock:
             if target is not None:
@@ -160,7 +164,7 @@ class FakeApiServer(StoredWrites):
                 raise
             self._log("create", key, changed=True)
             self.gc_writes += self._gc.run()
-            return thaw_object(created)
+            return self._copy_of(key, created) if answer else {}
 
     def update(self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None) -> Obj:
         """Replace an object (PUT). A ``resourceVersion`` in ``obj`` is a precondition (custom resources need one)."""
@@ -177,7 +181,7 @@ class FakeApiServer(StoredWrites):
             )
 
     def update_status(
-        self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None
+        self, obj: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER, target: Target | None = None, answer: bool = True
     ) -> Obj:
         """Replace ``status`` (PUT /status); spec is never changed (see :func:`.strategy.prepare_status_update`)."""
         with self._lock:
@@ -191,6 +195,7 @@ class FakeApiServer(StoredWrites):
                 precondition=obj,
                 manager=field_manager,
                 subresource="status",
+                answer=answer,
             )
 
     def patch(
@@ -210,7 +215,14 @@ class FakeApiServer(StoredWrites):
             return self._write("patch", key, build, precondition=patch_preconditions(patch), manager=field_manager)
 
     def patch_status(
-        self, kind: str, namespace: str, name: str, patch: Obj, *, field_manager: str = DEFAULT_FIELD_MANAGER
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        patch: Obj,
+        *,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        answer: bool = True,
     ) -> Obj:
         """Apply a JSON merge patch to ``status`` only (PATCH /status)."""
         with self._lock:
@@ -225,7 +237,13 @@ class FakeApiServer(StoredWrites):
 
             checked = patch_preconditions(patch)
             return self._write(
-                "patch_status", key, build, precondition=checked, manager=field_manager, subresource="status"
+                "patch_status",
+                key,
+                build,
+                precondition=checked,
+                manager=field_manager,
+                subresource="status",
+                answer=answer,
             )
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, target: Target | None = None) -> Obj:
@@ -262,7 +280,7 @@ class FakeApiServer(StoredWrites):
                 raise
             self._log("apply", key, changed=changed)
             self.gc_writes += self._gc.run()
-            return thaw_object(result)
+            return self._copy_of(key, result)
 
     def delete(
         self,
@@ -310,6 +328,7 @@ class FakeApiServer(StoredWrites):
         precondition: Mapping[str, Any],
         manager: str,
         subresource: str = "",
+        answer: bool = True,
     ) -> Obj:
         """One Update-type write: ``build`` turns the stored object into (candidate, request)."""
         try:
@@ -325,7 +344,7 @@ class FakeApiServer(StoredWrites):
             raise
         self._log(verb, key, changed=changed)
         self.gc_writes += self._gc.run()
-        return thaw_object(result)
+        return self._copy_of(key, result) if answer else {}
 
     def _track(
         self,
@@ -351,12 +370,12 @@ class FakeApiServer(StoredWrites):
             self.on_collected(key, str(self._resource_version))
         return changed
 
-    def _commit_for_gc(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
+    def _commit_for_gc(self, key: Key, stored: Obj, candidate: Obj) -> tuple[Obj, bool]:
         """The garbage collector's writes, recorded as the kube-controller-manager's (it only removes)."""
         self._track(key, stored, candidate, request=candidate, manager=GC_FIELD_MANAGER, subresource="")
         return self._commit(key, stored, candidate)
 
-    def _create(self, key: Key, obj: Obj, *, manager: str = "", applied: managedfields.Applied | None = None) -> bytes:
+    def _create(self, key: Key, obj: Obj, *, manager: str = "", applied: managedfields.Applied | None = None) -> Obj:
         kind, namespace, name = key
         if self._lookup(key) is not None:
             raise AlreadyExists(
@@ -378,10 +397,10 @@ class FakeApiServer(StoredWrites):
         if traits_of(kind).tracks_generation:
             meta["generation"] = 1
         meta["resourceVersion"] = self._next_resource_version()
-        blob = self._put(key, new, None, "ADDED")
+        self._put(key, new, None, "ADDED")
         if meta.get("ownerReferences"):
             self._gc.check(key)  # an owner may already be gone: the GC collects orphans
-        return blob
+        return new
 
     def _prepare_update(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
         defaulter = self._defaulters.get(key[0])

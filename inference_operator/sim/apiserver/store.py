@@ -50,7 +50,8 @@ class ObjectStore:
         self.clock: Clock = clock
         self._lock = threading.RLock()
         self._objects: dict[str, dict[str, dict[str, Obj]]] = {}  # kind → namespace → name → object
-        self._frozen: dict[Key, bytes] = {}  # the same objects, frozen: thawing is the cheapest copy
+        self._frozen: dict[Key, bytes] = {}  # frozen copies of stored objects, made on the first read
+        # of each version (thawing is the cheapest copy); a version nobody reads is never frozen
         self._watches = Broadcaster(self._lock)
         self._resource_version = 0
         self._last_wall: datetime.datetime | None = None
@@ -72,8 +73,7 @@ class ObjectStore:
         with self._lock:
             self.reads += 1
             key = key_for(kind, namespace, name)
-            self._stored(key)
-            return thaw_object(self._frozen[key])
+            return thaw_object(self._blob(key, self._stored(key)))
 
     def list(
         self,
@@ -156,8 +156,24 @@ class ObjectStore:
     # --- store -------------------------------------------------------------------------------------
 
     def _copies(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
-        frozen = self._frozen
-        return [thaw_object(frozen[key_of_stored(obj)]) for obj in self._select(kind, namespace, labels)]
+        return [thaw_object(self._blob(key_of_stored(obj), obj)) for obj in self._select(kind, namespace, labels)]
+
+    def _blob(self, key: Key, stored: Obj) -> bytes:
+        """The frozen copy of ``stored``, the object stored at ``key``: made once per version.
+
+        Freezing when a version is first read rather than when it is written is the same
+        snapshot, because stored objects are never modified in place; most versions written by
+        the simulated controllers are replaced before anyone reads them."""
+        blob = self._frozen.get(key)
+        if blob is None:
+            blob = self._frozen[key] = freeze(stored)
+        return blob
+
+    def _copy_of(self, key: Key, obj: Obj) -> Obj:
+        """A caller's own copy of ``obj``, a version stored at ``key`` (still stored or not)."""
+        if self._lookup(key) is obj:
+            return thaw_object(self._blob(key, obj))
+        return thaw_object(freeze(obj))
 
     def _select(self, kind: str, namespace: str | None, labels: Mapping[str, str] | None) -> Objs:
         namespaces = self._objects.get(kind, {})
@@ -182,7 +198,7 @@ class ObjectStore:
                 new = read(obj)
                 if new is not None:
                     names[name] = new
-                    self._frozen[(kind, namespace, name)] = freeze(new)
+                    self._frozen.pop((kind, namespace, name), None)
 
     def _lookup(self, key: Key) -> Obj | None:
         kind, namespace, name = key

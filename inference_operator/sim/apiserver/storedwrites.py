@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from inference_operator.core.jsoncopy import freeze
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import graceful, strategy
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
 from inference_operator.sim.apiserver.keys import Key
 from inference_operator.sim.apiserver.kinds import traits_of
-from inference_operator.sim.apiserver.store import ObjectStore, thaw_object
+from inference_operator.sim.apiserver.store import ObjectStore
 from inference_operator.sim.apiserver.watch import EventType
 
 if TYPE_CHECKING:
@@ -33,10 +32,11 @@ class StoredWrites(ObjectStore):
     _namespaces: NamespaceLifecycle
     custom_resources: CustomResources
 
-    def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[bytes, bool]:
-        """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went."""
+    def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[Obj, bool]:
+        """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went.
+        Returns the version the writer is answered with (:meth:`_copy_of`) and whether it changed."""
         if candidate == stored:
-            return self._frozen[key], False
+            return stored, False
         meta = candidate["metadata"]
         rv = self._next_resource_version()
         if "deletionTimestamp" in meta and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
@@ -44,12 +44,12 @@ class StoredWrites(ObjectStore):
             # period still runs: its kubelet writes status while it stops). The watch reports the
             # last stored state; the writer gets what it wrote (its resourceVersion unchanged).
             self._remove(key, stored, rv)
-            return freeze(candidate), True
+            return candidate, True
         candidate["metadata"] = {**meta, "resourceVersion": rv}
-        blob = self._put(key, candidate, stored, "MODIFIED")
+        self._put(key, candidate, stored, "MODIFIED")
         if candidate["metadata"].get("ownerReferences") != stored["metadata"].get("ownerReferences"):
             self._gc.check(key)
-        return blob, True
+        return candidate, True
 
     def _delete(self, key: Key, propagation: Propagation, *, grace: int | None = None) -> tuple[bool, Obj]:
         """(changed, the answer): see :meth:`delete`. A running Pod is only marked (:mod:`.graceful`)."""
@@ -57,14 +57,14 @@ class StoredWrites(ObjectStore):
         uid = stored["metadata"]["uid"]
         finalizers = deletion_finalizers(key, stored["metadata"], propagation=propagation)
         if key[0] == "Pod" and (seconds := graceful.grace_period(stored, requested=grace)) > 0:
-            return self._mark_terminating(key, stored, finalizers, seconds), thaw_object(self._frozen[key])
+            return self._mark_terminating(key, stored, finalizers, seconds), self._copy_of(key, self._stored(key))
         if not finalizers:
             last = self._remove(key, stored, self._next_resource_version())
             if traits_of(key[0]).returns_deleted_object:
-                return True, thaw_object(last)
+                return True, self._copy_of(key, last)
             return True, strategy.success_status(key, uid)
         changed = self._mark_deleting(key, stored, finalizers)
-        answer = thaw_object(self._frozen[key])  # the marked object, whatever the collector does next
+        answer = self._copy_of(key, self._stored(key))  # the marked object, whatever the collector does next
         self._gc.marked(uid, finalizers)
         return changed, answer
 
@@ -97,30 +97,29 @@ class StoredWrites(ObjectStore):
         self._put(key, marked, stored, "MODIFIED")
         return True
 
-    def _remove(self, key: Key, stored: Obj, rv: str) -> bytes:
+    def _remove(self, key: Key, stored: Obj, rv: str) -> Obj:
+        """Remove the object; returns its final state (``stored`` at the delete's resourceVersion)."""
         kind, namespace, name = key
         del self._objects[kind][namespace][name]
-        del self._frozen[key]
+        self._frozen.pop(key, None)
         if kind == "CustomResourceDefinition":
             self.custom_resources.forget(stored)
         meta: Obj = stored["metadata"]
         self._gc.forget(key, meta)
         final = {**stored, "metadata": {**meta, "resourceVersion": rv}}
-        last = freeze(final)
-        self._watches.emit("DELETED", kind, namespace, last, new=final, old=stored)
+        self._watches.emit("DELETED", kind, namespace, new=final, old=stored)
         self._namespaces.content_removed(key)
-        return last
+        return final
 
     # --- store ----------------------------------------------------------------------------------
 
-    def _put(self, key: Key, new: Obj, old: Obj | None, event: EventType) -> bytes:
-        """Store ``new`` (and its frozen copy), tell the watches and the garbage collector."""
+    def _put(self, key: Key, new: Obj, old: Obj | None, event: EventType) -> None:
+        """Store ``new`` (its frozen copy is made when first read), tell the watches and the garbage collector."""
         kind, namespace, name = key
         self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
-        blob = self._frozen[key] = freeze(new)
+        self._frozen.pop(key, None)
         if kind == "CustomResourceDefinition":
             served = self.custom_resources.register(new)  # stored objects are read with its defaults
             self._reread(served, lambda obj: self.custom_resources.defaulted(served, obj))
-        self._watches.emit(event, kind, namespace, blob, new=new, old=old)
+        self._watches.emit(event, kind, namespace, new=new, old=old)
         self._gc.track(key, old["metadata"] if old is not None else None, new["metadata"])
-        return blob

@@ -235,6 +235,24 @@ def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any]) -> O
 def _status_metadata(key: Key, stored: Obj, source: Mapping[str, Any]) -> Obj:
     """The metadata a status write to a Go-typed kind stores (see :func:`prepare_status_update`)."""
     source_meta = source.get("metadata") or {}
+    old_meta: Obj = stored["metadata"]
+    if isinstance(source_meta, dict) and _same_but_managed_fields(source_meta, old_meta):
+        # What a controller sends back (read, status changed): the stored metadata, which was
+        # ingested, normalised and validated when stored, so the steps below would rebuild it.
+        return dict(old_meta)
+    return _rebuilt_status_metadata(key, stored, source)
+
+
+def _same_but_managed_fields(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """Whether two metadata maps are equal, whatever their ``managedFields``."""
+    skip = int("managedFields" in sent) - int("managedFields" in stored)
+    if len(sent) - len(stored) != skip:
+        return False
+    return all(k == "managedFields" or (k in stored and stored[k] == v) for k, v in sent.items())
+
+
+def _rebuilt_status_metadata(key: Key, stored: Obj, source: Mapping[str, Any]) -> Obj:
+    source_meta = source.get("metadata") or {}
     if isinstance(source_meta, dict) and "managedFields" in source_meta:
         # replaced by the stored entries below whatever was sent: not worth a copy
         source_meta = {k: v for k, v in source_meta.items() if k != "managedFields"}

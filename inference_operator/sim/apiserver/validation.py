@@ -11,6 +11,7 @@ an object.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -162,10 +163,12 @@ def _finalizer_problems(kind: str, finalizers: Any) -> list[str]:
     return problems
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and every write checks the same few labels again
 def _valid_label_value(value: str) -> bool:
     return len(value) <= 63 and bool(_LABEL_VALUE.match(value))
 
 
+@functools.lru_cache(maxsize=4096)
 def _valid_label_key(key: str) -> bool:
     prefix, slash, name = key.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):

@@ -79,6 +79,8 @@ class Watch:
 
     def drain(self) -> list[WatchEvent]:
         """Return the pending events, oldest first, and forget them."""
+        if not self._events:  # the common case in a simulation's every step: not worth the lock
+            return []  # (an event appended meanwhile is the next drain's, as if it came after this one)
         with self._broadcaster.lock:
             events = list(self._events)
             self._events.clear()
@@ -145,14 +147,17 @@ class Broadcaster:
         with self.lock:
             self._watches.remove(watch)
 
-    def emit(self, event: EventType, kind: str, namespace: str, blob: bytes, *, new: Obj, old: Obj | None) -> None:
-        """Offer one change to every matching watch: ``blob`` is ``new`` frozen (the object now, or
-        its last state), ``old`` the stored version before it. Call with ``lock`` held."""
+    def emit(self, event: EventType, kind: str, namespace: str, *, new: Obj, old: Obj | None) -> None:
+        """Offer one change to every matching watch: ``new`` is the object now (or its last
+        state), ``old`` the stored version before it. Call with ``lock`` held."""
         transformed: dict[Transform, Obj] = {}
+        blob: bytes | None = None  # ``new`` frozen, for the watches without a transform
         for watch in self._watches:
             if watch.matches(kind, namespace):
                 transform = watch.transform
                 if transform is None:
+                    if blob is None:
+                        blob = freeze(new)
                     watch._offer(event, blob, new, old)
                     continue
                 shared = transformed.get(transform)

@@ -188,7 +188,7 @@ class DeploymentController:
             created = self.api.create(manifest, field_manager=CONTROLLER_MANAGER)
         except AlreadyExists:  # a hash collision: count it and try again with another hash
             written = {**dep, "status": {**status, "collisionCount": int(collisions or 0) + 1}}
-            self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
+            self.api.update_status(written, field_manager=CONTROLLER_MANAGER, answer=False)
             return None, {}
         message = f'Created new replica set "{created["metadata"]["name"]}"'
         return created, {"progressing": (arithmetic.NEW_RS_CREATED, message)}
@@ -257,8 +257,9 @@ class DeploymentController:
             self.withdraw(key_of(meta["namespace"], meta["name"]))
         if status != old_status or annotations != (meta.get("annotations") or {}):
             written = {**dep, "metadata": {**meta, "annotations": annotations}, "status": status}
-            stored = self.api.update_status(written, field_manager=CONTROLLER_MANAGER)
-            if self.tracer.enabled:
+            traced = self.tracer.enabled
+            stored = self.api.update_status(written, field_manager=CONTROLLER_MANAGER, answer=traced)
+            if traced:
                 trace_status(self.tracer, old=old_status, written=stored)
             return Result()
         return Result(requeue_after=after) if after is not None and estimate else Result()

@@ -72,7 +72,9 @@ class Kubelet:
         status = self._status(pod, ready=ready, crashing=crashing, started=started)
         if _differs(pod.get("status") or {}, status):
             meta = pod["metadata"]
-            self.api.patch_status("Pod", meta["namespace"], meta["name"], {"status": status}, field_manager=KUBELET)
+            self.api.patch_status(
+                "Pod", meta["namespace"], meta["name"], {"status": status}, field_manager=KUBELET, answer=False
+            )
         if not ready and not crashing:
             return Result(requeue_after=started + self.start_seconds - now)
         return Result()

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any, Final
 
+from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.core.objects import Obj
 
 __all__ = [
@@ -102,10 +103,10 @@ def build_replicaset(
 ) -> Obj:
     """The ReplicaSet a Deployment creates for its current template."""
     spec = deployment["spec"]
-    template = json.loads(json.dumps(spec["template"]))
+    template = deep_copy(spec["template"])
     labels = {**((template.get("metadata") or {}).get("labels") or {}), POD_TEMPLATE_HASH: template_hash}
     template.setdefault("metadata", {})["labels"] = labels
-    selector = json.loads(json.dumps(spec["selector"]))
+    selector = deep_copy(spec["selector"])
     selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = template_hash
     meta = deployment["metadata"]
     rs_spec: Obj = {"replicas": replicas, "selector": selector, "template": template}
@@ -134,8 +135,8 @@ def build_pod(replicaset: Mapping[str, Any]) -> Obj:
     API server (``generateName``), controlled by the ReplicaSet."""
     template = replicaset["spec"]["template"]
     meta = replicaset["metadata"]
-    pod_meta = json.loads(json.dumps(template.get("metadata") or {}))
+    pod_meta = deep_copy(template.get("metadata") or {})
     pod_meta.update(
         {"generateName": f"{meta['name']}-", "namespace": meta["namespace"], "ownerReferences": [_owner(replicaset)]}
     )
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": json.loads(json.dumps(template["spec"]))}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": deep_copy(template["spec"])}

@@ -75,7 +75,7 @@ class ReplicaSetController:
         if len(active) < wanted:
             for _ in range(wanted - len(active)):
                 try:
-                    self.api.create(build_pod(rs), field_manager=CONTROLLER_MANAGER)
+                    self.api.create(build_pod(rs), field_manager=CONTROLLER_MANAGER, answer=False)
                 except ApiError as err:
                     failure = str(err)
                     break
@@ -119,6 +119,6 @@ class ReplicaSetController:
         if conditions:
             status["conditions"] = conditions
         if status != old:
-            self.api.update_status({**rs, "status": status}, field_manager=CONTROLLER_MANAGER)
+            self.api.update_status({**rs, "status": status}, field_manager=CONTROLLER_MANAGER, answer=False)
         waiting = [s + min_ready - now for s in since if s + min_ready > now]
         return Result(requeue_after=min(waiting)) if waiting else Result()

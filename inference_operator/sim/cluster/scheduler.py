@@ -134,7 +134,10 @@ class Scheduler:
         self._next_start = start + processed
         if fitting:
             self._pending.discard(key)
-            chosen = str(choose_node(fitting, requests, self.used, self.count)["metadata"]["name"])
+            best = choose_node(
+                fitting, requests, self.used, self.count, capacity_of=lambda node: self._node_info(node)[0]
+            )
+            chosen = str(best["metadata"]["name"])
             self._bind(pod, chosen)
             return Result()
         self._pending.add(key)
@@ -202,4 +205,5 @@ class Scheduler:
             meta["name"],
             {"status": {"phase": status["phase"], "conditions": status["conditions"]}},
             field_manager=SCHEDULER,
+            answer=False,
         )
