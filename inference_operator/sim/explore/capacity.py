@@ -6,9 +6,10 @@ maintenance or for GPUs only, and are untainted again, are cordoned and drained;
 workload (a training job's pods, no owner, no InferenceService) takes the GPUs a node has free,
 and gives them back when it ends. :class:`NodePool` is those actions on the API server, as
 ``kubectl`` would do them, and tells its ``disrupted`` callback of each one that takes running
-pods away (a node removed, a ``NoExecute`` taint, a drain): a rollout is not to blame for those; :data:`LAYOUT` is the cluster the explorer starts
-with and :data:`SPARE` the nodes it may add. The shapes are small on purpose (20 GPUs to start),
-so that a few replicas fill the pool and the unhappy paths of a full pool come up often.
+pods away (a node removed, a ``NoExecute`` taint, a drain): a rollout is not to blame for those.
+:data:`LAYOUT` is the cluster the explorer starts with and :data:`SPARE` the nodes it may add.
+The shapes are small on purpose (20 GPUs to start), so that a few replicas fill the pool and the
+unhappy paths of a full pool come up often.
 """
 
 from __future__ import annotations
@@ -110,8 +111,7 @@ class NodePool:
         self._disrupted(f"node {name} drained")
         for pod in self.sim.api.list("Pod"):
             if podstate.node_of(pod) == name and podstate.is_active(pod):
-                meta = pod["metadata"]
-                self._admin(lambda meta=meta: self.sim.api.delete("Pod", meta["namespace"], meta["name"]))
+                self._delete_pod(pod)
 
     def fill(self, name: str) -> None:
         """Another workload takes every GPU free on the node now: one pod, no owner, asking for
@@ -139,10 +139,16 @@ class NodePool:
         """The other workload's pods on the node end (deleted): their GPUs come free."""
         for pod in self.sim.api.list("Pod", NAMESPACE):
             labels = pod["metadata"].get("labels") or {}
-            if labels.get(FILL_LABEL[0]) == FILL_LABEL[1] and (pod.get("spec") or {}).get("nodeSelector", {}).get(
-                "kubernetes.io/hostname"
-            ) == name:
-                self._admin(lambda pod=pod: self.sim.api.delete("Pod", NAMESPACE, pod["metadata"]["name"]))
+            if (
+                labels.get(FILL_LABEL[0]) == FILL_LABEL[1]
+                and (pod.get("spec") or {}).get("nodeSelector", {}).get("kubernetes.io/hostname") == name
+            ):
+                self._delete_pod(pod)
+
+    def _delete_pod(self, pod: Obj) -> None:
+        """Deleted with its grace period, as ``kubectl`` does (the kubelet stops it, then it goes)."""
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        self._admin(lambda: self.sim.api.delete("Pod", namespace, name))
 
     def _held_on(self, name: str) -> int:
         """GPUs the pods bound to (or pinned to) node ``name`` hold or will hold."""

@@ -21,7 +21,8 @@ what is under test):
   the strategy;
 - ``stall_explained_with_numbers``: a ``RolloutBlocked`` condition's message carries the numbers
   a person needs, as digits: ``spec.replicas``, the GPUs one replica needs and the GPUs free on
-  the nodes its pods may run on (:func:`~.scheduling.gpus_free_for`, counted here now); and an
+  the nodes its pods may run on (:func:`~.scheduling.gpus_free_for`, counted here now; for a
+  replica bigger than each of those nodes, the most one has, or 0 when there is none); and an
   ``Auto`` object whose rollout has not finished at rest says why (Ready=False, a reason, a
   message with ``spec.replicas`` in it).
 """
@@ -124,7 +125,11 @@ def room_for(sim: Simulation, isvc: IsvcView, pod_spec: Obj, *, own_held: bool =
     for pod in sim.api.list("Pod"):
         meta = pod["metadata"]
         on = podstate.node_of(pod)
-        if not on or podstate.is_terminal(pod) or (meta["namespace"], (meta.get("labels") or {}).get(OWNER_LABEL)) == own:
+        if (
+            not on
+            or podstate.is_terminal(pod)
+            or (meta["namespace"], (meta.get("labels") or {}).get(OWNER_LABEL)) == own
+        ):
             continue
         into = held.setdefault(on, {"pods": 0})
         into["pods"] += 1
@@ -299,6 +304,18 @@ def _numbers(message: str) -> set[int]:
     return {int(m) for m in _NUMBER.findall(message)}
 
 
+def _capacity_numbers(sim: Simulation, pod_spec: Obj, gpu: int) -> dict[str, int]:
+    """The capacity a blocked rollout must name: the GPUs free on the nodes the pod may use;
+    or, when no such node is big enough for one replica, how many such nodes there are (none)
+    or the most GPUs one of them has."""
+    sizes = [allocatable(n).get(GPU_RESOURCE, 0) for n in sim.api.list("Node") if _eligible(pod_spec, n)]
+    if not sizes:
+        return {"nodes it may run on": 0}
+    if max(sizes) < gpu:
+        return {"GPUs of its largest node": max(sizes)}
+    return {"free GPUs": gpus_free_for(sim, pod_spec)}
+
+
 def stall_explained_with_numbers(o: Observation) -> list[str]:
     if o.status_blocked:
         return []
@@ -312,8 +329,8 @@ def stall_explained_with_numbers(o: Observation) -> list[str]:
             if condition.get("reason") != Reason.ROLLOUT_BLOCKED or deployment is None:
                 continue
             message = str(condition.get("message") or "")
-            free = gpus_free_for(o.sim, deployment["spec"]["template"]["spec"])
-            wanted = {"spec.replicas": spec.replicas, f"{GPU_RESOURCE} per replica": spec.gpu, "free GPUs": free}
+            wanted = {"spec.replicas": spec.replicas, f"{GPU_RESOURCE} per replica": spec.gpu}
+            wanted.update(_capacity_numbers(o.sim, deployment["spec"]["template"]["spec"], spec.gpu))
             missing = [f"{what} ({n})" for what, n in wanted.items() if n not in _numbers(message)]
             if missing:
                 out.append(
