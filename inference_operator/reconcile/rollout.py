@@ -225,9 +225,11 @@ def plan_rollout(
             written=spec is not None,
         )
         if stall is not None:
+            counted = capacity()
+            if too_big := _too_big(isvc, counted):
+                return replace(plan, blocked=too_big)  # stopping old pods first would not help
             advice = "set spec.rollout.strategy to Replace or Auto to stop old pods first"
-            free = _free_words(capacity(), gpu)
-            return replace(plan, blocked=f"rollout stalled: {stall.words(gpu)}{free}; {advice}")
+            return replace(plan, blocked=f"rollout stalled: {stall.words(gpu)}{_free_words(counted, gpu)}; {advice}")
         return plan
     unavailable = DEFAULT_MAX_UNAVAILABLE if spec.maxUnavailable is None else spec.maxUnavailable
     u = resolve(1, unavailable, replicas)[1]  # rounded down: 0 means "never below spec.replicas"
@@ -253,10 +255,15 @@ def plan_rollout(
         )
         if stall is None or kept.max_surge == 0:
             return kept
+        counted = capacity()
+        if too_big := _too_big(isvc, counted):
+            # Old pods hold GPUs, but no node it may use could ever hold a replica (nodes cordoned
+            # or tainted since the plan was made): replacing would only stop pods that serve.
+            return replace(kept, blocked=too_big)
         if u == 0:
             return replace(
                 kept,
-                blocked=f"{stall.words(gpu)}{_free_words(capacity(), gpu)}; maxUnavailable 0 forbids stopping an "
+                blocked=f"{stall.words(gpu)}{_free_words(counted, gpu)}; maxUnavailable 0 forbids stopping an "
                 f"old pod first: waiting for {GPU_RESOURCE} to free",
             )
         return RolloutPlan(

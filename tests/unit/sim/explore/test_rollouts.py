@@ -13,6 +13,7 @@ Covers:
 - stall_explained_with_numbers: a Surge stall's RolloutBlocked message carries the replicas,
   the GPUs per replica and the GPUs free; one doctored to drop the numbers breaks it, naming
   what is missing; an unfinished Auto rollout whose status says Ready=True breaks it.
+- Regressions: the rollout invariants' findings, as the minimal sequences the explorer printed.
 - The new actions: fill takes a node's free GPUs with another workload's pod, release gives
   them back; cordon, uncordon, drain; a drain, a removal and a NoExecute taint tell the watch.
 """
@@ -26,6 +27,7 @@ from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.sim.explore import World
 from inference_operator.sim.explore.capacity import LAYOUT
+from inference_operator.sim.explore.capacitymachine import ClusterExplorer
 from inference_operator.sim.explore.invariants import check
 from inference_operator.sim.explore.isvcs import isvcs
 from inference_operator.sim.explore.rollouts import allowed_unavailable, room_for
@@ -273,3 +275,29 @@ def test_cordon_uncordon_and_drain() -> None:
     world.settle()
     (moved,) = world.sim.api.list("Pod", NS)
     assert moved["spec"]["nodeName"] != node and condition(world, "Ready")["status"] == "True"
+
+
+# -- regressions: the rollout invariants' findings -----------------------------------------------------
+
+
+def test_a_replica_no_uncordoned_node_can_hold_is_explained_by_its_largest_node_not_by_old_pods() -> None:
+    # The 8-GPU nodes cordoned, an Auto maxUnavailable 0 service moved from 4 to 8 GPUs per
+    # replica: its new pods could never be placed, yet status blamed the old pods holding GPUs
+    # ("waiting for nvidia.com/gpu to free"), with no number of the node that is too small.
+    state = ClusterExplorer(invariants={"stall_explained_with_numbers"})
+    state.create(
+        name="llama",
+        spec={
+            "image": "vllm/vllm-openai:v0.6.3",
+            "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "replicas": 0,
+            "gpu": 0,
+            "progressDeadlineSeconds": 60,
+        },
+    )
+    state.cordon_node(node="gpu-a100-1")
+    state.cordon_node(node="gpu-a100-2")
+    state.full_pool_rollout_with(gpu=4, name="llama", rollout={"strategy": "Auto", "maxUnavailable": 0})
+    state.full_pool_rollout(name="llama")
+    state.teardown()
+    assert "the largest node the 1 node it may run on has 4" in condition(state.world, "Ready")["message"]
