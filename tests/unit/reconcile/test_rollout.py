@@ -6,8 +6,9 @@ by node (a replica's GPUs on one node), replaces the rest within maxUnavailable,
 so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
 a plan is kept for the template it was made for and re-made for a new one; a stall switches
 Auto to replacing, and a stalled rollout says how many GPUs are free, or, where no node it may
-use could hold a replica any more, says that instead of waiting or replacing; a terminating pod or a replica too big for every node is no stall; the count
-honours node selectors, taints, cordons and readiness, and ignores finished pods.
+use could hold a replica any more, says that instead of waiting or replacing; a terminating
+pod or a replica too big for every node is no stall; the count honours node selectors, taints,
+cordons and readiness, and ignores finished pods.
 """
 
 from __future__ import annotations
