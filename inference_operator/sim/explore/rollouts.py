@@ -266,6 +266,8 @@ def _held_by_the_bound(sim: Simulation, isvc: IsvcView, deployment: Obj, pod_spe
     that came with the template change may have started below it). Then finishing would break
     the bound, and ``stall_explained_with_numbers`` asks status to say why instead."""
     assert isvc.parsed is not None
+    if _finished(sim, isvc, deployment):
+        return False  # nothing left to move: a status that is not Ready has no excuse here
     current, every = _replica_pods(sim, deployment)
     available = sum(1 for p in every if podstate.is_ready(p))
     floor = isvc.parsed.spec.replicas - allowed_unavailable(isvc.parsed)

@@ -182,6 +182,30 @@ def test_auto_completes_with_capacity_sees_a_status_that_is_not_ready_with_room(
     assert "default/llama has room for 5 replica(s) (spec.replicas 3), but is not Ready on generation 1" in violation
 
 
+def test_a_finished_rollout_on_a_full_pool_has_no_excuse_for_a_status_that_is_not_ready() -> None:
+    world = world_with(replicas=2, gpu=8, rollout={"strategy": "Auto"})  # both 8-GPU nodes held
+    world.settle()
+    doctor(world, "Ready", status="False", reason="Planted", message="not yet")
+    (violation,) = check(quiet(world), ROLLOUT)["auto_completes_with_capacity"]
+    assert "has room for 2 replica(s) (spec.replicas 2)" in violation
+
+
+def test_a_rollout_the_bound_holds_is_asked_to_explain_not_to_finish() -> None:
+    # Two 8-GPU replicas become five of 4 GPUs, maxUnavailable 1: the Deployment controller
+    # scales the old ReplicaSet up first, its third 8-GPU pod fits nowhere, and with 3 of 5
+    # available no old pod may stop (the bound is 4) while no new pod fits: there is room for
+    # five 4-GPU replicas, but only by going below the bound. Status must say why it waits.
+    state = ClusterExplorer(invariants=ROLLOUT)
+    state.create(name="llama", spec={**BASE_SPEC, "replicas": 2, "gpu": 8, "rollout": {"strategy": "Auto"}})
+    state.settle()
+    state.full_pool_rollout_with(name="llama", rollout={"strategy": "Auto", "maxUnavailable": 1}, gpu=4)
+    state.settle()
+    ready = condition(state.world, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert "3 of 5 replicas ready: 2 pod(s) cannot be scheduled" in ready["message"]
+    state.teardown()
+
+
 def test_auto_completes_with_capacity_asks_nothing_without_room() -> None:
     world = world_with(replicas=6, rollout={"strategy": "Auto"})  # 20 GPUs hold 5 of 4 GPUs
     world.settle()
