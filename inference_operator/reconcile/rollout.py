@@ -197,6 +197,14 @@ def _too_big(isvc: InferenceService, capacity: Capacity) -> str:
     )
 
 
+def _free_words(capacity: Capacity, gpu: int) -> str:
+    """``; 4 nvidia.com/gpu free on the 3 nodes it may run on, 8 needed on one node``: what a stalled
+    pod could have, counted now ('' where Nodes cannot be read)."""
+    if not capacity.known:
+        return ""
+    return f"; {capacity.free_gpus} {GPU_RESOURCE} free {capacity.where}, {gpu} needed on one node"
+
+
 def plan_rollout(
     isvc: InferenceService,
     *,
@@ -206,7 +214,8 @@ def plan_rollout(
     stall: Stall | None,
 ) -> RolloutPlan:
     """The plan for this pass (see the module docstring); ``capacity`` is only called when a
-    new plan is made, for counting reads every pod the cache holds."""
+    new plan is made or a stall is to be explained (with the GPUs free now), for counting reads
+    every pod the cache holds."""
     spec = isvc.spec.rollout
     # An unset rollout writes no annotation: no digest to compute on every pass of every object.
     digest = template_digest(template) if spec is not None else ""
@@ -224,8 +233,11 @@ def plan_rollout(
             written=spec is not None,
         )
         if stall is not None:
+            counted = capacity()
+            if too_big := _too_big(isvc, counted):
+                return replace(plan, blocked=too_big)  # stopping old pods first would not help
             advice = "set spec.rollout.strategy to Replace or Auto to stop old pods first"
-            return replace(plan, blocked=f"rollout stalled: {stall.words(gpu)}; {advice}")
+            return replace(plan, blocked=f"rollout stalled: {stall.words(gpu)}{_free_words(counted, gpu)}; {advice}")
         return plan
     unavailable = DEFAULT_MAX_UNAVAILABLE if spec.maxUnavailable is None else spec.maxUnavailable
     u = resolve(1, unavailable, replicas)[1]  # rounded down: 0 means "never below spec.replicas"
@@ -251,11 +263,16 @@ def plan_rollout(
         )
         if stall is None or kept.max_surge == 0:
             return kept
+        counted = capacity()
+        if too_big := _too_big(isvc, counted):
+            # Old pods hold GPUs, but no node it may use could ever hold a replica (nodes cordoned
+            # or tainted since the plan was made): replacing would only stop pods that serve.
+            return replace(kept, blocked=too_big)
         if u == 0:
             return replace(
                 kept,
-                blocked=f"{stall.words(gpu)}; maxUnavailable 0 forbids stopping an old pod first: waiting for "
-                f"{GPU_RESOURCE} to free",
+                blocked=f"{stall.words(gpu)}{_free_words(counted, gpu)}; maxUnavailable 0 forbids stopping an "
+                f"old pod first: waiting for {GPU_RESOURCE} to free",
             )
         return RolloutPlan(
             AUTO,

@@ -13,7 +13,9 @@ the invariants (:mod:`.invariants`) are checked; a failure is shrunk and printed
 - :mod:`.machine`: the hypothesis state machine (``Explorer``, ``CIExplorer``);
 - :mod:`.capacity`, :mod:`.capacitymachine`: the same on a simulated cluster of GPU nodes, with
   the cluster admin's actions (nodes added, removed, tainted) and full pools (``ClusterExplorer``);
-- :mod:`.scheduling`: the invariants about pods and GPUs; :mod:`.isvcs`, :mod:`.describe`: what
+- :mod:`.scheduling`: the invariants about pods and GPUs; :mod:`.rollouts`: those about
+  ``spec.rollout`` (an Auto rollout with room finishes, the bound on unavailable pods checked
+  after every step, a blocked rollout explained with numbers); :mod:`.isvcs`, :mod:`.describe`: what
   the invariants and the failure reports read of the settled objects;
 - :mod:`.runner`: seeded runs and the ``make explore`` command line.
 

@@ -4,8 +4,8 @@ The explorer (see :mod:`.machine`) throws actions and faults at the operator, le
 quiesce, then asks here whether the cluster is right. Each invariant is a pure function of an
 :class:`Observation` (the API server's and the balancer's state, plus what was counted while
 settling) and returns one line per violation, naming the object and saying what is wrong.
-The ones about pods and GPUs on a simulated cluster live in :mod:`.scheduling` and are listed
-here with the others.
+The ones about pods and GPUs on a simulated cluster live in :mod:`.scheduling`, those about
+rollouts in :mod:`.rollouts`; both are listed here with the others.
 
 Invariants that the operator does not satisfy yet are listed in :data:`PENDING_INVARIANTS`, with
 the fix each waits for. The bounded run in ``make test`` enforces only the others; ``make
@@ -24,6 +24,7 @@ from inference_operator.reconcile.builders import desired_deployment, desired_se
 from inference_operator.sim.explore.isvcs import IsvcView, isvcs, ours, ready_of
 from inference_operator.sim.explore.observation import Observation
 from inference_operator.sim.explore.owned import owned_differences, service_name_valid
+from inference_operator.sim.explore.rollouts import ROLLOUT_CHECKS, ROLLOUT_INVARIANTS, expected_strategy
 from inference_operator.sim.explore.scheduling import SCHEDULING_CHECKS, SCHEDULING_INVARIANTS
 from inference_operator.sim.faults import LB_WRITES
 from inference_operator.sim.simulation import Simulation
@@ -71,6 +72,7 @@ INVARIANTS: Final[dict[str, str]] = {
     "on it), and at most "
     f"{SIMILAR_EVENTS_BOUND} different ones per object and reason",
     **SCHEDULING_INVARIANTS,
+    **ROLLOUT_INVARIANTS,
 }
 
 PENDING_INVARIANTS: Final[dict[str, str]] = {}
@@ -87,9 +89,13 @@ def _get(sim: Simulation, kind: str, namespace: str, name: str) -> Obj | None:
     return sim.get(kind, namespace, name)
 
 
-def _desired(isvc: IsvcView, kind: str) -> Obj:
+def _desired(isvc: IsvcView, kind: str, live: Obj | None = None) -> Obj:
+    """The child ``isvc`` asks for; a Deployment's strategy is what ``spec.rollout`` asks for
+    (``Auto``'s, planned from capacity, is ``live``'s: :mod:`.rollouts` judges that one)."""
     assert isvc.parsed is not None
-    return desired_deployment(isvc.parsed) if kind == DEPLOYMENT else desired_service(isvc.parsed)
+    if kind == DEPLOYMENT:
+        return desired_deployment(isvc.parsed, strategy=expected_strategy(isvc.parsed, live))
+    return desired_service(isvc.parsed)
 
 
 # -- the invariants ------------------------------------------------------------------------------
@@ -104,7 +110,7 @@ def children_match_spec(o: Observation) -> list[str]:
             child = _get(o.sim, kind, "default", isvc.name)
             if child is None or not ours(child, isvc):
                 continue
-            diffs = owned_differences(child, _desired(isvc, kind))
+            diffs = owned_differences(child, _desired(isvc, kind, child))
             if diffs:
                 out.append(f"{kind} {isvc.key} differs from the desired state: " + "; ".join(diffs[:4]))
     return out
@@ -223,7 +229,7 @@ def _ready_problems(o: Observation, isvc: IsvcView, ready: Obj) -> list[str]:
         counts = {k: int(dst.get(k) or 0) for k in ("replicas", "updatedReplicas", "readyReplicas")}
         if any(v != spec.replicas for v in counts.values()):
             problems.append(f"the Deployment has {counts} for {spec.replicas} desired")
-        if diffs := owned_differences(deployment, _desired(isvc, DEPLOYMENT)):
+        if diffs := owned_differences(deployment, _desired(isvc, DEPLOYMENT, deployment)):
             problems.append("the Deployment differs from the spec (" + "; ".join(diffs[:2]) + ")")
     service = _get(o.sim, SERVICE, "default", isvc.name)
     if not ours(service, isvc):
@@ -347,6 +353,7 @@ CHECKS: Final[dict[str, Callable[[Observation], list[str]]]] = {
     "foreign_fields_kept": foreign_fields_kept,
     "events_aggregated": events_aggregated,
     **SCHEDULING_CHECKS,
+    **ROLLOUT_CHECKS,
 }
 
 

@@ -151,6 +151,8 @@ class Explorer(RuleBasedStateMachine):
     """How often each invariant broke, enforced or not, across every machine of this class."""
     node_layout: ClassVar[Sequence[NodeShape] | None] = None
     """The simulated cluster's nodes (None: the Simulation's default layout)."""
+    watch_rollouts: ClassVar[bool] = False
+    """Check the bound on unavailable pods of Replace and Auto rollouts after every step."""
 
     def __init__(self, invariants: Iterable[str] | None = None) -> None:
         super().__init__()
@@ -158,7 +160,7 @@ class Explorer(RuleBasedStateMachine):
         unknown = self.enforced - frozenset(INVARIANTS)
         if unknown:
             raise ValueError(f"unknown invariants: {sorted(unknown)}")
-        self.world = World(node_layout=type(self).node_layout)
+        self.world = World(node_layout=type(self).node_layout, watch_rollouts=type(self).watch_rollouts)
         self.failed = False
 
     # -- users -------------------------------------------------------------------------------

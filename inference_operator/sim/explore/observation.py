@@ -83,6 +83,9 @@ class Observation:
     marks: list[ForeignMark] = field(default_factory=list)
     ran_out: bool = False
     """Settling hit its step budget."""
+    unavailable_violations: list[str] = field(default_factory=list)
+    """What the step-by-step watch of rollouts saw since the previous settle: a Replace or Auto
+    object with fewer pods available than its maxUnavailable allows (:mod:`.rollouts`)."""
     restarts: int = 0
     """Operator restarts since the previous settle: each starts with a fresh workqueue, so
     backoff starts over (as in client-go) and the reconcile bound applies per process."""

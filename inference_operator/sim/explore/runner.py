@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cluster",
         action="store_true",
-        help="on a simulated cluster of GPU nodes: nodes added, removed, tainted; full pools; scales past capacity",
+        help="on a simulated cluster of GPU nodes: nodes added, removed, tainted, cordoned, drained, filled by "
+        "another workload; full pools; scales past capacity; spec.rollout set and templates changed mid-rollout",
     )
     args = parser.parse_args(argv)
     machine = ClusterExplorer if args.cluster else Explorer

@@ -10,7 +10,8 @@ say:
   pods than ``spec.replicas``;
 - ``gpu_shortage_explained``: pods waiting for GPUs show in status: Ready=False, with a reason
   and a message carrying the scheduler's words (:data:`INSUFFICIENT_GPU`), and whatever
-  :func:`shortage_words` adds to them.
+  :func:`shortage_words` adds to them, unless it is a ``RolloutBlocked`` message, which gives
+  the nodes' numbers instead (:mod:`.rollouts` checks those).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from inference_operator.api.constants import DEPLOYMENT, GPU_RESOURCE
+from inference_operator.api.constants import DEPLOYMENT, GPU_RESOURCE, Reason
 from inference_operator.core.nodefit import allocatable, matches_node_selector, scheduling_taints, tolerates
 from inference_operator.core.objects import Obj, controller_owner_uid
 from inference_operator.core.resources import pod_requests
@@ -160,12 +161,17 @@ def _explains(isvc: IsvcView, words: tuple[str, ...]) -> str:
     """What is missing from ``isvc``'s status for it to explain a GPU shortage ('' when nothing).
 
     Ready carries the words, unless it explains a problem that comes first (a refused write):
-    then the DeploymentReady condition must carry them."""
+    then the DeploymentReady condition must carry them. A rollout the operator calls blocked
+    (``RolloutBlocked``) explains the shortage in its own words, the nodes' numbers (a replica
+    bigger than every node they may use, no room and none allowed to stop); the invariant
+    ``stall_explained_with_numbers`` holds it to them."""
     conditions = {c.get("type"): c for c in (isvc.obj.get("status") or {}).get("conditions") or []}
     ready, deployment = conditions.get("Ready") or {}, conditions.get("DeploymentReady") or {}
     if ready.get("status") != "False" or not ready.get("reason") or not ready.get("message"):
         return f"Ready is {ready.get('status')} (reason {ready.get('reason')!r}, message {ready.get('message')!r})"
     where = ready if ready.get("reason") == deployment.get("reason") else deployment
+    if where.get("reason") == Reason.ROLLOUT_BLOCKED:
+        return ""  # explained with the numbers of the nodes: stall_explained_with_numbers checks them
     message = str(where.get("message") or "")
     missing = [w for w in words if w not in message]
     if missing:

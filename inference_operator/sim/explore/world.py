@@ -26,6 +26,7 @@ from inference_operator.sim.explore.capacity import NodePool
 from inference_operator.sim.explore.describe import describe
 from inference_operator.sim.explore.foreign import foreign_child_manifest
 from inference_operator.sim.explore.observation import ForeignMark, Observation, warning_counts
+from inference_operator.sim.explore.rollouts import AvailabilityWatch
 from inference_operator.sim.faults import (
     LB_WRITES,
     ApiErrorKind,
@@ -60,14 +61,23 @@ FOREIGN_ANNOTATION: Final = ("example.com/audited", "true")
 class World:
     """A simulated cluster running the operator behind fault wrappers."""
 
-    def __init__(self, *, ready_after: float = 5.0, node_layout: Sequence[NodeShape] | None = None) -> None:
-        """``node_layout``: the simulated cluster's nodes (None: the Simulation's default)."""
+    def __init__(
+        self,
+        *,
+        ready_after: float = 5.0,
+        node_layout: Sequence[NodeShape] | None = None,
+        watch_rollouts: bool = False,
+    ) -> None:
+        """``node_layout``: the simulated cluster's nodes (None: the Simulation's default);
+        ``watch_rollouts``: check the bound on unavailable pods after every step (:mod:`.rollouts`)."""
         self.crash = CrashSwitch()
         self.api: FaultyApi
         self.lb: FaultyLoadBalancer
         interpose = Interposer(api=self._faulty_api, load_balancer=self._faulty_lb)
         self.sim = Simulation(ready_after=ready_after, interpose=interpose, node_layout=node_layout)
-        self.nodes = NodePool(self.sim)
+        self.availability = AvailabilityWatch(self.sim)
+        self._watch_rollouts = watch_rollouts
+        self.nodes = NodePool(self.sim, disrupted=self.availability.disrupted)
         self.marks: list[ForeignMark] = []
         self.finalizer_violations: list[str] = []
         self.stale_informers: set[str] = set()
@@ -135,6 +145,8 @@ class World:
         uid = str(obj["metadata"]["uid"])
         meta = obj["metadata"]
         if edit == "delete":
+            if kind == DEPLOYMENT:
+                self.availability.disrupted(f"Deployment {name} deleted by another actor")
             self._user(lambda: self.sim.api.delete(kind, NAMESPACE, name))
             return
         mark: ForeignMark | None = None
@@ -272,6 +284,8 @@ class World:
             try:
                 if self.sim.step():
                     steps += 1
+                    if self._watch_rollouts:
+                        self.availability.after_step()
                     continue
             except OperatorCrash:
                 self.restart()
@@ -289,6 +303,7 @@ class World:
         self._events_at = len(self.sim.events)
         self._finalizer_violations_at = len(self.finalizer_violations)
         self._restarts_at = self.sim.restarts
+        self._unavailable_at = len(self.availability.violations)
 
     def settle(self) -> Observation:
         """Let the cluster come to rest, as it would given time, then look once more.
@@ -335,7 +350,9 @@ class World:
             marks=list(self.marks),
             ran_out=ran_out,
             restarts=self.sim.restarts - self._restarts_at,
+            unavailable_violations=self.availability.violations[self._unavailable_at :],
         )
+        self.availability.settled()
         self._window_start()
         return observation
 

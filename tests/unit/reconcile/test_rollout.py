@@ -5,8 +5,10 @@ Covers: maxSurge/maxUnavailable resolved as the Deployment controller resolves t
 by node (a replica's GPUs on one node), replaces the rest within maxUnavailable, waits and says
 so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
 a plan is kept for the template it was made for and re-made for a new one; a stall switches
-Auto to replacing; a terminating pod or a replica too big for every node is no stall; the count
-honours node selectors, taints, cordons and readiness, and ignores finished pods.
+Auto to replacing, and a stalled rollout says how many GPUs are free, or, where no node it may
+use could hold a replica any more, says that instead of waiting or replacing; a terminating
+pod or a replica too big for every node is no stall; the count honours node selectors, taints,
+cordons and readiness, and ignores finished pods.
 """
 
 from __future__ import annotations
@@ -169,6 +171,25 @@ def test_a_surge_stall_is_blocked_and_names_the_way_out() -> None:
     p = plan(service(), stall=Stall(1, FULL))
     assert p.blocked.startswith("rollout stalled: 1 new pod(s) cannot be scheduled, each needs 1 nvidia.com/gpu")
     assert p.blocked.endswith("set spec.rollout.strategy to Replace or Auto to stop old pods first")
+
+
+def test_a_surge_stall_counts_the_gpus_free() -> None:
+    p = plan(service(gpu=8), capacity=room(0, free=4, nodes=3), stall=Stall(1, FULL))
+    assert "; 4 nvidia.com/gpu free on the 3 nodes it may run on, 8 needed on one node; set spec.rollout" in p.blocked
+
+
+def test_a_stall_where_no_node_could_hold_a_replica_says_so_instead_of_replacing() -> None:
+    # Found by the explorer: the 8-GPU nodes cordoned after the plan, an old 4-GPU pod on the
+    # 4-GPU node: "old pods hold them" would send a person to stop pods that serve, for nothing.
+    too_small = room(0, free=0, nodes=1, largest=4)
+    surge = plan(service(gpu=8), capacity=too_small, stall=Stall(1, FULL))
+    assert surge.blocked.startswith("a replica can never be scheduled: it needs 8 nvidia.com/gpu on one node")
+    for unavailable in (0, 1):
+        isvc = service(gpu=8, rollout={"strategy": "Auto", "maxUnavailable": unavailable})
+        record = {"template": template_digest(pod_template(isvc)), "plan": "Surge 1", "maxSurge": 1}
+        auto = plan(isvc, capacity=too_small, live=live_with(record), stall=Stall(1, FULL))
+        assert not auto.switched and auto.max_surge == 1
+        assert auto.blocked.endswith("the largest node the 1 node it may run on has 4")
 
 
 def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
