@@ -52,6 +52,7 @@ def grant_role(cluster: Cluster, namespace: str) -> None:
     role = yaml.safe_load((RBAC_DIR / "namespaced" / "role.yaml").read_text())
     binding = yaml.safe_load((RBAC_DIR / "namespaced" / "role_binding.yaml").read_text())
     binding["subjects"][0].update(name=SA, namespace=namespace)
+    role["metadata"]["namespace"] = binding["metadata"]["namespace"] = namespace  # kustomize's `namespace:`
     cluster.kubectl.run("create", "serviceaccount", SA, "-n", namespace)
     cluster.kubectl.apply(role, namespace)
     cluster.kubectl.apply(binding, namespace)
