@@ -251,7 +251,13 @@ def test_an_api_server_restart_mid_storm_converges_with_no_duplicate_registratio
         ready_before = sum(is_ready(o) for o in existed)
         away = cluster.plane.restart("kube-apiserver", hard=True)
         applying.wait(60)
-        kubectl.run("apply", "-n", namespace, "-f", "-", stdin=storm)
+        # A restarted kube-apiserver serves built-in kinds before it has loaded the CRDs again
+        # ("Resource kind … not found", 503): the user's re-apply is retried until it is taken.
+        wait_until(
+            lambda: kubectl.run("apply", "-n", namespace, "-f", "-", stdin=storm, check=False).returncode == 0,
+            timeout=60,
+            what="the re-apply to be accepted once the restarted API server serves the CRD again",
+        )
         items = sup.wait(
             lambda: (
                 (found := kubectl.json("get", "infsvc", "-n", namespace)["items"])
