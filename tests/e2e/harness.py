@@ -7,6 +7,7 @@ polls a condition until a deadline and fails with what it last saw.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -53,11 +54,40 @@ def wait_until(check: Callable[[], T | None], *, timeout: float, what: str, inte
         time.sleep(interval)
 
 
+def _ephemeral_ports() -> range:
+    """The range the kernel picks outgoing connections' local ports from."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
+_LOW_PORTS = range(20000, 32000)
+_START = os.getpid() % len(_LOW_PORTS)  # processes of one run start apart
+_next_port = itertools.cycle([*_LOW_PORTS[_START:], *_LOW_PORTS[:_START]])
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A free port on 127.0.0.1 outside the kernel's ephemeral range. A port from ``bind(0)`` is
+    drawn from that range, and between its choice and the server's bind (seconds, for an
+    operator that imports Kopf) one of the suite's many outgoing connections (kubectl, the
+    apiserver's clients) may be given the same number; the server then cannot listen on it."""
+    ephemeral = _ephemeral_ports()
+    for _ in range(2000):
+        port = next(_next_port)
+        if port in ephemeral:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # the low range exhausted (it never is in this suite): any port
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        found: int = s.getsockname()[1]
+        return found
 
 
 def run_tool(
@@ -284,10 +314,13 @@ class OperatorProcess:
             cwd=ROOT,
         )
         log.close()
-        wait_until(self._alive_and_serving, timeout=timeout, what="the operator to start its workers")
-        wait_until(self._liveness, timeout=timeout, what="the operator's liveness endpoint")
-        if not self.standby:
-            wait_until(self.leading, timeout=timeout, what=f"the operator {self.identity} to hold the leader lease")
+        try:
+            wait_until(self._alive_and_serving, timeout=timeout, what="the operator to start its workers")
+            wait_until(self._alive_and_live, timeout=timeout, what=f"the operator's liveness endpoint {self.probe_url}")
+            if not self.standby:
+                wait_until(self.leading, timeout=timeout, what=f"the operator {self.identity} to hold the leader lease")
+        except WaitTimeout as err:
+            raise WaitTimeout(f"{err}\noperator log {self.log_path}, last lines:\n{self.log_tail()}") from None
 
     def leading(self) -> bool:
         """True while this replica holds the leader lease (its metrics say so)."""
@@ -297,6 +330,11 @@ class OperatorProcess:
         if self.process is not None and self.process.poll() is not None:
             raise AssertionError(f"operator exited with {self.process.returncode}; log tail:\n{self.log_tail()}")
         return self.stats()
+
+    def _alive_and_live(self) -> Obj | None:
+        if self.process is not None and self.process.poll() is not None:
+            raise AssertionError(f"operator exited with {self.process.returncode}; log tail:\n{self.log_tail()}")
+        return self._liveness()
 
     def _liveness(self) -> Obj | None:
         with urllib.request.urlopen(self.probe_url, timeout=2) as response:
