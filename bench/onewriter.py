@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): the figures of "at most one writer" (issue 24).
+"""Benchmark (not a test): the figures of "at most one writer".
 
 In-process, no cluster:
 - the cost of the write check: ``Fence.term()`` against a real ``LeaderElector`` on the boot

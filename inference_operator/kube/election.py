@@ -16,7 +16,7 @@ The rules are client-go's, so the figures people know hold here too:
 - Writes are optimistic (``resourceVersion``): two replicas racing for an expired Lease cannot
   both win.
 
-Where client-go is best effort, this is stricter (issue 24, "at most one writer"):
+Where client-go is best effort, this is stricter ("at most one writer"):
 
 - **The write window is time, not a flag.** :meth:`LeaderElector.lease_term` answers "may I write
   now" from the monotonic clock at the instant of the write: the last successful renewal (counted

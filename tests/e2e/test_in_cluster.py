@@ -1,7 +1,7 @@
 """The operator as users run it: its own image, installed with Helm and with Kustomize onto the
 local cluster's real node, reconciling a stand-in inference server that real pods serve.
 
-Covers (issue 10):
+Covers:
 - ``helm install`` with the image built by hack/build-images.sh (referenced by digest), in a
   namespace that enforces the restricted Pod Security Standard: both operator pods Running and
   Ready on the real node with a read-only root filesystem; their liveness and metrics endpoints

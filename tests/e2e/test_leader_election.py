@@ -130,7 +130,7 @@ def test_a_standby_takes_over_from_a_killed_leader_and_a_graceful_stop_hands_ove
         operator.start()
 
 
-# -- at most one writer (issue 24): a paused leader, a deleted Lease, a hand-edited holder --------
+# -- at most one writer: a paused leader, a deleted Lease, a hand-edited holder --------
 
 ROUNDS = int(os.environ.get("E2E_HA_ROUNDS", "10"))
 """Rounds per disruption; the issue asks for 10 (lower it for a quick CI run)."""

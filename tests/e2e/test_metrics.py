@@ -1,6 +1,6 @@
 """The operator's /metrics on a real control plane, as a Prometheus scrape sees it.
 
-Covers (issue 11, metrics): after an InferenceService becomes Ready, the operator's endpoint
+Covers (metrics): after an InferenceService becomes Ready, the operator's endpoint
 serves controller-runtime's reconcile families (successful passes counted, a reconcile time
 histogram), client-go's workqueue families for the ``inferenceservice`` queue (adds, queue
 duration), the event-to-reconcile latency histogram, API writes labelled by verb and kind (the

@@ -1,4 +1,4 @@
-"""Never deaf (issue 24, item 5): a CRD deleted and re-created under a running operator.
+"""Never deaf: a CRD deleted and re-created under a running operator.
 
 Covers: ``kubectl delete -f deploy/crds --wait && kubectl apply -f deploy/crds`` under the
 suite's operator (cluster-wide, Kopf's scanning on), ``ROUNDS`` times (``E2E_CRD_ROUNDS``, 10 by

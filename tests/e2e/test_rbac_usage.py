@@ -1,6 +1,6 @@
 """Every permission the shipped ClusterRole grants is one the operator used in this e2e session.
 
-Covers (issue 11, security review: RBAC trimmed to what the code uses): it runs last (see
+Covers (security review: RBAC trimmed to what the code uses): it runs last (see
 conftest.py), after the whole suite drove the operator (as its ServiceAccount, under
 deploy/rbac) through create, update, scale, drift, deletion, stalls and restarts; then it reads
 the API server's audit log and checks that each (verb, resource) granted by

@@ -1,6 +1,6 @@
 """The shipped security extras on a real API server: roles for people and the image allow-list.
 
-Covers (issue 11, security review):
+Covers (security review):
 - deploy/rbac/user_roles.yaml aggregates into the built-in roles: a user bound to ``view`` in a
   namespace may read InferenceServices there but not create them; a user bound to ``edit`` may
   create, patch, scale and delete them; neither gains anything in another namespace.

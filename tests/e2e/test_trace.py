@@ -1,4 +1,4 @@
-"""``inference-operator run --trace`` on a real control plane (issue 12, the flight recorder).
+"""``inference-operator run --trace`` on a real control plane (the flight recorder).
 
 Covers: the operator started with ``--trace`` (a ring of 4 MiB files, at most 3) records, while
 an InferenceService with a secret env value is applied and becomes Ready: a cluster header,

@@ -1,6 +1,6 @@
 """A whole-request deadline on every registry call (HttpLoadBalancer), against a trickling peer on 127.0.0.1.
 
-Covers (issue 22, item 2): a registry that answers one byte every half second, in the status
+Covers: a registry that answers one byte every half second, in the status
 line, in the headers, in the body or in its TLS handshake, cannot keep a 2 s-timeout call going past about 2 s — for
 register, release, lookup and list alike; the error names the method, the URL and the timeout;
 a registry that answers promptly within the deadline is unaffected.

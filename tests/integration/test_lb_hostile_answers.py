@@ -1,6 +1,6 @@
 """A registry on 127.0.0.1 that answers with hostile content: what reaches status, logs and traces.
 
-Covers (issue 22, item 3): a 2 MiB error message becomes a LoadBalancerError of about 1 KiB on
+Covers: a 2 MiB error message becomes a LoadBalancerError of about 1 KiB on
 one line; a 200 with an id of 4 MiB, a ``javascript:`` address or an id with a newline is a
 LoadBalancerError naming the field, never a registration; a list with such a record is refused
 the same way; and end to end, the simulated operator talking to such a registry through the

@@ -1,6 +1,6 @@
 """The load balancer registry over https with a bearer token, on 127.0.0.1 (openssl makes the certs).
 
-Covers (issue 11, load balancer credentials): the reference registry serves https with
+Covers (load balancer credentials): the reference registry serves https with
 ``tls_cert``/``tls_key`` and requires the token when it has one; the operator's client with the
 right CA bundle and token registers, looks up and releases; a wrong or missing token is a
 LoadBalancerError naming HTTP 401 and the registry's words, with the token nowhere in it; without

@@ -1,4 +1,4 @@
-"""The metrics server against slow, greedy and rude clients, on 127.0.0.1 (issue 22, item 4).
+"""The metrics server against slow, greedy and rude clients, on 127.0.0.1.
 
 Covers: a client that sends half a request is disconnected after the per-connection timeout, and
 so is one that trickles a byte at a time (the timeout bounds the whole request, not each read);

@@ -1,4 +1,4 @@
-"""``trace view --serve`` answers only requests addressed to it, on 127.0.0.1 (issue 22, review item 6).
+"""``trace view --serve`` answers only requests addressed to it, on 127.0.0.1.
 
 Covers: a request whose ``Host`` is the server's own ``127.0.0.1:PORT`` or ``localhost:PORT``
 gets the page; one naming any other host (what a DNS-rebinding page sends after pointing its

@@ -1,6 +1,6 @@
 """The chart's monitoring extras: a ServiceMonitor and a Grafana dashboard, both off by default.
 
-Covers (issue 11, metrics): neither is rendered by default; ``metrics.serviceMonitor.enabled``
+Covers (metrics): neither is rendered by default; ``metrics.serviceMonitor.enabled``
 renders a ServiceMonitor in the release namespace that selects exactly the metrics Service by its
 labels and scrapes its ``metrics`` port at the configured interval, with extra labels; it is not
 rendered when metrics are off; a bad interval fails naming the field;

@@ -1,6 +1,6 @@
 """The chart's security options, statically (`helm template`, no cluster), and deploy/'s twins.
 
-Covers (issue 11, security review): ``image.digest`` renders ``repository@sha256:…``, a digest put
+Covers (security review): ``image.digest`` renders ``repository@sha256:…``, a digest put
 in ``image.tag`` or a malformed digest fails naming the field; the pod and container security
 contexts are values (restricted by default, OpenShift can null the fixed user); the optional
 NetworkPolicy selects the operator pod, lets in only ``ingressFrom`` on the health and metrics

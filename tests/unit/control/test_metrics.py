@@ -1,6 +1,6 @@
 """The operator's Prometheus metrics: controller-runtime's and client-go's families, and ours.
 
-Covers (issue 11, metrics):
+Covers (metrics):
 - ``controller_runtime_reconcile_total`` counts passes by result (success, error, requeue,
   requeue_after; every series present at 0 from the start), errors also in
   ``controller_runtime_reconcile_errors_total``, each pass in the reconcile time histogram, and

@@ -1,6 +1,6 @@
 """Leader election on a Lease (client-go's rules), on a fake clock and an in-memory Lease store.
 
-Covers (issue 11, high availability): the first replica creates the Lease and leads, the second
+Covers (high availability): the first replica creates the Lease and leads, the second
 follows; renewals keep the follower out; a leader that cannot renew stops leading after the renew
 deadline, before the lease duration, and ``is_leader`` turns false at the deadline even when no
 step runs (a hung loop); the follower takes over once the lease duration passed since it last saw

@@ -1,6 +1,6 @@
 """Leader election wired into the operator runtime: a warm standby never writes.
 
-Covers (issue 11, high availability): a replica whose lease is held elsewhere is a standby:
+Covers (high availability): a replica whose lease is held elsewhere is a standby:
 events still fill its cache and queue, but its workers take nothing, and anything that would
 write (a child, a status, an Event, a load balancer register or release) is refused with
 NotLeader before it is sent, lookups still read; the leader gauge is 0. When the lease comes

@@ -1,4 +1,4 @@
-"""At most one writer (issue 24): leadership is checked at the moment of each write, by time and term.
+"""At most one writer: leadership is checked at the moment of each write, by time and term.
 
 Covers, on a fake clock with two replicas on one in-memory Lease: a leader paused past its write
 window (renew deadline minus the safety margin) refuses every write — child apply, status,

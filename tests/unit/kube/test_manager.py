@@ -1,6 +1,6 @@
 """The real-cluster runtime without a cluster: a fake KubeClient, a fake clock, no sockets.
 
-Covers (issue 8):
+Covers:
 - The Event poster outlives any failure to post: urllib3's MaxRetryError, the kubernetes
   client's ApiException with status 0, an API error, a bug (RuntimeError); each is counted,
   backed off (doubling, capped, reset by a success) and later Events still get posted. A

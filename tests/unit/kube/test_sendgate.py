@@ -1,4 +1,4 @@
-"""The leader's last check at the socket (issue 24): no byte of a refused mutating request is sent.
+"""The leader's last check at the socket: no byte of a refused mutating request is sent.
 
 Covers, on urllib3's connection with a stand-in socket (nothing is opened): each chunk of a
 mutating request (headers, then body) asks the gate first, and a refusal stops it before the

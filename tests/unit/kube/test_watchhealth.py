@@ -1,4 +1,4 @@
-"""Never deaf (issue 24, item 5): a watch that stopped delivering fails liveness, naming the kind.
+"""Never deaf: a watch that stopped delivering fails liveness, naming the kind.
 
 Covers, on a fake clock with a LIST stand-in: a watch that delivers is healthy however many checks
 run; an object the API server holds that the cache never sees makes the kind deaf once the grace

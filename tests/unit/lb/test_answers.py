@@ -1,6 +1,6 @@
 """Strings from the load balancer registry are validated and bounded before status, logs and traces.
 
-Covers (issue 22, item 3): a registration is accepted only with an id, an http(s) address and
+Covers: a registration is accepted only with an id, an http(s) address and
 a host:port target of sane syntax and length — a 4 MiB id, an id with a newline, a
 ``javascript:`` address, an address with credentials or without a host, a target that is not
 host:port are each refused with an error naming the field; a registry's text is cut and its

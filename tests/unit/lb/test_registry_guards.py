@@ -1,6 +1,6 @@
 """Guards around the load balancer registry and its client, checked at construction (no sockets).
 
-Covers (issue 22, item 6 of the review, the small ones): a bearer token is refused with a plain
+Covers: a bearer token is refused with a plain
 ``http://`` registry URL unless the registry is on this machine's loopback (127.0.0.1, ::1,
 localhost), by the client and by the operator's configuration alike, naming the variable; the
 reference registry refuses ``tls_key`` without ``tls_cert`` (it used to serve plain http

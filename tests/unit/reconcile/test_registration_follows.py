@@ -1,4 +1,4 @@
-"""Registration follows what can serve (issue 24, item 6), on the simulator.
+"""Registration follows what can serve, on the simulator.
 
 Covers: an object whose Deployment the API server refuses (ChildRejected) is not registered with
 the balancer, and its status says why (LoadBalancerReady=False naming the Deployment's refusal)

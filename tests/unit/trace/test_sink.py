@@ -1,6 +1,6 @@
 """Trace files on disk: private, never written through a symlink, and a ring that deletes only its own files.
 
-Covers (issue 22, review item 6): a ring whose file name holds glob characters (``*``, ``?``,
+Covers: a ring whose file name holds glob characters (``*``, ``?``,
 ``[``) deletes and reads only its own ``FILE.N`` files, never unrelated ones the name would
 match as a pattern; ring files and ``demo --trace`` files are created 0600 (a trace is
 operational data), also when the file existed before with wider permissions; a symlink at the
