@@ -326,14 +326,16 @@ class OperatorProcess:
         """True while this replica holds the leader lease (its metrics say so)."""
         return self.stats().get("leader_election_master_status") == 1.0
 
-    def _alive_and_serving(self) -> dict[str, float] | None:
+    def _check_alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:
             raise AssertionError(f"operator exited with {self.process.returncode}; log tail:\n{self.log_tail()}")
+
+    def _alive_and_serving(self) -> dict[str, float] | None:
+        self._check_alive()
         return self.stats()
 
     def _alive_and_live(self) -> Obj | None:
-        if self.process is not None and self.process.poll() is not None:
-            raise AssertionError(f"operator exited with {self.process.returncode}; log tail:\n{self.log_tail()}")
+        self._check_alive()
         return self._liveness()
 
     def _liveness(self) -> Obj | None:
