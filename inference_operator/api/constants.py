@@ -74,6 +74,7 @@ class Reason:
     DEPLOYMENT_AVAILABLE: Final = "DeploymentAvailable"
     DEPLOYMENT_NOT_OBSERVED: Final = "DeploymentNotObserved"
     ROLLOUT_IN_PROGRESS: Final = "RolloutInProgress"
+    ROLLOUT_PAUSED: Final = "RolloutPaused"  # the Deployment is paused (kubectl rollout pause) mid-rollout
     PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
     REPLICAS_UNAVAILABLE: Final = "ReplicasUnavailable"
     SCALED_TO_ZERO: Final = "ScaledToZero"

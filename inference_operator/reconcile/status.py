@@ -154,6 +154,7 @@ class DeploymentView:
     last_progress: str = ""  # Progressing.lastUpdateTime: when the rollout last moved
     version: str = ""  # the Deployment's resourceVersion: any status change moves it
     pods_refused: str = ""  # ReplicaFailure (True): why the API server refuses the ReplicaSet's pods
+    paused: bool = False  # spec.paused: someone ran kubectl rollout pause
 
     @classmethod
     def of(cls, dep: Obj | None) -> DeploymentView:
@@ -176,6 +177,7 @@ class DeploymentView:
             last_progress=str(progressing.get("lastUpdateTime") or ""),
             version=str((dep.get("metadata") or {}).get("resourceVersion") or ""),
             pods_refused=refused,
+            paused=bool((dep.get("spec") or {}).get("paused")),
         )
 
 
@@ -213,6 +215,14 @@ def deployment_condition(isvc: InferenceService, dep: DeploymentView, problem: P
         )
     if problem is not None and dep.ready < desired:
         return Cond(t, "False", problem.reason, f"{dep.ready} of {desired} replicas ready; {problem.message}")
+    if dep.paused and (dep.updated < desired or dep.total > dep.updated):
+        return Cond(
+            t,
+            "False",
+            Reason.ROLLOUT_PAUSED,
+            f"{dep.updated} of {desired} replicas updated, {dep.ready} ready: the Deployment is paused, so its "
+            f"rollout waits; kubectl rollout resume deployment/{isvc.name} -n {isvc.namespace} lets it go on",
+        )
     if dep.updated < desired or dep.total > dep.updated:
         old = dep.total - dep.updated
         tail = f", {old} old replicas still running" if old > 0 else ""
@@ -286,7 +296,7 @@ def degraded_condition(isvc: InferenceService, previous: Obj, dep: DeploymentVie
 
 def progressing_condition(deployment: Cond, degraded: Cond) -> Cond:
     t = CT.PROGRESSING
-    if deployment.reason in (Reason.PROGRESS_DEADLINE_EXCEEDED, Reason.ROLLOUT_BLOCKED):
+    if deployment.reason in (Reason.PROGRESS_DEADLINE_EXCEEDED, Reason.ROLLOUT_BLOCKED, Reason.ROLLOUT_PAUSED):
         return Cond(t, "False", deployment.reason, deployment.message)
     if deployment.is_true:
         return Cond(t, "False", Reason.ROLLOUT_COMPLETE, "rollout complete")

@@ -192,7 +192,7 @@ class ClusterWorld(StepRecorder):
 
     def close(self) -> None:
         """Stop watching; disarm load balancer faults a failed scenario may have left armed;
-        take the pool away once nothing of the scenario runs on it."""
+        take the pool away once nothing of the scenario runs on it (its pods deleted first)."""
         self._watch.stop()
         if self._rs_watch is not None:
             self._rs_watch.stop()
@@ -200,6 +200,8 @@ class ClusterWorld(StepRecorder):
         if not self._pool:
             return
         self.kubectl.run("delete", "inferenceservices", "--all", "-n", self.namespace, "--wait=false")
+        # Pods the scenario made itself (another workload's) have no owner to take them away.
+        self.kubectl.run("delete", "pods", "--all", "-n", self.namespace, "--wait=false")
         wait_until(
             lambda: not (self._http.get(PATHS["Pod"].format(ns=quote(self.namespace))) or {}).get("items"),
             timeout=TIMEOUT,

@@ -1,6 +1,10 @@
 """The Deployment controller: rolls a Deployment's ReplicaSets as kube-controller-manager does.
 
-One pass per Deployment, in ``syncDeployment``'s order: a scaling event (``spec.replicas``
+One pass per Deployment, in ``syncDeployment``'s order: pausing or resuming first sets the
+``Progressing`` condition to Unknown (``DeploymentPaused``, ``DeploymentResumed``: a paused
+rollout has no deadline, and a resumed one counts its deadline from the resumption); a paused
+Deployment only resizes its ReplicaSets and updates its status numbers, and never creates the new
+ReplicaSet of a changed template (``kubectl rollout pause``); a scaling event (``spec.replicas``
 differs from the ``desired-replicas`` annotation of an active ReplicaSet) only resizes; else
 Recreate (old ReplicaSets to 0, wait until their pods are gone, then the new one to full size) or
 RollingUpdate (grow the new ReplicaSet, else shrink the old ones), then the status with its
@@ -109,6 +113,7 @@ class DeploymentController:
         if dep is None or "deletionTimestamp" in dep["metadata"]:
             self.withdraw(key_of(namespace, name))
             return Result()
+        dep = self._paused_condition(dep)
         spec = dep["spec"]
         replicas = int(spec.get("replicas", 1))
         surge, unavailable = arithmetic.fenceposts(spec)
@@ -118,12 +123,17 @@ class DeploymentController:
         olds = [rs for rs in all_rs if rs is not new_obj]
         status_extra: Obj = {}
         active = [rs for rs in all_rs if int(rs["spec"].get("replicas", 1)) > 0]
-        if any((_view(rs).desired_annotation or replicas) != replicas for rs in active):
-            plan = arithmetic.scaling_plan(
-                replicas=replicas, surge=surge, new=_view(new_obj) if new_obj else None, olds=[_view(rs) for rs in olds]
-            )
-            for rs in active:
-                self._scale(rs, plan.get(rs["metadata"]["name"], _view(rs).replicas), dep, surge)
+        if spec.get("paused") or any((_view(rs).desired_annotation or replicas) != replicas for rs in active):
+            # ``sync``: a scaling event, or a paused Deployment (which never starts a rollout).
+            if any((_view(rs).desired_annotation or replicas) != replicas for rs in active):
+                plan = arithmetic.scaling_plan(
+                    replicas=replicas,
+                    surge=surge,
+                    new=_view(new_obj) if new_obj else None,
+                    olds=[_view(rs) for rs in olds],
+                )
+                for rs in active:
+                    self._scale(rs, plan.get(rs["metadata"]["name"], _view(rs).replicas), dep, surge)
             return self._sync_status(dep, new_obj, olds, estimate=False)
         recreate = (spec.get("strategy") or {}).get("type") == "Recreate"
         if recreate:
@@ -167,6 +177,29 @@ class DeploymentController:
         return self._sync_status(dep, new_obj, olds, estimate=True, extra=status_extra)
 
     # --- writes -------------------------------------------------------------------------------
+
+    def _paused_condition(self, dep: Obj) -> Obj:
+        """``checkPausedConditions``: with a progress deadline, pausing sets ``Progressing`` to
+        Unknown ``DeploymentPaused`` and resuming to Unknown ``DeploymentResumed`` (a deadline
+        already exceeded stays so). Returns the Deployment as stored after the write, if any."""
+        if dep["spec"].get("progressDeadlineSeconds") is None:
+            return dep
+        status = dep.get("status") or {}
+        current = next((c for c in status.get("conditions") or () if c.get("type") == "Progressing"), None)
+        if current is not None and current.get("reason") == arithmetic.TIMED_OUT:
+            return dep
+        shown = current is not None and current.get("reason") == arithmetic.PAUSED
+        paused = bool(dep["spec"].get("paused"))
+        if paused == shown:
+            return dep
+        reason, message = (
+            (arithmetic.PAUSED, "Deployment is paused") if paused else (arithmetic.RESUMED, "Deployment is resumed")
+        )
+        now = format_timestamp(self.clock.wall())
+        condition = arithmetic.progressing_condition("Unknown", reason, message, now)
+        conditions = arithmetic.set_condition(status.get("conditions") or (), condition)
+        written = {**dep, "status": {**status, "conditions": conditions}}
+        return self.api.update_status(written, field_manager=CONTROLLER_MANAGER, answer=True)
 
     def _create_new(self, dep: Obj, olds: list[Obj], *, surge: int, recreate: bool) -> tuple[Obj | None, Obj]:
         status = dep.get("status") or {}
@@ -274,6 +307,8 @@ class DeploymentController:
         replicas, generation = int(dep["spec"].get("replicas", 1)), int(dep["metadata"].get("generation") or 1)
         if deadline is None or current is None or current.get("reason") == arithmetic.TIMED_OUT:
             return None
+        if dep["spec"].get("paused"):
+            return None  # a paused rollout has no deadline
         if arithmetic.deployment_complete(status, replicas=replicas, generation=generation):
             return None
         since = parse_timestamp(str(current.get("lastUpdateTime"))).timestamp()

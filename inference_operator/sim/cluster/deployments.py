@@ -47,6 +47,8 @@ FOUND_NEW_RS: Final = "FoundNewReplicaSet"
 RS_UPDATED: Final = "ReplicaSetUpdated"
 NEW_RS_AVAILABLE: Final = "NewReplicaSetAvailable"
 TIMED_OUT: Final = "ProgressDeadlineExceeded"
+PAUSED: Final = "DeploymentPaused"
+RESUMED: Final = "DeploymentResumed"
 MINIMUM_AVAILABLE: Final = "MinimumReplicasAvailable"
 MINIMUM_UNAVAILABLE: Final = "MinimumReplicasUnavailable"
 

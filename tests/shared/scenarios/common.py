@@ -40,6 +40,8 @@ ANY_PLACEMENT: Final[dict[str, str]] = {
     "gpu-rollout-auto-spare": "three identical nodes for two replicas: which node kube-scheduler leaves empty, and "
     "which old pod the ReplicaSet's scale-down picks, are ties it breaks at random; the simulator breaks them "
     "by name",
+    "gpu-rollout-auto-switch": "four identical nodes for two replicas and two training pods: where each lands is a "
+    "tie kube-scheduler breaks at random; the simulator breaks it by name",
 }
 """Scenarios whose pods may land on any of several identical nodes, with the reason: they are
 compared with the bound pods counted per node, node names left out (``placement_blind``)."""

@@ -4,7 +4,10 @@ words); a template change on a full pool with the default strategy (the rolling 
 deadlocks: RolloutBlocked), with ``Replace`` and with ``Auto`` (both complete), with ``Auto`` and
 one node free (it surges one replica and replaces the other, counting 8 GPUs free); a scale-up past
 capacity and back; a pod that fits only one node of three (a node selector, a taint it does
-not tolerate); a node removed under a full pool (its pod collected, the replacement Pending).
+not tolerate); a node removed under a full pool (its pod collected, the replacement Pending);
+``Auto`` whose counted free nodes another workload takes before the rollout starts (the rollout
+paused meanwhile, as ``kubectl rollout pause`` does): it stalls, switches to replacing, says so
+and completes.
 
 Every pool node is sized like the simulator's default (96 cpu, 1Ti, 110 pods) with 8 GPUs, so
 only GPUs run out.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from inference_operator.api.constants import Reason
+from inference_operator.api.constants import DEPLOYMENT, GPU_RESOURCE, EventReason, Reason
 from inference_operator.sim.cluster.nodes import NodeShape
 
 from .common import NAME, check, created, llama, ready_message, ready_replicas, ready_with, scenario
@@ -137,6 +140,81 @@ def template_change_with_auto_and_one_spare_node(world: World) -> None:
     check(counted in str(rollout.get("message")), f"the count in words ({counted}…): {rollout}")
     seen = replicasets_seen(world)
     check(seen[0] == "r1=2 r2=1" and seen[-1] == "r1=0 r2=2", f"one surge pod first, old emptied last: {seen}")
+
+
+FOUR_NODES: Final = (*THREE_NODES, NodeShape("gpu-d", gpus=8))
+
+
+def training_pod(name: str, pool: Obj) -> Obj:
+    """Another workload's pod that takes a whole 8-GPU node of the pool (no owner: nothing replaces it)."""
+    container = {
+        "name": "train",
+        "image": "trainer:v1",
+        "resources": {"requests": {GPU_RESOURCE: "8"}, "limits": {GPU_RESOURCE: "8"}},
+    }
+    spec = {"containers": [container], "nodeSelector": pool["nodeSelector"], "tolerations": pool["tolerations"]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def _others_bound(s: Snapshot) -> int:
+    """Pods bound that belong to no ReplicaSet of the service (the training pods)."""
+    return sum(n.get("r?", 0) for n in bound(s).values())
+
+
+@scenario("gpu-rollout-auto-switch", nodes=True)
+def auto_switches_when_the_counted_nodes_are_taken(world: World) -> None:
+    """Two replicas of 8 GPUs on four nodes of 8: two nodes are free, so Auto plans to surge both
+    replicas (maxUnavailable 0: nothing old stops first). The Deployment is paused before the image
+    changes, so the plan is made but the Deployment controller does not act on it; two training
+    pods take the free nodes; the rollout resumes. Both new pods wait for GPUs the old pods hold,
+    and with maxUnavailable 0 nothing would ever free them: the operator switches to replacing,
+    with a RolloutSwitched Warning Event and the reason in status, and the rollout completes."""
+    pool = world.gpu_pool(FOUR_NODES)
+    auto = {"rollout": {"strategy": "Auto"}, **pool}
+    created(world, replicas=2, gpu=8, **auto)
+    world.patch(DEPLOYMENT, NAME, {"spec": {"paused": True}})
+    world.apply(llama(replicas=2, gpu=8, image=NEW_IMAGE, **auto))
+    s = world.settle(
+        "paused, then a new image, Auto",
+        NAME,
+        lambda s: s.stalled_with(Reason.ROLLOUT_PAUSED) and ready_replicas(s) == 2,
+        what="RolloutPaused with the plan made and both old replicas serving",
+    )
+    rollout = ((s.isvc or {}).get("status") or {}).get("rollout") or {}
+    check(rollout.get("plan") == SURGE_ALL, f"surge both into the two free nodes: {rollout}")
+    check("kubectl rollout resume" in ready_message(s), ready_message(s))
+    check(replicasets_seen(world) == [], f"no new ReplicaSet while paused, got {replicasets_seen(world)}")
+    for name in ("train-0", "train-1"):
+        world.create(training_pod(name, pool))
+    world.settle(
+        "two training pods take the free nodes",
+        NAME,
+        lambda s: _others_bound(s) == 2 and ready_replicas(s) == 2,
+        what="both training pods bound, both old replicas serving",
+    )
+    world.patch(DEPLOYMENT, NAME, {"spec": {"paused": False}})
+    s = world.settle(
+        "the rollout resumed",
+        NAME,
+        lambda s: ready_with(2)(s) and pending(s) == [] and sum(n.get("r2", 0) for n in bound(s).values()) == 2,
+        what="switched to replacing and rolled out: both replicas new, Ready",
+    )
+    rollout = ((s.isvc or {}).get("status") or {}).get("rollout") or {}
+    check(str(rollout.get("message")).startswith("switched to replacing 1 replica(s) at a time"), f"{rollout}")
+    check(
+        (rollout.get("plan"), rollout.get("maxSurge"), rollout.get("maxUnavailable")) == ("Replace", 0, 1),
+        f"replacing one at a time: {rollout}",
+    )
+    check(f"Warning/{EventReason.ROLLOUT_SWITCHED}" in world.observation.steps[-1].events, "the switch as an Event")
+    seen = replicasets_seen(world)
+    check(seen == SWITCHED, f"both surged, then the old replaced one at a time: {seen}")
+    for name in ("train-0", "train-1"):
+        world.delete("Pod", name)
+
+
+SURGE_ALL: Final = "Surge"
+SWITCHED: Final = ["r1=2 r2=2", "r1=1 r2=2", "r1=0 r2=2"]
+"""Both new pods at once (maxSurge 2), Pending; after the switch the old ones stop one at a time."""
 
 
 @scenario("gpu-scale-beyond", nodes=True)
