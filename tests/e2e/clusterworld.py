@@ -233,6 +233,28 @@ class ClusterWorld(StepRecorder):
     def scale_deployment(self, name: str, replicas: int) -> None:
         self.kubectl.run("scale", "deployment", name, "-n", self.namespace, f"--replicas={replicas}")
 
+    def pause_rollout(self, name: str) -> None:
+        self.kubectl.run("rollout", "pause", f"deployment/{name}", "-n", self.namespace)
+
+        def ready_again() -> Snapshot | None:
+            dep = self._get(DEPLOYMENT, name) or {}
+            observed = int((dep.get("status") or {}).get("observedGeneration") or 0)
+            snapshot = self.snapshot(name)
+            paused = bool((dep.get("spec") or {}).get("paused"))
+            generation = int((dep.get("metadata") or {}).get("generation") or 0)
+            return snapshot if paused and observed >= generation and snapshot.settled_ready else None
+
+        wait_until(ready_again, timeout=TIMEOUT, what=f"{name} Ready again once the pause was observed")
+        self._wait_quiet()
+        snapshot = wait_until(ready_again, timeout=TIMEOUT, what=f"{name} still Ready once the operator was idle")
+        version = ((snapshot.isvc or {}).get("metadata") or {}).get("resourceVersion")
+        wait_until(lambda: self._watch.seen(name, version), timeout=30, what=f"the watch to deliver {name}")
+        self._watch.take(name)  # not compared: see World.pause_rollout
+        self._events(name)
+
+    def resume_rollout(self, name: str) -> None:
+        self.kubectl.run("rollout", "resume", f"deployment/{name}", "-n", self.namespace)
+
     def forbid_services(self, quota: str) -> None:
         self.kubectl.run("create", "quota", quota, "--hard=services=0", "-n", self.namespace)
         wait_until(

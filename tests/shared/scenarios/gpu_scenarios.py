@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from inference_operator.api.constants import DEPLOYMENT, GPU_RESOURCE, EventReason, Reason
+from inference_operator.api.constants import GPU_RESOURCE, EventReason, Reason
 from inference_operator.sim.cluster.nodes import NodeShape
 
 from .common import NAME, check, created, llama, ready_message, ready_replicas, ready_with, scenario
@@ -172,7 +172,7 @@ def auto_switches_when_the_counted_nodes_are_taken(world: World) -> None:
     pool = world.gpu_pool(FOUR_NODES)
     auto = {"rollout": {"strategy": "Auto"}, **pool}
     created(world, replicas=2, gpu=8, **auto)
-    world.patch(DEPLOYMENT, NAME, {"spec": {"paused": True}})
+    world.pause_rollout(NAME)
     world.apply(llama(replicas=2, gpu=8, image=NEW_IMAGE, **auto))
     s = world.settle(
         "paused, then a new image, Auto",
@@ -192,7 +192,7 @@ def auto_switches_when_the_counted_nodes_are_taken(world: World) -> None:
         lambda s: _others_bound(s) == 2 and ready_replicas(s) == 2,
         what="both training pods bound, both old replicas serving",
     )
-    world.patch(DEPLOYMENT, NAME, {"spec": {"paused": False}})
+    world.resume_rollout(NAME)
     s = world.settle(
         "the rollout resumed",
         NAME,

@@ -135,6 +135,19 @@ class SimWorld(StepRecorder):
     def scale_deployment(self, name: str, replicas: int) -> None:
         self.sim.api.patch(DEPLOYMENT, NAMESPACE, name, {"spec": {"replicas": replicas}}, field_manager=USER)
 
+    def pause_rollout(self, name: str) -> None:
+        self._rollout_paused(name, True)
+        self._run_until(name, lambda s: s.settled_ready, what="Ready again once the pause was observed")
+        self._watch.drain()  # not compared: see World.pause_rollout
+        self._events(name)
+
+    def resume_rollout(self, name: str) -> None:
+        self._rollout_paused(name, False)
+
+    def _rollout_paused(self, name: str, paused: bool) -> None:
+        patch = {"spec": {"paused": paused}}
+        self.sim.api.patch(DEPLOYMENT, NAMESPACE, name, patch, field_manager="kubectl-rollout")
+
     def forbid_services(self, quota: str) -> None:
         self.gate.forbidden[NAMESPACE] = quota
 

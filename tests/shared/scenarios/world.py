@@ -68,6 +68,21 @@ class World(Protocol):
         """``kubectl scale deployment``: a hand edit of a child."""
         ...
 
+    def pause_rollout(self, name: str) -> None:
+        """``kubectl rollout pause deployment/NAME`` of a Ready object, waited out until the
+        Deployment controller has observed the pause and the object is Ready again. Not a step of
+        its own, and its Ready transitions and Events are not compared: the pause bumps the
+        Deployment's generation, and until the controller observes it the operator says
+        ``DeploymentNotObserved`` (then Ready again, with its Event). The simulator's controllers
+        always act before the operator at equal times, kube-controller-manager only usually, so
+        whether that bounce is seen is timing. Anything else the pause changed shows in the next
+        step, which is compared."""
+        ...
+
+    def resume_rollout(self, name: str) -> None:
+        """``kubectl rollout resume deployment/NAME``."""
+        ...
+
     def forbid_services(self, quota: str) -> None:
         """A ResourceQuota named ``quota`` that allows no Service (``--hard=services=0``)."""
         ...
