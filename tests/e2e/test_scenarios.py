@@ -7,7 +7,8 @@ refused at admission, a removed spec field, registration switched off and on, a 
 deleted by hand, a Service port edited by hand into a clash, the owner label taken off a child,
 a balancer outage after a lost record, a balancer refusing releases during a deletion, more GPUs
 than a node has) and the GPU pools (a fleet that fits, a full pool, a template change on a full
-pool with the default strategy, with Replace and with Auto, a scale-up past capacity, a pod
+pool with the default strategy, with Replace and with Auto, Auto switching to replacing when
+another workload takes the nodes it counted (the rollout paused meanwhile), a scale-up past capacity, a pod
 that fits one node of three, a node deleted under a full pool: kube-controller-manager's PodGC
 and the simulator's both collect its pod after 40 s and the replacement waits), each on kwok
 Nodes of its own with the simulator's node shapes, beside the cluster's other nodes, which the
@@ -39,6 +40,10 @@ How the two are normalised where they legitimately differ in timing (see tests/s
   simulator's kubelets are told to stop them at once too, so the sequences match), and the
   ReplicaSet sequence holds no timing: each write of the Deployment controller changes one
   ReplicaSet by what it observed;
+- ``kubectl rollout pause`` of a Ready object is waited out and its Ready transitions and Events
+  are not compared (``World.pause_rollout``): the pause bumps the Deployment's generation, and
+  whether the operator catches it before kube-controller-manager observed it (a
+  ``DeploymentNotObserved`` bounce) is timing; the simulator's controllers always act first;
 - the simulator resyncs every 4 s of simulated time, as the session's operator does; a
   ResourceQuota, which the simulator has no admission for, is modelled by refusing the
   operator's Service creates as kube-apiserver's quota admission words it.
