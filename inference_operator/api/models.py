@@ -16,9 +16,18 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from inference_operator.api.base import Rule, StrictModel, rules_schema
 from inference_operator.api.constants import MAX_CONDITION_MESSAGE, MAX_LB_ADDRESS, MAX_LB_ID, MAX_LB_TARGET
 from inference_operator.api.fielderrors import WHOLE, Integer, at, format_validation_error, without_nulls
+from inference_operator.api.kubesyntax import (
+    CONFIG_KEY_PATTERN,
+    DNS_SUBDOMAIN_PATTERN,
+    IMAGE_TRIMMED,
+    LABEL_VALUE_PATTERN,
+    is_label_key,
+    label_key_cel,
+)
 from inference_operator.api.quantity import parse_quantity
 from inference_operator.api.resources import QUANTITY_PATTERN, Quantity, Resources
 from inference_operator.api.rollout import RolloutSpec, RolloutStatus
+from inference_operator.api.tolerations import Toleration
 
 MAX_GPUS_PER_REPLICA = 16
 MAX_REPLICAS = 1000
@@ -26,9 +35,6 @@ MAX_LIST_ITEMS = 64
 MAX_USER_ID = 2147483647  # int32, what a pod's securityContext.runAsUser holds
 
 ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
-LABEL_KEY_PATTERN = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
 
 
 # The InferenceService's name becomes its Service's name, and a label value on its children
@@ -43,20 +49,18 @@ NAME_MESSAGE = (
 _NAME_RE = re.compile(NAME_PATTERN)
 
 
-LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
-"""A label value, as a node selector's values must be (empty, or letters, digits, '-', '_', '.'
-starting and ending with a letter or digit; at most 63)."""
-CONFIG_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
-"""A key of a ConfigMap or Secret: letters, digits, '-', '_' and '.'."""
-
-
 class KeyRef(StrictModel):
-    name: str = Field(min_length=1, max_length=253, description="Name of the Secret or ConfigMap.")
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Name of the Secret or ConfigMap (lowercase letters, digits, '-' and '.').",
+    )
     key: str = Field(
         min_length=1,
         max_length=253,
         pattern=CONFIG_KEY_PATTERN,
-        description="Key inside it: letters, digits, '-', '_' and '.'.",
+        description="Key inside it: letters, digits, '-', '_' and '.' (not '.', nor starting with '..').",
     )
     optional: bool | None = None
 
@@ -104,44 +108,6 @@ class EnvVar(StrictModel):
         return self
 
 
-TOLERATION_EXISTS_NO_VALUE = Rule(
-    cel="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",
-    message="a toleration with operator Exists must not set value",
-    field_path="",
-    check=lambda t: t.operator != "Exists" or not t.value,
-)
-TOLERATION_KEYLESS_EXISTS = Rule(
-    cel="(has(self.key) && self.key != '') || (has(self.operator) && self.operator == 'Exists')",
-    message="a toleration without a key must use operator Exists (it then tolerates every taint)",
-    field_path=".operator",
-    check=lambda t: bool(t.key) or t.operator == "Exists",
-)
-TOLERATION_SECONDS_NO_EXECUTE = Rule(
-    cel="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",
-    message="tolerationSeconds applies only to effect NoExecute (how long the pod stays on a node tainted so)",
-    field_path=".tolerationSeconds",
-    check=lambda t: t.tolerationSeconds is None or t.effect == "NoExecute",
-)
-TOLERATION_RULES = (TOLERATION_EXISTS_NO_VALUE, TOLERATION_KEYLESS_EXISTS, TOLERATION_SECONDS_NO_EXECUTE)
-
-
-class Toleration(StrictModel):
-    key: str | None = Field(default=None, max_length=316, description="Taint key; empty with Exists matches all.")
-    operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Exists or Equal (default).")
-    value: str | None = Field(default=None, max_length=63)
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    tolerationSeconds: Annotated[int, Field(ge=0), WHOLE] | None = None
-
-    model_config = ConfigDict(json_schema_extra=rules_schema(*TOLERATION_RULES))
-
-    @model_validator(mode="after")
-    def _rules(self) -> Toleration:
-        for rule in TOLERATION_RULES:
-            if not rule.check(self):
-                raise ValueError(at(rule.field_path.lstrip("."), rule.message) if rule.field_path else rule.message)
-        return self
-
-
 class LoadBalancerSpec(StrictModel):
     enabled: bool = Field(default=True, description="Register the Service with the external load balancer.")
 
@@ -169,16 +135,14 @@ SHARED_MEMORY_POSITIVE = Rule(
     field_path="",
     check=lambda v: (amount := parse_quantity(v)) is not None and amount > 0,
 )
-MAX_LABEL_KEY_LENGTH = 316  # a DNS subdomain prefix (253), '/', a name (63)
-_CEL_LABEL_KEY = LABEL_KEY_PATTERN.replace("\\", "\\\\")  # inside a CEL string literal
 NODE_SELECTOR_KEYS = Rule(
     # Structural schemas have no propertyNames, so the keys' syntax is a CEL rule; its cost is
     # bounded by maxProperties and the key size.
-    cel=f"self.all(k, size(k) <= {MAX_LABEL_KEY_LENGTH} && k.matches('{_CEL_LABEL_KEY}'))",
-    message="every key must be a label key: an optional DNS subdomain and '/', then a name of letters, digits, "
-    "'-', '_' and '.' that starts and ends with a letter or digit",
+    cel=f"self.all(k, {label_key_cel('k')})",
+    message="every key must be a label key: an optional DNS subdomain (at most 253 characters) and '/', then a "
+    "name of at most 63 letters, digits, '-', '_' and '.' that starts and ends with a letter or digit",
     field_path="",
-    check=lambda selector: all(len(k) <= MAX_LABEL_KEY_LENGTH and re.match(LABEL_KEY_PATTERN, k) for k in selector),
+    check=lambda selector: all(is_label_key(k) for k in selector),
 )
 
 
@@ -189,6 +153,7 @@ class InferenceServiceSpec(StrictModel):
         min_length=1,
         max_length=512,
         description="Container image of the inference server, e.g. vllm/vllm-openai:v0.7.0.",
+        json_schema_extra=rules_schema(IMAGE_TRIMMED),
     )
     model: str = Field(min_length=1, max_length=512, description="Model to serve; passed as --model.")
     replicas: Integer = Field(default=1, ge=0, le=MAX_REPLICAS, description="Number of server replicas.")
@@ -269,8 +234,15 @@ class InferenceServiceSpec(StrictModel):
     @classmethod
     def _label_keys(cls, v: dict[str, str]) -> dict[str, str]:
         for key in v:
-            if not re.match(LABEL_KEY_PATTERN, key) or len(key) > MAX_LABEL_KEY_LENGTH:
+            if not is_label_key(key):
                 raise ValueError(at(key, f"{key!r} is not a valid label key"))
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        if not IMAGE_TRIMMED.check(v):
+            raise ValueError(IMAGE_TRIMMED.message)
         return v
 
     @field_validator("sharedMemory")

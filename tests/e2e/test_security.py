@@ -7,6 +7,8 @@ Covers (security review):
 - deploy/optional/image-allowlist.yaml (off unless applied) makes the API server refuse an
   InferenceService whose image is outside the allowed prefixes, with a message naming
   spec.image and the prefixes, and admit one inside them; removing it lifts the refusal.
+  Edited to a prefix without its trailing "/" (``registry.example.com``), it lets nothing through,
+  ``registry.example.com.evil.io/…`` included, and says the list is misconfigured.
 """
 
 from __future__ import annotations
@@ -84,3 +86,23 @@ def test_the_image_allow_list_refuses_images_from_elsewhere(cluster: Cluster, sc
     finally:
         cluster.kubectl.run("delete", "-f", str(ALLOWLIST), "--ignore-not-found", check=False)
     wait_until(lambda: dry_run_create(cluster, scratch, outside)[0], timeout=60, what="the allow-list to be lifted")
+
+
+def test_the_image_allow_list_with_a_bare_registry_prefix_lets_nothing_through(cluster: Cluster, scratch: str) -> None:
+    shipped = ALLOWLIST.read_text()
+    assert "['registry.example.com/inference/']" in shipped
+    bare = shipped.replace("['registry.example.com/inference/']", "['registry.example.com']")
+    lookalike, under = "registry.example.com.evil.io/vllm:0.7.0", "registry.example.com/inference/vllm:0.7.0"
+    cluster.kubectl.run("apply", "-f", "-", stdin=bare)
+    try:
+        refusal = wait_until(
+            lambda: (r := dry_run_create(cluster, scratch, lookalike)) and not r[0] and r[1],
+            timeout=60,
+            what="the misconfigured image allow-list policy to take effect",
+        )
+        assert "the image allow-list is misconfigured" in refusal and "[registry.example.com]" in refusal, refusal
+        admitted, words = dry_run_create(cluster, scratch, under)
+        assert not admitted and "the image allow-list is misconfigured" in words, words
+    finally:
+        cluster.kubectl.run("delete", "-f", "-", "--ignore-not-found", stdin=bare, check=False)
+    wait_until(lambda: dry_run_create(cluster, scratch, lookalike)[0], timeout=60, what="the allow-list to be lifted")

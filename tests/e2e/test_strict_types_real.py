@@ -5,27 +5,39 @@ field, nulls, whole floats, enums, unknown fields) is accepted or refused by the
 exactly as the table says the fake and the parser do; each refusal line the parser gives (the
 API server's words) appears in the real server's answer; a bounded sample of the property
 test's generated specs meets the same verdict on the real server as on the fake
-(``INFERENCE_OPERATOR_REAL_PROPERTY_EXAMPLES``, default 40); kubectl and ``demo -f`` read an
-unquoted ``y`` in YAML as the same boolean. Sent with ``kubectl create --dry-run=server``
-(admission runs, nothing is stored, no operator is involved), as JSON where the values matter.
+(``INFERENCE_OPERATOR_REAL_PROPERTY_EXAMPLES``, default 40), and for each spec the parser
+accepts, the real server accepts what the operator would build from it: the Deployment (with
+the rollout strategy of a first pass) and the Service, applied as the operator applies them
+(server-side apply, its field manager, its own ServiceAccount's token, so RBAC and the
+confinement policy judge too), and a Pod of the Deployment's template (as the ReplicaSet
+controller creates them; a Pod is held to a few rules its template is not). The specs that used
+to be admitted and then refused in the pod (``CLOSED_GAPS``) are always among the examples.
+kubectl and ``demo -f`` read an unquoted ``y`` in YAML as the same boolean. Sent with
+``--dry-run=server`` (admission runs, nothing is stored, no operator is involved), as JSON where
+the values matter.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
+from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.api.models import InferenceService
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
-from tests.shared.specgen import CLOSED_GAPS, CRD, KNOWN_GAPS, admission, parser, specs
+from tests.shared.specgen import CLOSED_GAPS, CRD, KNOWN_GAPS, RICH_SPEC, admission, children, parser, specs
 from tests.shared.strictcases import BASE, CASES, manifest
 
 from .conftest import Cluster
+from .harness import Kubectl
 
 LINES = [  # (fields, the parser's line) — the parser's words, as the real server must say them
     ({"replicas": "3"}, 'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer'),
@@ -38,11 +50,55 @@ LINES = [  # (fields, the parser's line) — the parser's words, as the real ser
 ]
 
 
+OWNER_UID = "00000000-0000-4000-8000-000000000021"  # where a dry run's answer carries no uid
+
+
 def dry_run_create(cluster: Cluster, spec: dict[str, Any]) -> tuple[bool, str]:
+    ok, stderr, _ = dry_run_answer(cluster, spec)
+    return ok, stderr
+
+
+def dry_run_answer(cluster: Cluster, spec: dict[str, Any]) -> tuple[bool, str, Obj | None]:
+    """The real server's verdict on the InferenceService, and the object it would store."""
     obj = {**manifest(spec), "metadata": {"name": "strict", "namespace": "default"}}
     # JSON, not YAML: the values sent are exactly the table's (kubectl's YAML reads `y` as true).
-    result = cluster.kubectl.run("create", "--dry-run=server", "-f", "-", stdin=json.dumps(obj), check=False)
-    return result.returncode == 0, result.stderr
+    result = cluster.kubectl.run(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(obj), check=False
+    )
+    ok = result.returncode == 0
+    return ok, result.stderr, json.loads(result.stdout) if ok else None
+
+
+def pod_of(deployment: Obj) -> Obj:
+    """A Pod of the Deployment's template, as the ReplicaSet controller would create it."""
+    template = deployment["spec"]["template"]
+    metadata = {**template["metadata"], "name": f"{deployment['metadata']['name']}-pod"}
+    metadata["namespace"] = deployment["metadata"]["namespace"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+
+
+def refusals_of_children(cluster: Cluster, as_operator: Kubectl, admitted: Obj) -> list[str]:
+    """What the real server says to the children the operator would build from ``admitted``
+    (the object as the server would store it, defaults applied), nothing stored: the Deployment
+    and Service as the operator applies them, with its identity; a Pod of the template as an
+    administrator (the ReplicaSet controller creates Pods, not the operator)."""
+    uid = admitted["metadata"].get("uid") or OWNER_UID
+    isvc = InferenceService.from_object({**admitted, "metadata": {**admitted["metadata"], "uid": uid}})
+    built = children(isvc)
+    refusals: list[str] = []
+    applied = as_operator.run(
+        "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "--dry-run=server",
+        "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": built}), check=False,
+    )  # fmt: skip
+    if applied.returncode != 0:
+        refusals.append(applied.stderr.strip())
+    (deployment,) = [c for c in built if c["kind"] == "Deployment"]
+    pod = cluster.kubectl.run(
+        "create", "--dry-run=server", "-f", "-", stdin=json.dumps(pod_of(deployment)), check=False
+    )
+    if pod.returncode != 0:
+        refusals.append(pod.stderr.strip())
+    return refusals
 
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -63,21 +119,39 @@ def test_the_parsers_words_are_the_real_servers(cluster: Cluster, fields: dict[s
 
 
 REAL_EXAMPLES = int(os.environ.get("INFERENCE_OPERATOR_REAL_PROPERTY_EXAMPLES", "40"))
+T = TypeVar("T", bound=Callable[..., Any])
+
+
+def with_closed_gaps(test: T) -> T:
+    """Every spec of ``CLOSED_GAPS`` as an explicit example: each one, admitted, would reach the
+    children's dry run (before admission held its strings to the pod's rules, the Deployment or
+    its Pod was refused there)."""
+    for fields in CLOSED_GAPS.values():
+        test = example(spec={**BASE, **fields})(test)
+    return test
 
 
 @settings(max_examples=REAL_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(spec=specs())
-def test_generated_specs_meet_the_same_verdict_on_the_real_server_as_on_the_fake(cluster: Cluster, spec: Obj) -> None:
-    """The property test's specs (tests/unit/test_admitted_realizable.py), a bounded sample:
+@with_closed_gaps
+@example(spec=RICH_SPEC)
+@example(spec={**RICH_SPEC, "rollout": {"strategy": "Replace"}, "gpu": 0, "podSecurity": "Baseline"})
+def test_generated_specs_meet_the_same_verdict_on_the_real_server_and_what_it_admits_it_can_run(
+    cluster: Cluster, operator_kubeconfig: Path, spec: Obj
+) -> None:
+    """The property test's specs (tests/unit/api/test_admitted_realizable.py), a bounded sample:
     admission on the real server agrees with admission on the fake, and the parser agrees too
-    except for the listed gaps."""
+    except for the listed gaps; what it admits and parses, the real server takes as children."""
     api = FakeApiServer(FakeClock())
     api.create(CRD)
     on_fake = admission(api, spec) is None
-    on_real, stderr = dry_run_create(cluster, spec)
+    on_real, stderr, admitted = dry_run_answer(cluster, spec)
     assert on_real == on_fake, stderr
     if on_real and parser(spec) is not None:
         assert any(applies(spec) for applies in KNOWN_GAPS.values()), (spec, parser(spec))
+    if admitted is not None and parser(spec) is None:
+        refusals = refusals_of_children(cluster, Kubectl(operator_kubeconfig, cluster.kubectl.env), admitted)
+        assert not refusals, (spec, refusals)
 
 
 def test_kubectl_and_demo_read_y_in_yaml_alike(cluster: Cluster) -> None:

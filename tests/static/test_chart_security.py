@@ -9,7 +9,7 @@ inference pods (deploy/optional/inference-networkpolicy.yaml, rendered per names
 ones, else the watched ones, never none) selects the pods the operator builds and lets only the
 named peers reach their server port, and is refused without peers; the ClusterRoles for people
 aggregate into view/edit/admin with exactly deploy/rbac/user_roles.yaml's rules, in cluster mode
-only; the image allow-list policy is off by default, lists the prefixes in its CEL expression, is
+only; the image allow-list policy is off by default, lists the prefixes in its CEL variable, is
 bound to the watched namespaces in namespaced mode, refuses to render with no prefix, and has
 the shape of deploy/optional/image-allowlist.yaml; `kubectl kustomize deploy/rbac/namespaced`
 puts the Role and RoleBinding in the watched namespace and leaves the subject in the operator's;
@@ -145,10 +145,8 @@ def test_the_image_allow_list_is_off_by_default_and_lists_the_prefixes(
     prefixes = ["registry.example.com/inference/", "ghcr.io/team/"]
     objects = allow_list(render({"imagePolicy": {"enabled": True, "allowedPrefixes": prefixes}}))
     policy, binding = only(objects, "ValidatingAdmissionPolicy"), only(objects, "ValidatingAdmissionPolicyBinding")
-    (validation,) = policy["spec"]["validations"]
-    assert validation["expression"] == (
-        "['registry.example.com/inference/', 'ghcr.io/team/'].exists(p, object.spec.image.startsWith(p))"
-    )
+    (variable,) = policy["spec"]["variables"]
+    assert variable == {"name": "allowedPrefixes", "expression": "['registry.example.com/inference/', 'ghcr.io/team/']"}
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"] and "matchResources" not in binding["spec"]
     shipped = list(yaml.safe_load_all((DEPLOY / "optional/image-allowlist.yaml").read_text()))

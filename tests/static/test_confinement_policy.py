@@ -17,17 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import celpy
 import pytest
 import yaml
-from celpy import celtypes
-from celpy.adapter import json_to_cel
 
 from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.reconcile.builders import desired_deployment, desired_service
 
 from .chartkit import FULLNAME, RELEASE_NAMESPACE, Render
+from .policykit import failing
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_FILE = ROOT / "deploy" / "admission" / "confinement-policy.yaml"
@@ -46,27 +44,6 @@ def policy(resource: str) -> Obj:
         and d["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == [resource]
     ]
     return found
-
-
-def failing(spec: Obj, obj: Obj, *, old: Obj | None = None) -> list[str]:
-    """The messages of the validations ``obj`` fails, CEL evaluated as the API server would."""
-    env = celpy.Environment()
-    activation: dict[str, Any] = {
-        "object": json_to_cel(obj),
-        "oldObject": json_to_cel(old),
-        "request": json_to_cel({"operation": "CREATE" if old is None else "UPDATE"}),
-    }
-    variables = celtypes.MapType({})
-    for variable in spec.get("variables") or []:
-        program = env.program(env.compile(variable["expression"]))
-        value = program.evaluate({**activation, "variables": variables})
-        variables = celtypes.MapType({**variables, celtypes.StringType(variable["name"]): value})
-    activation["variables"] = variables
-    return [
-        v["message"]
-        for v in spec["validations"]
-        if not bool(env.program(env.compile(v["expression"])).evaluate(activation))
-    ]
 
 
 def isvc() -> InferenceService:
