@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MUTATING = ("create", "update", "patch", "delete")
+POD_NAME = "authentication.kubernetes.io/pod-name"
+"""The user's extra that pod-bound ServiceAccount tokens carry: the strict fence compares it with the Lease."""
 POLICY_DENIAL = "validation.policy.admission.k8s.io/validation_failure"
 """The audit annotation a ValidatingAdmissionPolicy's failed validation leaves on the request's
 event (a missing parameter leaves none: its denial is in the response's message only)."""
