@@ -101,7 +101,9 @@ class Fence:
 
 
 class LeaderOnlyLoadBalancer:
-    """Passes register and release on only while the fence allows; lookups are reads, always allowed."""
+    """Passes register and release on only while the fence allows; lookups are reads, always allowed.
+
+    The HTTP provider asks the fence once more at its socket (``wiring.make_load_balancer``)."""
 
     def __init__(self, provider: LoadBalancerProvider, fence: WriteFence) -> None:
         self.provider = provider

@@ -142,7 +142,7 @@ class OperatorRuntime:
             client=client,
             cache=self.cache,
             clock=self.clock,
-            provider=load_balancer or make_load_balancer(config),
+            provider=load_balancer or make_load_balancer(config, fence=self.fence),
             crash=self.crash,
             telemetry=self.telemetry,
             fence=self.fence,

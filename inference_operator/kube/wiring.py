@@ -6,7 +6,8 @@ without the leader lease, metrics, the flight recorder — is a wrapper (or, for
 a hook the ``KubeBackend`` is built with). They are put together here, once, before the
 reconciler is constructed, so the order is visible in one place and nothing swaps them later:
 
-    balancer calls:  Tracing → Measured → LeaderOnly → crash point → the provider
+    balancer calls:  Tracing → Measured → LeaderOnly → crash point → the provider (the HTTP
+                     one asks the fence again at its socket: ``make_load_balancer``)
     API writes:      Tracing → KubeBackend (asks the fence, then tells on_write, then sends)
 
 The fence (``fence.py``) is asked at the instant of each write and each balancer register or
@@ -17,6 +18,7 @@ check and the send.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from inference_operator.control.metrics import MeasuredLoadBalancer, Metrics
@@ -27,7 +29,7 @@ from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.crashpoint import CrashPoint, with_crash_point
-from inference_operator.kube.fence import LeaderOnlyLoadBalancer, WriteFence
+from inference_operator.kube.fence import Fence, LeaderOnlyLoadBalancer, WriteFence
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.trace.recorder import NULL_TRACER, Recorder, Tracer
 from inference_operator.trace.sink import RingSink
@@ -36,8 +38,13 @@ from inference_operator.trace.wrappers import TracingBackend, TracingLoadBalance
 log = logging.getLogger(__name__)
 
 
-def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
-    """The provider ``config`` names: the HTTP registry, or an in-memory one."""
+def make_load_balancer(config: OperatorConfig, *, fence: Fence | None = None) -> LoadBalancerProvider:
+    """The provider ``config`` names: the HTTP registry, or an in-memory one.
+
+    With ``fence`` (leader election on), the HTTP client's connections ask it once more at the
+    socket, after connecting and before each chunk of a register's or release's bytes, as the
+    API client's do (``sendgate.py``): ``LeaderOnlyLoadBalancer`` asks before the call, and a
+    process frozen while connecting (TCP, TLS) would otherwise send the call when it wakes."""
     if config.lb_provider == "http":
         from inference_operator.lb.http import HttpLoadBalancer
 
@@ -48,8 +55,16 @@ def make_load_balancer(config: OperatorConfig) -> LoadBalancerProvider:
             token=config.lb_token,
             ca_file=config.lb_ca_file,
             identity=config.identity,
+            send_gate=None if fence is None else _balancer_gate(fence),
         )
     return InMemoryLoadBalancer()
+
+
+def _balancer_gate(fence: Fence) -> Callable[[], None]:
+    def gate() -> None:
+        fence.gate("send", "load balancer request")
+
+    return gate
 
 
 def make_tracer(config: OperatorConfig, clock: Clock) -> Tracer:

@@ -3,7 +3,11 @@
 The operator's worker threads call it concurrently, so it keeps no connection and no mutable
 state: each call opens one connection, sends one request and closes it, all within one deadline
 (``lb.deadline``: the timeout bounds the whole call, so a peer trickling bytes cannot hold a
-worker). Every
+worker). A register or release may be given a last check at the socket (``send_gate``: the
+operator's leader fence, passed in from above, as this layer knows no election): asked once the
+connection is made (TCP and TLS, where a frozen process may stand for any time) and before each
+chunk of the request's bytes, so a process that woke there sends nothing it may no longer send.
+Every
 failure (the network, a timeout, a status it did not expect) becomes a ``LoadBalancerError``
 whose message names the method, the URL and what went wrong, because that text ends up in a
 status condition and an Event that a person on call reads. The wire format is the one the
@@ -17,6 +21,7 @@ import json
 import re
 import ssl
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 from inference_operator import __version__
@@ -31,6 +36,11 @@ KEY = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 """Where a bearer token may go over plain http: the token never leaves the machine."""
 USER_AGENT = f"inference-operator/{__version__}"
+MUTATING = ("PUT", "DELETE")
+"""The methods a send gate is asked for: register and release; lookups and lists are reads."""
+
+SendGate = Callable[[], None]
+"""Asked before each chunk of a mutating request's bytes; it raises to refuse (nothing more is sent)."""
 
 
 class HttpLoadBalancer:
@@ -40,7 +50,10 @@ class HttpLoadBalancer:
     when given, is sent as ``Authorization: Bearer <token>`` and never appears in messages or ``repr``; ``ca_file``
     (https only) is the PEM bundle the registry's certificate must chain to, instead of the
     system's trust store; ``identity`` (the replica's) goes into the User-Agent, so the
-    balancer's own logs say which replica made a call, as the API server's audit log does.
+    balancer's own logs say which replica made a call, as the API server's audit log does;
+    ``send_gate``, when given, is asked (it raises to refuse) after the connection of a register or
+    release is made and before each chunk of its bytes, and whatever it raises propagates (the
+    connection is closed, the registry sees no request).
     """
 
     def __init__(
@@ -51,6 +64,7 @@ class HttpLoadBalancer:
         token: str | None = None,
         ca_file: str | None = None,
         identity: str = "",
+        send_gate: SendGate | None = None,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
@@ -75,6 +89,7 @@ class HttpLoadBalancer:
         self._prefix = parts.path.rstrip("/")
         self._token = token
         self._user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
+        self._send_gate = send_gate
         self._tls: ssl.SSLContext | None = None
         if parts.scheme == "https":
             try:
@@ -143,7 +158,8 @@ class HttpLoadBalancer:
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None) -> tuple[int, str, bytes]:
         """One request on a fresh connection: ``(status, reason, body)``, or LoadBalancerError."""
-        connection = DeadlineConnection(self._netloc, deadline=Deadline(self.timeout), tls=self._tls)
+        gate = self._send_gate if method in MUTATING else None
+        connection = _GatedConnection(self._netloc, deadline=Deadline(self.timeout), tls=self._tls, send_gate=gate)
         headers = {"Accept": "application/json", "User-Agent": self._user_agent}
         body = None
         if payload is not None:
@@ -177,6 +193,24 @@ class HttpLoadBalancer:
 
     def _error(self, method: str, path: str, detail: str) -> LoadBalancerError:
         return LoadBalancerError(f"load balancer registry {method} {self.base_url}{path}: {detail}")
+
+
+class _GatedConnection(DeadlineConnection):
+    """A :class:`DeadlineConnection` whose request bytes go out only once ``send_gate`` allowed
+    them, asked after the connection is made and before each chunk (the head, then the body)."""
+
+    def __init__(
+        self, netloc: str, *, deadline: Deadline, tls: ssl.SSLContext | None, send_gate: SendGate | None
+    ) -> None:
+        super().__init__(netloc, deadline=deadline, tls=tls)
+        self._send_gate = send_gate
+
+    def send(self, data: Any) -> None:
+        if self._send_gate is not None:
+            if self.sock is None:
+                self.connect()  # what http.client does first in send: connect, then ask
+            self._send_gate()
+        super().send(data)
 
 
 def _registration_path(key: str) -> str:

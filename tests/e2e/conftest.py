@@ -44,6 +44,8 @@ sys.path.insert(0, str(ROOT / "hack"))
 CRD_DIR = ROOT / "deploy" / "crds"
 RBAC_DIR = ROOT / "deploy" / "rbac"
 RESYNC_SECONDS = 4.0
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # on the fake nodes kwok runs (hack/cluster_config.py)
+Obj = dict[str, Any]
 
 
 @dataclass
@@ -192,9 +194,19 @@ def operator_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFacto
     )
 
 
-def token_kubeconfig(cluster: Cluster, service_account: str, namespace: str, path: Path) -> Path:
-    """Write a kubeconfig that authenticates with a fresh token of the ServiceAccount."""
-    token = cluster.kubectl.run("create", "token", service_account, "-n", namespace, "--duration=4h").stdout.strip()
+def token_kubeconfig(
+    cluster: Cluster, service_account: str, namespace: str, path: Path, *, bound_pod: Obj | None = None
+) -> Path:
+    """Write a kubeconfig that authenticates with a fresh token of the ServiceAccount; with
+    ``bound_pod``, a token bound to that Pod (valid while it exists; the API server puts its
+    name in the user's extra ``authentication.kubernetes.io/pod-name``, as for a pod's own)."""
+    bound: list[str] = []
+    if bound_pod is not None:
+        meta = bound_pod["metadata"]
+        bound = ["--bound-object-kind", "Pod", "--bound-object-name", meta["name"], "--bound-object-uid", meta["uid"]]
+    token = cluster.kubectl.run(
+        "create", "token", service_account, "-n", namespace, "--duration=4h", *bound
+    ).stdout.strip()
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     config = {
         "apiVersion": "v1",
@@ -207,6 +219,28 @@ def token_kubeconfig(cluster: Cluster, service_account: str, namespace: str, pat
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path
+
+
+def placeholder_pod(cluster: Cluster, name: str, service_account: str, namespace: str) -> Obj:
+    """A Pod of the ServiceAccount on a kwok node (kwok marks it running; nothing runs), to bind
+    a token to: an operator process outside the cluster then authenticates as that pod would."""
+    nodes = cluster.kubectl.json("get", "nodes")["items"]
+    kwok = [n["metadata"]["name"] for n in nodes if (n["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION)]
+    assert kwok, f"no kwok node to place the pod {name} on: {[n['metadata']['name'] for n in nodes]}"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/name": "e2e-placeholder"}},
+        "spec": {
+            "serviceAccountName": service_account,
+            "automountServiceAccountToken": False,
+            "nodeName": kwok[0],
+            "containers": [{"name": "placeholder", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+    cluster.kubectl.apply(pod)
+    created: Obj = cluster.kubectl.json("get", "pod", name, "-n", namespace)
+    return created
 
 
 @pytest.fixture(scope="session")

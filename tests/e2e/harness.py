@@ -203,6 +203,24 @@ def install_confinement_policy(kubectl: Kubectl, *, namespace: str, service_acco
     kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
 
+FENCE_POLICY = ADMISSION_POLICY_DIR / "fence-policy.yaml"
+
+
+def fence_policy_docs(*, namespace: str, service_account: str, lease: str, suffix: str) -> list[Obj]:
+    """deploy/admission/fence-policy.yaml for another ServiceAccount and Lease (the suite's
+    operator runs as its own), under names ending in ``suffix``, as the Helm chart renders it."""
+    text = FENCE_POLICY.read_text().replace(
+        SHIPPED_OPERATOR_USER, f"system:serviceaccount:{namespace}:{service_account}"
+    )
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    for doc in docs:
+        doc["metadata"]["name"] += suffix
+        if "policyName" in doc["spec"]:
+            doc["spec"]["policyName"] += suffix
+            doc["spec"]["paramRef"].update(name=lease, namespace=namespace)
+    return docs
+
+
 def condition(obj: Obj | None, type_: str) -> Obj:
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:

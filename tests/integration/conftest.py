@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +34,21 @@ def stub() -> Iterator[Callable[..., StubServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A CA and a server certificate for 127.0.0.1 signed by it (openssl, a few ms)."""
+    d = tmp_path_factory.mktemp("tls")
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.crt", "-days", "2", "-subj", "/CN=lb-test-ca")  # fmt: skip
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "server.key",
+            "-out", "server.csr", "-subj", "/CN=127.0.0.1")  # fmt: skip
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.crt", "-days", "2", "-extfile", "san.ext")  # fmt: skip
+    return {"ca": d / "ca.crt", "cert": d / "server.crt", "key": d / "server.key"}
