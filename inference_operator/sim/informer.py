@@ -21,9 +21,10 @@ in client-go, where mutating a cached object is the classic informer bug.
 The cache is slimmed, as the real operator's is (``kube/cache.py``, like controller-runtime's
 ``TransformStripManagedFields``): of ``metadata.managedFields`` only the operator's own apply
 entry stays, the one its drift check reads (which fields it owns); the other managers' entries
-are often half an object's size. The transform runs inside the watch, before the event's copy
-is copied (:mod:`~inference_operator.sim.apiserver.watch`), so informers also copy less, and
-informers of one kind share that copy (their objects being read-only).
+are often half an object's size. The transform runs inside the watch
+(:mod:`~inference_operator.sim.apiserver.watch`), and its result is not a copy: informers of one
+kind share it, and it shares its subtrees with the API server's stored version, which is never
+changed once stored. Read-only is therefore the store's integrity, not only the cache's.
 Whoever needs the full entries reads the API server (``Backend.read``), as on a real cluster.
 """
 

@@ -25,7 +25,7 @@ from typing import Any
 from inference_operator.api.quantity import parse_quantity
 from inference_operator.ssa.fieldpaths import FieldSet, Path, field_set, item_element, path_string, resolve
 from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, schema_for
-from inference_operator.ssa.fieldsv1 import from_fields_v1
+from inference_operator.ssa.fieldsv1 import from_fields_v1, known_field_set
 
 
 def _is_empty(value: Any) -> bool:
@@ -80,6 +80,9 @@ def drift(live: dict[str, Any], desired: dict[str, Any], *, kind: str, manager: 
     owned = _applied_fields_v1(live, manager)
     if owned is None:
         return [*out, NOT_APPLIED]
+    known = known_field_set(owned)
+    if known is not None:  # the simulator's cache shares the API server's entries: no parse, no key
+        return [*out, *_dropped_from(kind, desired, known)]
     try:
         key = (kind, marshal.dumps(desired, 2), marshal.dumps(owned, 2))
     except ValueError:  # not plain JSON (an enum member, say): worked out every time
@@ -97,7 +100,9 @@ def drift(live: dict[str, Any], desired: dict[str, Any], *, kind: str, manager: 
 _DROPPED: dict[tuple[str, bytes, bytes], tuple[str, ...]] = {}
 """:func:`_dropped` by (kind, desired object, owned fieldsV1), both as marshal bytes: every pass
 of a converged object asks again, and parsing the entry and walking the desired object for its
-field set were most of a drift check."""
+field set were most of a drift check. Not for an entry :func:`known_field_set` knows (the
+simulator's, whose informers share the API server's encoding): its set needs no parse, and a
+key per object would miss anyway once there are more objects than entries."""
 _DROPPED_SIZE = 512
 _DROPPED_LOCK = threading.Lock()
 
@@ -114,7 +119,11 @@ def _applied_fields_v1(live: dict[str, Any], manager: str) -> Any:
 
 def _dropped(kind: str, desired: dict[str, Any], owned_fields_v1: Any) -> tuple[str, ...]:
     """The fields owned (per ``owned_fields_v1``) that ``desired`` no longer sets, as printed."""
-    owned = from_fields_v1(owned_fields_v1)
+    return _dropped_from(kind, desired, from_fields_v1(owned_fields_v1))
+
+
+def _dropped_from(kind: str, desired: dict[str, Any], owned: FieldSet) -> tuple[str, ...]:
+    """:func:`_dropped` of the field set ``owned``."""
     want = field_set(desired, kind)
     dropped = owned - want
     if not dropped:

@@ -39,7 +39,8 @@ Stored objects are never mutated in place: every write stores a new dict (sharin
 subtrees with the previous version); its frozen copy (:func:`~inference_operator.core.jsoncopy.freeze`)
 is made when that version is first read or answered with. Every read and write response thaws
 that copy, which is the cheapest way to hand out an independent object; watch buffers hold frozen
-bytes (or an informer transform's own copy) and thaw them when drained. A caller that drops a
+bytes and thaw them when drained, or, for informers, their transform's result, which shares the
+stored version's subtrees (read-only, as informer caches are). A caller that drops a
 write's answer says so (``answer=False``) and no copy is made for it.
 All public methods take one re-entrant lock; the server is safe to share between threads.
 """

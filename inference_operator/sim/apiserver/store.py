@@ -112,13 +112,15 @@ class ObjectStore:
 
         This is an informer's list: its items carry ``kind`` and ``apiVersion``, which clients
         (Kopf, client-go's dynamic informers) fill in from the list's own. ``transform``: the
-        informer's cache transform, applied to the items and to every event (see :mod:`.watch`).
+        informer's cache transform, applied to the items and to every event; its results are
+        not copies but share the stored versions' subtrees, read-only (see :mod:`.watch`).
         """
         with self._lock:
             self.reads += 1
-            items = self._copies(kind, namespace, None)
             if transform is not None:
-                items = [transform(obj) for obj in items]
+                items = [transform(obj) for obj in self._select(kind, namespace, None)]
+            else:
+                items = self._copies(kind, namespace, None)
             return items, self.watch(kind, namespace, transform=transform)
 
     def watch(

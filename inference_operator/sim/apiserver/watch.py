@@ -17,10 +17,12 @@ the server's lock: the server is safe to share between threads, and so are its w
 A watch may also carry a ``transform`` (an informer's cache transform, as client-go's
 ``SetTransform``: the informers drop the managedFields entries the operator never reads). It
 is applied once per event for all watches sharing that transform, and those watches share
-one copy of the result (made when the event happens, never part of the store): the
+its result, which is not a copy: it shares its subtrees with the stored version. The
 receivers of a transform are informer caches, whose objects are read-only by contract, and
-two caches of one kind (the operator's and the Deployment controller's) then hold one copy
-of each object instead of two. Watches without a transform get their own copy each.
+the store never changes a version once stored (every write stores a new dict), so what the
+caches hold is an immutable snapshot without the cost of one: copying each event's object
+into the caches was a tenth of a simulation's CPU, and all informers of a kind, and the
+store, now hold one tree between them. Watches without a transform get their own copy each.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Watch:
         self.transform = transform
         self._broadcaster = broadcaster
         self._events: deque[tuple[EventType, bytes | Obj]] = deque()  # frozen snapshots, thawed on
-        # drain; or, with a transform, the copy shared by the watches of that transform
+        # drain; or, with a transform, its result, shared by the watches of that transform
         self._stopped = False
 
     def matches(self, kind: str, namespace: str) -> bool:
@@ -115,7 +117,7 @@ class Watch:
                     rv = new["metadata"]["resourceVersion"]
                     left = {**old, "metadata": {**old["metadata"], "resourceVersion": rv}}
                     event = "DELETED"
-                    blob = thaw(freeze(self.transform(left))) if self.transform else freeze(left)
+                    blob = self.transform(left) if self.transform else freeze(left)
         self._events.append((event, blob))
 
 
@@ -161,8 +163,8 @@ class Broadcaster:
                     watch._offer(event, blob, new, old)
                     continue
                 shared = transformed.get(transform)
-                if shared is None:  # a deep copy: the transform's result shares the store's subtrees
-                    shared = transformed[transform] = thaw(freeze(transform(new)))
+                if shared is None:  # shares the stored version's subtrees: read-only, like the store
+                    shared = transformed[transform] = transform(new)
                 watch._offer(event, shared, new, old)
 
 

@@ -7,8 +7,8 @@ Covers:
   on_delete(last state); returns the number of events; other kinds are ignored; changes made
   between start and the first pump are not lost.
 - Cache reads: get returns the cached object or None when missing; deleted objects leave the
-  cache; list by namespace; the cache holds its own copies (the API server's store and the
-  cache never alias).
+  cache; list by namespace; a caller's copies (a write's answer, a read) are never the cache's
+  objects (which share the API server's stored versions, read-only: test_shared_snapshots.py).
 - Handlers: several handlers; one added after start is replayed the cache; resync calls
   on_update(obj, obj); a handler that raises leaves later events for the next pump.
 - Slimming: the cache keeps only the operator's own apply entry of managedFields, from the
@@ -159,7 +159,7 @@ class TestPump:
         assert informer.pump() == 0
         assert recorder.calls == []
 
-    def test_cache_holds_its_own_copies(self, api: FakeApiServer, informer: SharedInformer) -> None:
+    def test_callers_copies_are_never_the_caches_objects(self, api: FakeApiServer, informer: SharedInformer) -> None:
         informer.start()
         created = api.create(isvc("a"))
         informer.pump()
