@@ -219,9 +219,11 @@ def test_kubectl_apply_k_deploy_installs_the_operator(cluster: Cluster, crd: Non
             "CustomResourceDefinition",
             "MutatingAdmissionPolicy",
             "MutatingAdmissionPolicyBinding",
-            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicy",  # confinement: Deployments
             "ValidatingAdmissionPolicyBinding",
-            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicy",  # confinement: Services
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",  # the fence: writes only from the Lease holder's pod
             "ValidatingAdmissionPolicyBinding",
             "ServiceAccount",
             "ClusterRole",
