@@ -8,7 +8,10 @@ template it was made for. A pass whose template matches that digest keeps the pl
 rollout under way is not re-planned on every pass, and a restarted operator picks it up);
 a new template gets a new plan, counted afresh. The one change to a running plan is the
 switch of ``Auto`` from surging to replacing, when a new pod cannot be scheduled for want of
-GPUs that old pods hold: that is a stall, and waiting would never end it.
+GPUs that old pods hold: that is a stall, and waiting would never end it. A new pod waiting is
+also when nodes are counted again to ask whether any could hold a replica at all: replacing
+stops an old pod first, so without that question a replica too big for every node would leave
+the rollout one replica short for ever, saying only the scheduler's words.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from typing import Any
 from inference_operator.api.constants import GPU_RESOURCE, GROUP
 from inference_operator.api.models import InferenceService
 from inference_operator.api.rollout import AUTO, DEFAULT_MAX_UNAVAILABLE, REPLACE, SURGE
+from inference_operator.core.conditions import find
 from inference_operator.core.objects import Obj
 from inference_operator.reconcile.capacity import FINISHED_PHASES, Capacity
 from inference_operator.reconcile.status import unschedulable_message
 
 ANNOTATION = f"{GROUP}/rollout"
 TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
+REVISION = "deployment.kubernetes.io/revision"  # the Deployment controller's count of templates
+_COMPLETE = "NewReplicaSetAvailable"  # the Progressing reason of a rollout that completed
 _INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"
 _DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
 
@@ -142,6 +148,41 @@ def _newest_template(pods: list[Obj], image: str = "") -> str | None:
     return max(first, key=lambda t: (first[t], t)) if first else None
 
 
+def _live_pods(pods: Iterable[Obj]) -> list[Obj]:
+    """The pods that hold or wait for something: a finished one holds nothing (and the real
+    cluster's Pod cache leaves it out)."""
+    return [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES]
+
+
+def _is_newest(pod: Obj, newest: str | None) -> bool:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH) == newest
+
+
+def rolling_out(live: Obj | None) -> bool:
+    """Whether the Deployment is rolling out a template it was not created with: past its first
+    revision, and its Progressing condition does not say the rollout completed. The first pods
+    of a new Deployment, or a pod lost after a rollout completed, are no rollout to block."""
+    revision = str((((live or {}).get("metadata") or {}).get("annotations") or {}).get(REVISION) or "")
+    if not revision.isdigit() or int(revision) <= 1:
+        return False
+    progressing = find(((live or {}).get("status") or {}).get("conditions") or [], "Progressing") or {}
+    return progressing.get("reason") != _COMPLETE
+
+
+def new_pod_unplaced(pods: Iterable[Obj], *, image: str = "") -> bool:
+    """Whether the scheduler left a pod of the newest template Pending, for any reason: the
+    moment to ask whether any node it may use could hold a replica at all. A pod being deleted
+    waits for nothing."""
+    listed = _live_pods(pods)
+    newest = _newest_template(listed, image)
+    return any(
+        _is_newest(pod, newest)
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        and unschedulable_message(pod) is not None
+        for pod in listed
+    )
+
+
 def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "") -> Stall | None:
     """A stall: while ``old_pods`` still run, pods of the new template that the scheduler leaves
     Pending because no node has the GPUs free, while pods of an old template are bound to nodes
@@ -152,16 +193,14 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "
     template's image, which tells the new pods from the old when both were created in one second."""
     if gpu <= 0 or old_pods <= 0:
         return None
-    # A finished pod holds nothing (and the real cluster's Pod cache leaves it out).
-    listed = [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES]
+    listed = _live_pods(pods)
     if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
         return None
     newest = _newest_template(listed, image)
     messages = []
     holding = 0
     for pod in listed:
-        new = ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH) == newest
-        if not new:
+        if not _is_newest(pod, newest):
             holding += bool((pod.get("spec") or {}).get("nodeName"))
             continue
         message = unschedulable_message(pod)
@@ -205,6 +244,13 @@ def _free_words(capacity: Capacity, gpu: int) -> str:
     return f"; {capacity.free_gpus} {GPU_RESOURCE} free {capacity.where}, {gpu} needed on one node"
 
 
+def _unless_too_big(plan: RolloutPlan, isvc: InferenceService, capacity: Callable[[], Capacity]) -> RolloutPlan:
+    """``plan``, blocked if no node it may use could hold a replica (unknown where Nodes cannot
+    be read: then the scheduler's words are all status has)."""
+    too_big = _too_big(isvc, capacity())
+    return replace(plan, blocked=too_big) if too_big else plan
+
+
 def plan_rollout(
     isvc: InferenceService,
     *,
@@ -212,10 +258,11 @@ def plan_rollout(
     live: Obj | None,
     capacity: Callable[[], Capacity],
     stall: Stall | None,
+    unplaced: bool = False,
 ) -> RolloutPlan:
     """The plan for this pass (see the module docstring); ``capacity`` is only called when a
-    new plan is made or a stall is to be explained (with the GPUs free now), for counting reads
-    every pod the cache holds."""
+    new plan is made, or a stall or a new pod left ``unplaced`` (``new_pod_unplaced``) is to be
+    explained (with the GPUs free now), for counting reads every pod the cache holds."""
     spec = isvc.spec.rollout
     # An unset rollout writes no annotation: no digest to compute on every pass of every object.
     digest = template_digest(template) if spec is not None else ""
@@ -242,7 +289,7 @@ def plan_rollout(
     unavailable = DEFAULT_MAX_UNAVAILABLE if spec.maxUnavailable is None else spec.maxUnavailable
     u = resolve(1, unavailable, replicas)[1]  # rounded down: 0 means "never below spec.replicas"
     if spec.strategy == REPLACE:
-        return RolloutPlan(
+        plan = RolloutPlan(
             REPLACE,
             0,
             unavailable,
@@ -250,6 +297,8 @@ def plan_rollout(
             f"replacing {max(u, 1)} replica(s) at a time: an old pod stops before a new one starts",
             digest,
         )
+        # A new pod waits for the GPUs the old pod it replaced held, or for a node big enough.
+        return _unless_too_big(plan, isvc, capacity) if stall is not None or unplaced else plan
     previous = _previous(live)
     if previous is not None and previous.get("template") == digest:
         kept = RolloutPlan(
@@ -261,13 +310,15 @@ def plan_rollout(
             digest,
             blocked=str(previous.get("blocked") or ""),
         )
-        if stall is None or kept.max_surge == 0:
+        if stall is None and not unplaced:
             return kept
         counted = capacity()
         if too_big := _too_big(isvc, counted):
-            # Old pods hold GPUs, but no node it may use could ever hold a replica (nodes cordoned
-            # or tainted since the plan was made): replacing would only stop pods that serve.
+            # No node it may use could ever hold a replica (nodes cordoned or tainted since the
+            # plan was made): replacing would only stop pods that serve, waiting would never end.
             return replace(kept, blocked=too_big)
+        if stall is None or kept.max_surge == 0:
+            return kept
         if u == 0:
             return replace(
                 kept,

@@ -1,9 +1,11 @@
 """The rollout step of a pass: the Deployment to apply, with the strategy its plan chose.
 
 Reads what the plan needs (``rollout.py``) from the Backend's caches: the live Deployment, the
-Nodes and Pods (``Backend.cached``; counted only when a new plan is made), and this service's
-pods to find a stall. Where the backend has no Pod cache, the stall is the one the last pod
-diagnosis found in the pods it read (the reconciler's), so a stall is still found, one look later.
+Nodes and Pods (``Backend.cached``; counted only when a new plan is made or a new pod waits),
+and, while a template change rolls out, this service's pods, to find a stall or a new pod left
+unplaced. A converged object reads no pod at all. Where the backend has no Pod cache, the stall
+is the one the last pod diagnosis found in the pods it read (the reconciler's), so a stall is
+still found, one look later; nodes cannot be counted there either.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Backend
 from inference_operator.reconcile.builders import desired_deployment, pod_template
 from inference_operator.reconcile.capacity import UNKNOWN, Capacity, count_capacity
-from inference_operator.reconcile.rollout import ANNOTATION, RolloutPlan, Stall, detect_stall, plan_rollout
+from inference_operator.reconcile.rollout import (
+    ANNOTATION,
+    RolloutPlan,
+    Stall,
+    detect_stall,
+    new_pod_unplaced,
+    plan_rollout,
+    rolling_out,
+)
 from inference_operator.reconcile.status import DeploymentView
 
 log = logging.getLogger(__name__)
@@ -48,12 +58,15 @@ class RolloutStep:
         backend = self._backend()
         template = pod_template(isvc)
         live = backend.get(DEPLOYMENT, isvc.namespace, isvc.name)
+        view = DeploymentView.of(live)
+        pods = self._pods(backend, isvc, live, view)
         plan = plan_rollout(
             isvc,
             template=template,
             live=live,
             capacity=lambda: self._capacity(backend, template, isvc.spec.replicas),
-            stall=self._stall(backend, isvc, live),
+            stall=self._stall(isvc, view, pods),
+            unplaced=pods is not None and new_pod_unplaced(pods, image=isvc.spec.image),
         )
         strategy = plan.deployment_strategy()
         annotations = {ANNOTATION: plan.annotation()} if plan.written else None
@@ -65,15 +78,23 @@ class RolloutStep:
             return UNKNOWN
         return count_capacity(template["spec"], nodes=nodes, pods=pods, limit=max(replicas, 1))
 
-    def _stall(self, backend: Backend, isvc: InferenceService, live: Obj | None) -> Stall | None:
-        view = DeploymentView.of(live)
+    def _pods(
+        self, backend: Backend, isvc: InferenceService, live: Obj | None, view: DeploymentView
+    ) -> list[Obj] | None:
+        """This service's pods in the Pod cache while a template change of its GPU pods rolls
+        out (``rolling_out``, or old pods left); None otherwise, or without a Pod cache."""
+        if isvc.spec.gpu <= 0 or not (view.total > view.updated or rolling_out(live)):
+            return None
+        cached = backend.cached("Pod")
+        return None if cached is None else _own_pods(cached, isvc)
+
+    def _stall(self, isvc: InferenceService, view: DeploymentView, pods: list[Obj] | None) -> Stall | None:
         old = view.total - view.updated
         if isvc.spec.gpu <= 0 or old <= 0:
             return None
-        cached = backend.cached("Pod")
-        if cached is None:
+        if pods is None:  # old pods left, so the rollout is unfinished: there is no Pod cache
             return self._diagnosed(isvc.uid)
-        return detect_stall(gpu=isvc.spec.gpu, old_pods=old, pods=_own_pods(cached, isvc), image=isvc.spec.image)
+        return detect_stall(gpu=isvc.spec.gpu, old_pods=old, pods=pods, image=isvc.spec.image)
 
     def announce(self, owner: Obj, plan: RolloutPlan | None) -> None:
         """The switch from surging to replacing, as an Event a person sees in ``kubectl describe``."""

@@ -5,18 +5,24 @@ scheduler's words, Replace completes without ever asking for a spare GPU, Auto c
 replacing when nothing is free and by surging where a node is free; Auto that counted a free
 node which another workload then took switches to replacing, with a Warning Event; status and
 ``kubectl get`` (the Rollout column's path) name the plan; the plan lives on the Deployment, so
-an operator restart mid-rollout changes nothing.
+an operator restart mid-rollout changes nothing. Replace to a replica larger than every node it
+may use (more GPUs, or a node selector leaving only small nodes) is RolloutBlocked with the
+numbers, whether an old pod is left or not, and then writes nothing more; where Nodes cannot be
+read it keeps the scheduler's words, and so do the first pods of a replica too big, whatever the
+strategy (no rollout yet).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from inference_operator.api.samples import make_inference_service
+from inference_operator.core.ports import Backend
 from inference_operator.sim.cluster.nodes import NodeShape
 from inference_operator.sim.simulation import Simulation
+from inference_operator.sim.wiring import Interposer
 
 Obj = dict[str, Any]
 
@@ -159,3 +165,85 @@ def test_removing_spec_rollout_puts_the_deployments_default_strategy_back_and_th
     sim.resync()
     sim.run_until_quiescent(until=sim.now + 60)
     assert sim.backend.writes == writes
+
+
+class NamespacedBackend:
+    """The simulator's backend as in namespaced mode: no Node or Pod cache, nothing counted."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+
+    def cached(self, kind: str) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+SMALL_POOL = [
+    NodeShape("gpu-0", gpus=8, labels={"pool": "big"}),
+    NodeShape("gpu-1", gpus=8, labels={"pool": "big"}),
+    NodeShape("small-0", gpus=4, labels={"pool": "small"}),
+]
+
+
+def replace_to(sim: Simulation, replicas: int, **change: Any) -> None:
+    """A Replace service of 8-GPU replicas Ready on the pool, then ``change`` to its spec."""
+    sim.apply(llama(replicas=replicas, strategy="Replace"))
+    sim.run_until_quiescent(until=sim.now + 300)
+    assert status(sim)["phase"] == "Ready"
+    changed = llama(replicas=replicas, strategy="Replace")
+    changed["spec"].update(change)
+    sim.apply(changed)
+    sim.run_until_quiescent(until=sim.now + 120)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "change", "largest"),
+    [
+        (2, {"gpu": 16}, "the 3 nodes it may run on has 8"),
+        (1, {"gpu": 16}, "the 3 nodes it may run on has 8"),  # no old pod left: no stall either
+        (2, {"nodeSelector": {"pool": "small"}}, "the 1 node matching pool=small has 4"),
+    ],
+)
+def test_replace_to_a_replica_larger_than_every_node_it_may_use_is_blocked_with_the_numbers(
+    replicas: int, change: Obj, largest: str
+) -> None:
+    sim = Simulation(node_layout=SMALL_POOL, termination_seconds=5)
+    replace_to(sim, replicas, **change)
+    cond = ready(sim)
+    assert (cond["status"], cond["reason"], status(sim)["phase"]) == ("False", "RolloutBlocked", "Failed")
+    gpu = change.get("gpu", 8)
+    assert cond["message"] == (
+        f"1 of {replicas} replicas updated, {replicas - 1} ready; a replica can never be scheduled: it needs "
+        f"{gpu} nvidia.com/gpu on one node and the largest node {largest}"
+    )
+    assert status(sim)["rollout"]["plan"] == "Blocked" and status(sim)["rollout"]["maxSurge"] == 0
+    writes = sim.backend.writes
+    sim.resync()
+    sim.run_until_quiescent(until=sim.now + 60)
+    assert sim.backend.writes == writes
+
+
+def test_replace_to_a_replica_too_big_where_nodes_cannot_be_read_keeps_the_schedulers_words() -> None:
+    sim = Simulation(
+        node_layout=SMALL_POOL,
+        termination_seconds=5,
+        interpose=Interposer(backend=lambda backend: cast(Backend, NamespacedBackend(backend))),
+    )
+    replace_to(sim, 2, gpu=16)
+    cond = ready(sim)
+    assert (cond["reason"], status(sim)["rollout"]["plan"]) == ("PodsUnschedulable", "Replace")
+    assert cond["message"].startswith("1 of 2 replicas ready; 1 pod(s) cannot be scheduled: 0/3 nodes are available")
+
+
+@pytest.mark.parametrize("strategy", [None, "Surge", "Replace", "Auto"])
+def test_the_first_pods_of_a_replica_too_big_keep_the_schedulers_words_whatever_the_strategy(
+    strategy: str | None,
+) -> None:
+    sim = pool(2)
+    too_big = llama(strategy=strategy)
+    too_big["spec"]["gpu"] = 16
+    sim.apply(too_big)
+    sim.run_until_quiescent(until=sim.now + 120)
+    assert (ready(sim)["reason"], status(sim)["phase"]) == ("PodsUnschedulable", "Pending")
