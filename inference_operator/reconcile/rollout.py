@@ -1,7 +1,7 @@
 """The rollout plan: which Deployment strategy a template change gets, and why, in numbers.
 
 Pure: given the InferenceService, the template it is about to run, the live Deployment, a way
-to count capacity (``capacity.py``) and what its pods say, return the strategy to write and the
+to count capacity (``capacity.py``) and what its pods say (``rolloutpods.py``), return the strategy to write and the
 words status shows. Level-triggered like everything else: the plan is kept on the Deployment
 itself, in the ``serving.inference-operator.dev/rollout`` annotation, beside a digest of the
 template it was made for. A pass whose template matches that digest keeps the plan (so a
@@ -19,41 +19,21 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from inference_operator.api.constants import GPU_RESOURCE, GROUP
 from inference_operator.api.models import InferenceService
 from inference_operator.api.rollout import AUTO, DEFAULT_MAX_UNAVAILABLE, REPLACE, SURGE
-from inference_operator.core.conditions import find
 from inference_operator.core.objects import Obj
-from inference_operator.reconcile.capacity import FINISHED_PHASES, Capacity
-from inference_operator.reconcile.status import unschedulable_message
+from inference_operator.reconcile.capacity import Capacity
+from inference_operator.reconcile.rolloutpods import Stall
 
 ANNOTATION = f"{GROUP}/rollout"
-TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
-REVISION = "deployment.kubernetes.io/revision"  # the Deployment controller's count of templates
-_COMPLETE = "NewReplicaSetAvailable"  # the Progressing reason of a rollout that completed
-_INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"
 _DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
 
 BLOCKED = "Blocked"
-
-
-@dataclass(frozen=True)
-class Stall:
-    """New pods that cannot be scheduled for want of GPUs while old pods still run."""
-
-    pending: int
-    message: str
-    """The scheduler's words for one of them."""
-
-    def words(self, gpu: int) -> str:
-        return (
-            f"{self.pending} new pod(s) cannot be scheduled, each needs {gpu} {GPU_RESOURCE} and old pods "
-            f"hold them: {self.message}"
-        )
 
 
 @dataclass(frozen=True)
@@ -127,88 +107,6 @@ def resolve(surge: int | str | None, unavailable: int | str | None, replicas: in
     return (s, 1) if s == 0 and u == 0 else (s, u)
 
 
-def _images(pod: Obj) -> tuple[str, ...]:
-    return tuple(str(c.get("image") or "") for c in (pod.get("spec") or {}).get("containers") or ())
-
-
-def _newest_template(pods: list[Obj], image: str = "") -> str | None:
-    """The ``pod-template-hash`` of the newest ReplicaSet's pods: the group whose first pod was
-    created last (a rollout creates the new ReplicaSet's pods after the old ones'; a rollback
-    re-creates the old template's pods, which then are the newest). Creation times have a
-    resolution of a second, and pods that start at once can share it with the old ones: then
-    the group running the desired ``image`` is the newer. None: no hash at all."""
-    first: dict[str, tuple[str, bool]] = {}
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        template = (meta.get("labels") or {}).get(TEMPLATE_HASH)
-        if template is None:
-            continue
-        created = (str(meta.get("creationTimestamp") or ""), bool(image) and image in _images(pod))
-        first[template] = min(first.get(template, created), created)
-    return max(first, key=lambda t: (first[t], t)) if first else None
-
-
-def _live_pods(pods: Iterable[Obj]) -> list[Obj]:
-    """The pods that hold or wait for something: a finished one holds nothing (and the real
-    cluster's Pod cache leaves it out)."""
-    return [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES]
-
-
-def _is_newest(pod: Obj, newest: str | None) -> bool:
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH) == newest
-
-
-def rolling_out(live: Obj | None) -> bool:
-    """Whether the Deployment is rolling out a template it was not created with: past its first
-    revision, and its Progressing condition does not say the rollout completed. The first pods
-    of a new Deployment, or a pod lost after a rollout completed, are no rollout to block."""
-    revision = str((((live or {}).get("metadata") or {}).get("annotations") or {}).get(REVISION) or "")
-    if not revision.isdigit() or int(revision) <= 1:
-        return False
-    progressing = find(((live or {}).get("status") or {}).get("conditions") or [], "Progressing") or {}
-    return progressing.get("reason") != _COMPLETE
-
-
-def new_pod_unplaced(pods: Iterable[Obj], *, image: str = "") -> bool:
-    """Whether the scheduler left a pod of the newest template Pending, for any reason: the
-    moment to ask whether any node it may use could hold a replica at all. A pod being deleted
-    waits for nothing."""
-    listed = _live_pods(pods)
-    newest = _newest_template(listed, image)
-    return any(
-        _is_newest(pod, newest)
-        and not (pod.get("metadata") or {}).get("deletionTimestamp")
-        and unschedulable_message(pod) is not None
-        for pod in listed
-    )
-
-
-def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "") -> Stall | None:
-    """A stall: while ``old_pods`` still run, pods of the new template that the scheduler leaves
-    Pending because no node has the GPUs free, while pods of an old template are bound to nodes
-    and hold GPUs. Old pods that are Pending themselves hold nothing (a replica too big for
-    every node, replaced by a smaller one, is no stall), and nothing is a stall while one of the
-    service's pods is terminating: its GPUs come free when it is gone (a Replace step, a surge's
-    scale-down), and the pod waiting for them will be placed then. ``image``: the desired
-    template's image, which tells the new pods from the old when both were created in one second."""
-    if gpu <= 0 or old_pods <= 0:
-        return None
-    listed = _live_pods(pods)
-    if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
-        return None
-    newest = _newest_template(listed, image)
-    messages = []
-    holding = 0
-    for pod in listed:
-        if not _is_newest(pod, newest):
-            holding += bool((pod.get("spec") or {}).get("nodeName"))
-            continue
-        message = unschedulable_message(pod)
-        if message is not None and _INSUFFICIENT_GPU in message:
-            messages.append(message)
-    return Stall(len(messages), messages[0]) if messages and holding else None
-
-
 def _previous(live: Obj | None) -> Obj | None:
     text = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
     if not text:
@@ -261,7 +159,7 @@ def plan_rollout(
     unplaced: bool = False,
 ) -> RolloutPlan:
     """The plan for this pass (see the module docstring); ``capacity`` is only called when a
-    new plan is made, or a stall or a new pod left ``unplaced`` (``new_pod_unplaced``) is to be
+    new plan is made, or a stall or a new pod left ``unplaced`` (``rolloutpods.py``) is to be
     explained (with the GPUs free now), for counting reads every pod the cache holds."""
     spec = isvc.spec.rollout
     # An unset rollout writes no annotation: no digest to compute on every pass of every object.

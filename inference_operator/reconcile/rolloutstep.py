@@ -21,15 +21,8 @@ from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Backend
 from inference_operator.reconcile.builders import desired_deployment, pod_template
 from inference_operator.reconcile.capacity import UNKNOWN, Capacity, count_capacity
-from inference_operator.reconcile.rollout import (
-    ANNOTATION,
-    RolloutPlan,
-    Stall,
-    detect_stall,
-    new_pod_unplaced,
-    plan_rollout,
-    rolling_out,
-)
+from inference_operator.reconcile.rollout import ANNOTATION, RolloutPlan, plan_rollout
+from inference_operator.reconcile.rolloutpods import Stall, detect_stall, new_pod_unplaced, rolling_out
 from inference_operator.reconcile.status import DeploymentView
 
 log = logging.getLogger(__name__)

@@ -26,16 +26,8 @@ from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.reconcile.builders import pod_template
 from inference_operator.reconcile.capacity import UNKNOWN, Capacity, count_capacity
-from inference_operator.reconcile.rollout import (
-    ANNOTATION,
-    Stall,
-    detect_stall,
-    new_pod_unplaced,
-    plan_rollout,
-    resolve,
-    rolling_out,
-    template_digest,
-)
+from inference_operator.reconcile.rollout import ANNOTATION, plan_rollout, resolve, template_digest
+from inference_operator.reconcile.rolloutpods import Stall, detect_stall, new_pod_unplaced, rolling_out
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
 
 Obj = dict[str, Any]
