@@ -1,17 +1,18 @@
 """The rollout plan: which Deployment strategy a template change gets, and why, in numbers.
 
 Pure: given the InferenceService, the template it is about to run, the live Deployment, a way
-to count capacity (``capacity.py``) and what its pods say (``rolloutpods.py``), return the strategy to write and the
-words status shows. Level-triggered like everything else: the plan is kept on the Deployment
-itself, in the ``serving.inference-operator.dev/rollout`` annotation, beside a digest of the
-template it was made for. A pass whose template matches that digest keeps the plan (so a
-rollout under way is not re-planned on every pass, and a restarted operator picks it up);
-a new template gets a new plan, counted afresh. The one change to a running plan is the
-switch of ``Auto`` from surging to replacing, when a new pod cannot be scheduled for want of
-GPUs that old pods hold: that is a stall, and waiting would never end it. A new pod waiting is
-also when nodes are counted again to ask whether any could hold a replica at all: replacing
-stops an old pod first, so without that question a replica too big for every node would leave
-the rollout one replica short for ever, saying only the scheduler's words.
+to count capacity (``capacity.py``) and what its pods say (``rolloutpods.py``), return the
+strategy to write and the words status shows. Level-triggered like everything else: the plan is
+kept on the Deployment itself, in the ``serving.inference-operator.dev/rollout`` annotation,
+beside a digest of the template it was made for. A pass whose template matches that digest
+keeps the plan (so a rollout under way is not re-planned on every pass, and a restarted
+operator picks it up); a new template (or, for ``Auto``, a new ``maxUnavailable``) gets a new
+plan, counted afresh. The one change to a running plan is the switch of ``Auto`` from surging
+to replacing, when a new pod cannot be scheduled for want of GPUs that old pods hold: that is a
+stall, and waiting would never end it. A new pod waiting is also when nodes are counted again to
+ask whether any could hold a replica at all: replacing stops an old pod first, so without that
+question a replica too big for every node would leave the rollout one replica short for ever,
+saying only the scheduler's words.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class RolloutPlan:
     """This pass switched an ``Auto`` rollout from surging to replacing."""
     written: bool = True
     """False: ``spec.rollout`` is unset and the Deployment keeps its default strategy."""
+    asked: int | str | None = None
+    """``Auto``: the ``spec.rollout.maxUnavailable`` the plan was made for (None: made by an
+    operator that did not record it); another one asks for a new plan."""
 
     def deployment_strategy(self) -> Obj | None:
         """``spec.strategy`` of the Deployment (None: leave it to the Deployment's defaults)."""
@@ -72,6 +76,7 @@ class RolloutPlan:
             "maxUnavailable": self.max_unavailable,
             "message": self.message,
             "blocked": self.blocked,
+            "askedMaxUnavailable": self.asked,
         }
         return json.dumps({k: v for k, v in record.items() if v not in (None, "")}, sort_keys=True)
 
@@ -198,7 +203,10 @@ def plan_rollout(
         # A new pod waits for the GPUs the old pod it replaced held, or for a node big enough.
         return _unless_too_big(plan, isvc, capacity) if stall is not None or unplaced else plan
     previous = _previous(live)
-    if previous is not None and previous.get("template") == digest:
+    asked = _count(previous.get("askedMaxUnavailable")) if previous is not None else None
+    # Kept for its template and the maxUnavailable it was made for: a person who raises it
+    # mid-rollout (the way out of a rollout the bound holds) gets a plan that uses it.
+    if previous is not None and previous.get("template") == digest and asked in (None, unavailable):
         kept = RolloutPlan(
             AUTO,
             _count(previous.get("maxSurge")),
@@ -207,6 +215,7 @@ def plan_rollout(
             str(previous.get("message") or ""),
             digest,
             blocked=str(previous.get("blocked") or ""),
+            asked=asked,
         )
         if stall is None and not unplaced:
             return kept
@@ -231,8 +240,10 @@ def plan_rollout(
             f"switched to replacing {u} replica(s) at a time: {stall.words(gpu)}",
             digest,
             switched=True,
+            asked=unavailable,
         )
-    return _auto(isvc, digest=digest, unavailable=unavailable, u=u, capacity=capacity(), fresh=live is None)
+    made = _auto(isvc, digest=digest, unavailable=unavailable, u=u, capacity=capacity(), fresh=live is None)
+    return replace(made, asked=unavailable)
 
 
 def _auto(

@@ -4,7 +4,8 @@ Covers: maxSurge/maxUnavailable resolved as the Deployment controller resolves t
 ``spec.rollout`` writes nothing; Replace never surges; Auto surges as many replicas as fit node
 by node (a replica's GPUs on one node), replaces the rest within maxUnavailable, waits and says
 so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
-a plan is kept for the template it was made for and re-made for a new one; a stall switches
+a plan is kept for the template it was made for and re-made for a new one, and an Auto plan for
+a new maxUnavailable too (one that did not record it is kept); a stall switches
 Auto to replacing, and a stalled rollout says how many GPUs are free, or, where no node it may
 use could hold a replica any more, says that instead of waiting or replacing; Replace, and an
 Auto plan that replaces, say so too once a new pod is stalled or left unplaced (the old pod it
@@ -161,6 +162,19 @@ def test_a_plan_is_kept_for_its_template_and_made_anew_for_another() -> None:
     record["template"] = "another"
     fresh = plan_rollout(isvc, template=pod_template(isvc), live=live_with(record), capacity=counted, stall=None)
     assert (fresh.max_surge, calls) == (4, [1])
+
+
+def test_an_auto_plan_is_made_anew_for_a_new_max_unavailable() -> None:
+    """Raising maxUnavailable is the way out of a rollout the bound holds: it must reach the Deployment."""
+    isvc = service(rollout={"strategy": "Auto", "maxUnavailable": 3})
+    record = {"template": template_digest(pod_template(isvc)), "plan": "Replace", "maxSurge": 0, "maxUnavailable": 1}
+    record |= {"message": "replacing 1 replica(s) at a time", "askedMaxUnavailable": 1}
+    fresh = plan(isvc, capacity=room(0), live=live_with(record))
+    assert (fresh.max_surge, fresh.max_unavailable, fresh.asked) == (0, 3, 3)
+    assert fresh.message.startswith("replacing 3 replica(s) at a time: no room for another")
+    assert plan(isvc, capacity=room(0), live=live_with(json.loads(fresh.annotation()))) == fresh  # kept from now on
+    del record["askedMaxUnavailable"]  # a plan made before it was recorded is kept as it was
+    assert plan(isvc, capacity=room(0), live=live_with(record)).max_unavailable == 1
 
 
 def test_a_stall_switches_auto_to_replacing_once() -> None:

@@ -5,7 +5,8 @@ scheduler's words, Replace completes without ever asking for a spare GPU, Auto c
 replacing when nothing is free and by surging where a node is free; Auto that counted a free
 node which another workload then took switches to replacing, with a Warning Event; status and
 ``kubectl get`` (the Rollout column's path) name the plan; the plan lives on the Deployment, so
-an operator restart mid-rollout changes nothing. Replace to a replica larger than every node it
+an operator restart mid-rollout changes nothing, while maxUnavailable raised mid-rollout reaches
+the Deployment. Replace to a replica larger than every node it
 may use (more GPUs, or a node selector leaving only small nodes) is RolloutBlocked with the
 numbers, whether an old pod is left or not, and then writes nothing more; where Nodes cannot be
 read it keeps the scheduler's words, and so do the first pods of a replica too big, whatever the
@@ -134,6 +135,22 @@ def test_an_operator_restart_mid_rollout_keeps_the_plan() -> None:
     assert before is not None and after is not None
     assert after["spec"]["strategy"] == before["spec"]["strategy"]
     assert status(sim)["rollout"]["plan"] == "Surge 1 + Replace"
+
+
+def test_max_unavailable_raised_in_the_middle_of_an_auto_rollout_reaches_the_deployment() -> None:
+    sim = pool(2)  # full: Auto replaces, 1 at a time
+    start_auto_rollout(sim)
+    raised = llama(image="vllm:0.7.0", strategy="Auto")
+    raised["spec"]["rollout"]["maxUnavailable"] = 2
+    sim.apply(raised)
+    sim.run_until_quiescent(until=sim.now + 600)
+    deployment = sim.get("Deployment", "default", "llama")
+    assert deployment is not None and deployment["spec"]["strategy"]["rollingUpdate"] == {
+        "maxSurge": 0,
+        "maxUnavailable": 2,
+    }
+    assert status(sim)["phase"] == "Ready" and status(sim)["rollout"]["maxUnavailable"] == 2
+    assert status(sim)["rollout"]["message"].startswith("replacing 2 replica(s) at a time")
 
 
 def test_a_replica_too_big_for_every_node_made_smaller_rolls_out_without_a_stall() -> None:
