@@ -32,7 +32,7 @@ from inference_operator.reconcile.capacity import Capacity
 from inference_operator.reconcile.rolloutpods import Stall
 
 ANNOTATION = f"{GROUP}/rollout"
-_DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
+DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
 
 BLOCKED = "Blocked"
 
@@ -49,6 +49,9 @@ class RolloutPlan:
     template: str
     blocked: str = ""
     """Non-empty: nothing can move the rollout on; why, with numbers."""
+    held: str = ""
+    """Non-empty: the maxUnavailable bound holds the rollout and no new pod fits (``rollouthold.py``).
+    Said in status only, never kept on the Deployment: it passes by itself once GPUs come free."""
     switched: bool = False
     """This pass switched an ``Auto`` rollout from surging to replacing."""
     written: bool = True
@@ -84,10 +87,10 @@ class RolloutPlan:
         surge, unavailable = resolve(self.max_surge, self.max_unavailable, replicas)
         return {
             "strategy": self.strategy,
-            "plan": BLOCKED if self.blocked else self.plan,
+            "plan": BLOCKED if self.blocked or self.held else self.plan,
             "maxSurge": surge,
             "maxUnavailable": unavailable,
-            "message": self.blocked or self.message,
+            "message": self.blocked or self.held or self.message,
         }
 
 
@@ -102,7 +105,7 @@ def resolve(surge: int | str | None, unavailable: int | str | None, replicas: in
     surge rounds up, of unavailable down, and if both come to 0, one may be unavailable."""
 
     def scaled(value: int | str | None, *, round_up: bool) -> int:
-        value = _DEFAULT_PERCENT if value is None else value
+        value = DEFAULT_PERCENT if value is None else value
         if isinstance(value, int):
             return value
         share = int(value.rstrip("%")) * replicas / 100

@@ -1,8 +1,9 @@
 """What a service's pods say of its rollout: a stall, a new pod left unplaced, a rollout at all.
 
-The rollout plan (``rollout.py``) acts on what the pods say, and the reconciler's pod
-diagnosis looks for a stall in the pods it LISTs where there is no Pod cache: the reading lives
-here, apart from what is decided from it. Which pods are the new ones is the first question:
+The rollout plan (``rollout.py``) acts on what the pods say, so does the explanation of a
+rollout the maxUnavailable bound holds (``rollouthold.py``), and the reconciler's pod diagnosis
+looks for a stall in the pods it LISTs where there is no Pod cache: the reading lives here,
+apart from what is decided from it. Which pods are the new ones is the first question:
 the newest template's, the group of pods created last. Pure functions of the pods and the live
 Deployment, as read.
 """

@@ -10,7 +10,10 @@ the Deployment. Replace to a replica larger than every node it
 may use (more GPUs, or a node selector leaving only small nodes) is RolloutBlocked with the
 numbers, whether an old pod is left or not, and then writes nothing more; where Nodes cannot be
 read it keeps the scheduler's words, and so do the first pods of a replica too big, whatever the
-strategy (no rollout yet).
+strategy (no rollout yet). A scale-up with a template change that the maxUnavailable bound holds
+(Auto or Replace) is RolloutBlocked naming the bound, writes nothing more, and finishes once
+maxUnavailable is raised as the message says; so is a Replace whose freed GPUs another workload
+took.
 """
 
 from __future__ import annotations
@@ -264,3 +267,68 @@ def test_the_first_pods_of_a_replica_too_big_keep_the_schedulers_words_whatever_
     sim.apply(too_big)
     sim.run_until_quiescent(until=sim.now + 120)
     assert (ready(sim)["reason"], status(sim)["phase"]) == ("PodsUnschedulable", "Pending")
+
+
+@pytest.mark.parametrize("strategy", ["Auto", "Replace"])
+def test_a_scale_up_the_max_unavailable_bound_holds_says_so_and_finishes_when_it_is_raised(strategy: str) -> None:
+    # Two 8-GPU replicas become five of 4 GPUs on 8 + 8 + 4 GPUs: the Deployment controller scales
+    # the old ReplicaSet up first, its third 8-GPU pod fits nowhere, 3 of 5 are available and the
+    # bound keeps 4, so no old pod may stop, and no new pod fits.
+    sim = Simulation(node_layout=[*SMALL_POOL[:2], NodeShape("small-0", gpus=4)], termination_seconds=5)
+    sim.apply(llama(strategy=strategy))
+    sim.run_until_quiescent(until=sim.now + 300)
+    five = llama(replicas=5, strategy=strategy)
+    five["spec"].update(gpu=4, rollout={"strategy": strategy, "maxUnavailable": 1})
+    sim.apply(five)
+    sim.run_until_quiescent(until=sim.now + 900)
+    cond = ready(sim)
+    assert (cond["reason"], status(sim)["phase"], status(sim)["rollout"]["plan"]) == (
+        "RolloutBlocked",
+        "Failed",
+        "Blocked",
+    )
+    assert cond["message"].endswith(
+        "3 ready; maxUnavailable 1 keeps at least 4 of 5 replicas serving and only 3 are available, so no old pod "
+        "may stop, and no new pod fits: 0 nvidia.com/gpu free on the 3 nodes it may run on, 4 needed on one node; "
+        "raise spec.rollout.maxUnavailable to 3 or more, or free 4 nvidia.com/gpu on one of those nodes"
+    )
+    writes = sim.backend.writes
+    sim.resync()
+    sim.run_until_quiescent(until=sim.now + 60)
+    assert sim.backend.writes == writes
+    five["spec"]["rollout"]["maxUnavailable"] = 3
+    sim.apply(five)
+    sim.run_until_quiescent(until=sim.now + 900)
+    assert (ready(sim)["reason"], status(sim)["readyReplicas"]) == ("Ready", 5)
+
+
+def test_a_replace_whose_freed_gpus_another_workload_takes_is_held_by_the_bound_and_says_so() -> None:
+    sim = pool(2)
+    sim.apply(llama(strategy="Replace"))
+    sim.run_until_quiescent(until=sim.now + 300)
+    sim.apply(llama(image="vllm:0.7.0", strategy="Replace"))
+    while not (stopping := [p for p in sim.api.list("Pod", "default") if p["metadata"].get("deletionTimestamp")]):
+        assert sim.step()
+    # A pod bound by name (no scheduler involved) takes the node the old pod is leaving.
+    container = {"name": "train", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+    node = stopping[0]["spec"]["nodeName"]
+    sim.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [container]},
+        }
+    )
+    sim.run_until_quiescent(until=sim.now + 600)
+    cond = ready(sim)
+    assert (cond["reason"], status(sim)["phase"]) == ("RolloutBlocked", "Failed")
+    assert cond["message"] == (
+        "1 of 2 replicas updated, 1 ready; maxUnavailable 1 keeps at least 1 of 2 replicas serving and only 1 is "
+        "available, so no old pod may stop, and no new pod fits: 0 nvidia.com/gpu free on the 2 nodes it may run on, "
+        "8 needed on one node; raise spec.rollout.maxUnavailable to 2 or more, or free 8 nvidia.com/gpu on one of "
+        "those nodes"
+    )
+    sim.api.delete("Pod", "default", "train")  # the other workload ends: the rollout moves on by itself
+    sim.run_until_quiescent(until=sim.now + 600)
+    assert ready(sim)["reason"] == "Ready"
