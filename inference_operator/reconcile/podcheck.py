@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inference_operator.api.constants import Reason
-from inference_operator.reconcile.rollout import Stall
+from inference_operator.reconcile.rolloutpods import Stall
 from inference_operator.reconcile.status import PodProblem
 
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put

@@ -45,7 +45,8 @@ from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.deferral import StatusDeferral
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
-from inference_operator.reconcile.rollout import RolloutPlan, Stall, detect_stall
+from inference_operator.reconcile.rollout import RolloutPlan
+from inference_operator.reconcile.rolloutpods import Stall, detect_stall
 from inference_operator.reconcile.rolloutstep import RolloutStep, blocked_condition
 from inference_operator.reconcile.stalls import Blocked
 from inference_operator.reconcile.status import (

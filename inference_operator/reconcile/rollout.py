@@ -1,14 +1,18 @@
 """The rollout plan: which Deployment strategy a template change gets, and why, in numbers.
 
 Pure: given the InferenceService, the template it is about to run, the live Deployment, a way
-to count capacity (``capacity.py``) and what its pods say, return the strategy to write and the
-words status shows. Level-triggered like everything else: the plan is kept on the Deployment
-itself, in the ``serving.inference-operator.dev/rollout`` annotation, beside a digest of the
-template it was made for. A pass whose template matches that digest keeps the plan (so a
-rollout under way is not re-planned on every pass, and a restarted operator picks it up);
-a new template gets a new plan, counted afresh. The one change to a running plan is the
-switch of ``Auto`` from surging to replacing, when a new pod cannot be scheduled for want of
-GPUs that old pods hold: that is a stall, and waiting would never end it.
+to count capacity (``capacity.py``) and what its pods say (``rolloutpods.py``), return the
+strategy to write and the words status shows. Level-triggered like everything else: the plan is
+kept on the Deployment itself, in the ``serving.inference-operator.dev/rollout`` annotation,
+beside a digest of the template it was made for. A pass whose template matches that digest
+keeps the plan (so a rollout under way is not re-planned on every pass, and a restarted
+operator picks it up); a new template (or, for ``Auto``, a new ``maxUnavailable``) gets a new
+plan, counted afresh. The one change to a running plan is the switch of ``Auto`` from surging
+to replacing, when a new pod cannot be scheduled for want of GPUs that old pods hold: that is a
+stall, and waiting would never end it. A new pod waiting is also when nodes are counted again to
+ask whether any could hold a replica at all: replacing stops an old pod first, so without that
+question a replica too big for every node would leave the rollout one replica short for ever,
+saying only the scheduler's words.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,30 +28,13 @@ from inference_operator.api.constants import GPU_RESOURCE, GROUP
 from inference_operator.api.models import InferenceService
 from inference_operator.api.rollout import AUTO, DEFAULT_MAX_UNAVAILABLE, REPLACE, SURGE
 from inference_operator.core.objects import Obj
-from inference_operator.reconcile.capacity import FINISHED_PHASES, Capacity
-from inference_operator.reconcile.status import unschedulable_message
+from inference_operator.reconcile.capacity import Capacity
+from inference_operator.reconcile.rolloutpods import Stall
 
 ANNOTATION = f"{GROUP}/rollout"
-TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
-_INSUFFICIENT_GPU = f"Insufficient {GPU_RESOURCE}"
-_DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
+DEFAULT_PERCENT = "25%"  # a Deployment's maxSurge and maxUnavailable when unset
 
 BLOCKED = "Blocked"
-
-
-@dataclass(frozen=True)
-class Stall:
-    """New pods that cannot be scheduled for want of GPUs while old pods still run."""
-
-    pending: int
-    message: str
-    """The scheduler's words for one of them."""
-
-    def words(self, gpu: int) -> str:
-        return (
-            f"{self.pending} new pod(s) cannot be scheduled, each needs {gpu} {GPU_RESOURCE} and old pods "
-            f"hold them: {self.message}"
-        )
 
 
 @dataclass(frozen=True)
@@ -62,10 +49,16 @@ class RolloutPlan:
     template: str
     blocked: str = ""
     """Non-empty: nothing can move the rollout on; why, with numbers."""
+    held: str = ""
+    """Non-empty: the maxUnavailable bound holds the rollout and no new pod fits (``rollouthold.py``).
+    Said in status only, never kept on the Deployment: it passes by itself once GPUs come free."""
     switched: bool = False
     """This pass switched an ``Auto`` rollout from surging to replacing."""
     written: bool = True
     """False: ``spec.rollout`` is unset and the Deployment keeps its default strategy."""
+    asked: int | str | None = None
+    """``Auto``: the ``spec.rollout.maxUnavailable`` the plan was made for (None: made by an
+    operator that did not record it); another one asks for a new plan."""
 
     def deployment_strategy(self) -> Obj | None:
         """``spec.strategy`` of the Deployment (None: leave it to the Deployment's defaults)."""
@@ -86,6 +79,7 @@ class RolloutPlan:
             "maxUnavailable": self.max_unavailable,
             "message": self.message,
             "blocked": self.blocked,
+            "askedMaxUnavailable": self.asked,
         }
         return json.dumps({k: v for k, v in record.items() if v not in (None, "")}, sort_keys=True)
 
@@ -93,10 +87,10 @@ class RolloutPlan:
         surge, unavailable = resolve(self.max_surge, self.max_unavailable, replicas)
         return {
             "strategy": self.strategy,
-            "plan": BLOCKED if self.blocked else self.plan,
+            "plan": BLOCKED if self.blocked or self.held else self.plan,
             "maxSurge": surge,
             "maxUnavailable": unavailable,
-            "message": self.blocked or self.message,
+            "message": self.blocked or self.held or self.message,
         }
 
 
@@ -111,7 +105,7 @@ def resolve(surge: int | str | None, unavailable: int | str | None, replicas: in
     surge rounds up, of unavailable down, and if both come to 0, one may be unavailable."""
 
     def scaled(value: int | str | None, *, round_up: bool) -> int:
-        value = _DEFAULT_PERCENT if value is None else value
+        value = DEFAULT_PERCENT if value is None else value
         if isinstance(value, int):
             return value
         share = int(value.rstrip("%")) * replicas / 100
@@ -119,55 +113,6 @@ def resolve(surge: int | str | None, unavailable: int | str | None, replicas: in
 
     s, u = scaled(surge, round_up=True), scaled(unavailable, round_up=False)
     return (s, 1) if s == 0 and u == 0 else (s, u)
-
-
-def _images(pod: Obj) -> tuple[str, ...]:
-    return tuple(str(c.get("image") or "") for c in (pod.get("spec") or {}).get("containers") or ())
-
-
-def _newest_template(pods: list[Obj], image: str = "") -> str | None:
-    """The ``pod-template-hash`` of the newest ReplicaSet's pods: the group whose first pod was
-    created last (a rollout creates the new ReplicaSet's pods after the old ones'; a rollback
-    re-creates the old template's pods, which then are the newest). Creation times have a
-    resolution of a second, and pods that start at once can share it with the old ones: then
-    the group running the desired ``image`` is the newer. None: no hash at all."""
-    first: dict[str, tuple[str, bool]] = {}
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        template = (meta.get("labels") or {}).get(TEMPLATE_HASH)
-        if template is None:
-            continue
-        created = (str(meta.get("creationTimestamp") or ""), bool(image) and image in _images(pod))
-        first[template] = min(first.get(template, created), created)
-    return max(first, key=lambda t: (first[t], t)) if first else None
-
-
-def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "") -> Stall | None:
-    """A stall: while ``old_pods`` still run, pods of the new template that the scheduler leaves
-    Pending because no node has the GPUs free, while pods of an old template are bound to nodes
-    and hold GPUs. Old pods that are Pending themselves hold nothing (a replica too big for
-    every node, replaced by a smaller one, is no stall), and nothing is a stall while one of the
-    service's pods is terminating: its GPUs come free when it is gone (a Replace step, a surge's
-    scale-down), and the pod waiting for them will be placed then. ``image``: the desired
-    template's image, which tells the new pods from the old when both were created in one second."""
-    if gpu <= 0 or old_pods <= 0:
-        return None
-    # A finished pod holds nothing (and the real cluster's Pod cache leaves it out).
-    listed = [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES]
-    if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
-        return None
-    newest = _newest_template(listed, image)
-    messages = []
-    holding = 0
-    for pod in listed:
-        new = ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH) == newest
-        if not new:
-            holding += bool((pod.get("spec") or {}).get("nodeName"))
-            continue
-        message = unschedulable_message(pod)
-        if message is not None and _INSUFFICIENT_GPU in message:
-            messages.append(message)
-    return Stall(len(messages), messages[0]) if messages and holding else None
 
 
 def _previous(live: Obj | None) -> Obj | None:
@@ -205,6 +150,13 @@ def _free_words(capacity: Capacity, gpu: int) -> str:
     return f"; {capacity.free_gpus} {GPU_RESOURCE} free {capacity.where}, {gpu} needed on one node"
 
 
+def _unless_too_big(plan: RolloutPlan, isvc: InferenceService, capacity: Callable[[], Capacity]) -> RolloutPlan:
+    """``plan``, blocked if no node it may use could hold a replica (unknown where Nodes cannot
+    be read: then the scheduler's words are all status has)."""
+    too_big = _too_big(isvc, capacity())
+    return replace(plan, blocked=too_big) if too_big else plan
+
+
 def plan_rollout(
     isvc: InferenceService,
     *,
@@ -212,10 +164,11 @@ def plan_rollout(
     live: Obj | None,
     capacity: Callable[[], Capacity],
     stall: Stall | None,
+    unplaced: bool = False,
 ) -> RolloutPlan:
     """The plan for this pass (see the module docstring); ``capacity`` is only called when a
-    new plan is made or a stall is to be explained (with the GPUs free now), for counting reads
-    every pod the cache holds."""
+    new plan is made, or a stall or a new pod left ``unplaced`` (``rolloutpods.py``) is to be
+    explained (with the GPUs free now), for counting reads every pod the cache holds."""
     spec = isvc.spec.rollout
     # An unset rollout writes no annotation: no digest to compute on every pass of every object.
     digest = template_digest(template) if spec is not None else ""
@@ -242,7 +195,7 @@ def plan_rollout(
     unavailable = DEFAULT_MAX_UNAVAILABLE if spec.maxUnavailable is None else spec.maxUnavailable
     u = resolve(1, unavailable, replicas)[1]  # rounded down: 0 means "never below spec.replicas"
     if spec.strategy == REPLACE:
-        return RolloutPlan(
+        plan = RolloutPlan(
             REPLACE,
             0,
             unavailable,
@@ -250,8 +203,13 @@ def plan_rollout(
             f"replacing {max(u, 1)} replica(s) at a time: an old pod stops before a new one starts",
             digest,
         )
+        # A new pod waits for the GPUs the old pod it replaced held, or for a node big enough.
+        return _unless_too_big(plan, isvc, capacity) if stall is not None or unplaced else plan
     previous = _previous(live)
-    if previous is not None and previous.get("template") == digest:
+    asked = _count(previous.get("askedMaxUnavailable")) if previous is not None else None
+    # Kept for its template and the maxUnavailable it was made for: a person who raises it
+    # mid-rollout (the way out of a rollout the bound holds) gets a plan that uses it.
+    if previous is not None and previous.get("template") == digest and asked in (None, unavailable):
         kept = RolloutPlan(
             AUTO,
             _count(previous.get("maxSurge")),
@@ -260,14 +218,17 @@ def plan_rollout(
             str(previous.get("message") or ""),
             digest,
             blocked=str(previous.get("blocked") or ""),
+            asked=asked,
         )
-        if stall is None or kept.max_surge == 0:
+        if stall is None and not unplaced:
             return kept
         counted = capacity()
         if too_big := _too_big(isvc, counted):
-            # Old pods hold GPUs, but no node it may use could ever hold a replica (nodes cordoned
-            # or tainted since the plan was made): replacing would only stop pods that serve.
+            # No node it may use could ever hold a replica (nodes cordoned or tainted since the
+            # plan was made): replacing would only stop pods that serve, waiting would never end.
             return replace(kept, blocked=too_big)
+        if stall is None or kept.max_surge == 0:
+            return kept
         if u == 0:
             return replace(
                 kept,
@@ -282,8 +243,10 @@ def plan_rollout(
             f"switched to replacing {u} replica(s) at a time: {stall.words(gpu)}",
             digest,
             switched=True,
+            asked=unavailable,
         )
-    return _auto(isvc, digest=digest, unavailable=unavailable, u=u, capacity=capacity(), fresh=live is None)
+    made = _auto(isvc, digest=digest, unavailable=unavailable, u=u, capacity=capacity(), fresh=live is None)
+    return replace(made, asked=unavailable)
 
 
 def _auto(

@@ -22,16 +22,19 @@ what is under test):
 - ``stall_explained_with_numbers``: a ``RolloutBlocked`` condition's message carries the numbers
   a person needs, as digits: ``spec.replicas``, the GPUs one replica needs and the GPUs free on
   the nodes its pods may run on (:func:`~.scheduling.gpus_free_for`, counted here now; for a
-  replica bigger than each of those nodes, the most one has, or 0 when there is none); and an
+  replica bigger than each of those nodes, the most one has, or 0 when there is none); an
   ``Auto`` object whose rollout has not finished at rest says why (Ready=False, a reason, a
-  message with ``spec.replicas`` in it).
+  message with ``spec.replicas`` in it); and a ``Replace`` or ``Auto`` rollout the bound holds
+  at rest (:func:`_bound_holds`: no old pod may stop, a new one waits for GPUs and none fits,
+  but one would with the old pods gone) is RolloutBlocked naming maxUnavailable and the
+  replicas it keeps serving, so that its numbers are checked as above.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Final
 
@@ -44,7 +47,7 @@ from inference_operator.sim.cluster import podstate
 from inference_operator.sim.cluster.replicasets import template_without_hash
 from inference_operator.sim.explore.isvcs import IsvcView, isvcs, ours, ready_of
 from inference_operator.sim.explore.observation import Observation
-from inference_operator.sim.explore.scheduling import gpus_free_for
+from inference_operator.sim.explore.scheduling import gpus_free_for, short_of_gpus
 from inference_operator.sim.simulation import Simulation
 
 __all__ = [
@@ -67,7 +70,8 @@ ROLLOUT_INVARIANTS: Final[dict[str, str]] = {
     "removed, tainted NoExecute or drained, or its Deployment deleted, since the last settle",
     "stall_explained_with_numbers": "a RolloutBlocked message says spec.replicas, the GPUs per replica and the GPUs "
     "free on the nodes the pods may use, as counted by the explorer; an Auto rollout that has not finished at rest "
-    "says why (Ready=False, a reason, a message naming spec.replicas)",
+    "says why (Ready=False, a reason, a message naming spec.replicas); a Replace or Auto rollout the maxUnavailable "
+    "bound holds at rest is RolloutBlocked naming maxUnavailable and the replicas it keeps serving",
 }
 
 
@@ -116,10 +120,12 @@ def _eligible(pod_spec: Obj, node: Obj) -> bool:
     )
 
 
-def room_for(sim: Simulation, isvc: IsvcView, pod_spec: Obj, *, own_held: bool = False) -> int:
+def room_for(
+    sim: Simulation, isvc: IsvcView, pod_spec: Obj, *, own_held: bool = False, released: Collection[str] = ()
+) -> int:
     """How many replicas of ``pod_spec`` the eligible nodes hold, counting what every pod
     bound there holds except ``isvc``'s own (the rollout replaces those), or (``own_held``) how
-    many more fit now, its own pods holding theirs too."""
+    many more fit now, its own pods holding theirs too, but for the pods (uids) ``released``."""
     own = (isvc.obj["metadata"]["namespace"], isvc.name) if not own_held else None
     held: dict[str, dict[str, int]] = {}
     for pod in sim.api.list("Pod"):
@@ -129,6 +135,7 @@ def room_for(sim: Simulation, isvc: IsvcView, pod_spec: Obj, *, own_held: bool =
             not on
             or podstate.is_terminal(pod)
             or (meta["namespace"], (meta.get("labels") or {}).get(OWNER_LABEL)) == own
+            or meta.get("uid") in released
         ):
             continue
         into = held.setdefault(on, {"pods": 0})
@@ -246,13 +253,13 @@ def _finished(sim: Simulation, isvc: IsvcView, deployment: Obj) -> bool:
     return ready >= isvc.parsed.spec.replicas and len(every) == len(current)
 
 
-def _settled_autos(o: Observation) -> list[tuple[IsvcView, Obj]]:
-    """The live ``Auto`` objects the operator is not failing on, with their Deployments."""
+def _settled(o: Observation, strategies: tuple[str, ...] = ("Auto",)) -> list[tuple[IsvcView, Obj]]:
+    """The live objects of ``strategies`` the operator is not failing on, with their Deployments."""
     if o.status_blocked or o.ran_out:
         return []
     out = []
     for isvc in isvcs(o.sim):
-        if not isvc.live or _strategy(isvc) != "Auto" or isvc.key in o.failing:
+        if not isvc.live or _strategy(isvc) not in strategies or isvc.key in o.failing:
             continue
         deployment = _deployment(o.sim, isvc)
         if deployment is not None:
@@ -275,9 +282,26 @@ def _held_by_the_bound(sim: Simulation, isvc: IsvcView, deployment: Obj, pod_spe
     return not can_stop_one and room_for(sim, isvc, pod_spec, own_held=True) < 1
 
 
+def _bound_holds(sim: Simulation, isvc: IsvcView, deployment: Obj) -> bool:
+    """The bound is what holds the rollout: held (:func:`_held_by_the_bound`), every pod not
+    ready waits for the scheduler (none starting), one of the current template for GPUs, and
+    with the old pods bound to nodes gone a new one would fit. Raising maxUnavailable, or
+    freeing GPUs, is what moves it: status must say so."""
+    pod_spec = deployment["spec"]["template"]["spec"]
+    if not _held_by_the_bound(sim, isvc, deployment, pod_spec):
+        return False
+    current, every = _replica_pods(sim, deployment)
+    starting = any(podstate.node_of(p) and not podstate.is_ready(p) for p in every)
+    if starting or not any(short_of_gpus(p) for p in current):
+        return False
+    new = {p["metadata"]["uid"] for p in current}
+    old = {p["metadata"]["uid"] for p in every if p["metadata"]["uid"] not in new and podstate.node_of(p)}
+    return bool(old) and room_for(sim, isvc, pod_spec, own_held=True, released=old) >= 1
+
+
 def auto_completes_with_capacity(o: Observation) -> list[str]:
     out = []
-    for isvc, deployment in _settled_autos(o):
+    for isvc, deployment in _settled(o):
         assert isvc.parsed is not None
         replicas = isvc.parsed.spec.replicas
         pod_spec = deployment["spec"]["template"]["spec"]
@@ -338,7 +362,7 @@ def stall_explained_with_numbers(o: Observation) -> list[str]:
                 out.append(
                     f"{isvc.key}'s {condition.get('type')} is RolloutBlocked without {', '.join(missing)}: {message!r}"
                 )
-    for isvc, deployment in _settled_autos(o):
+    for isvc, deployment in _settled(o):
         assert isvc.parsed is not None
         if _finished(o.sim, isvc, deployment):
             continue
@@ -349,6 +373,20 @@ def stall_explained_with_numbers(o: Observation) -> list[str]:
             out.append(
                 f"{isvc.key}'s Auto rollout has not finished, but Ready={ready.get('status')}/{ready.get('reason')} "
                 f"does not say why with spec.replicas ({replicas}): {message!r}"
+            )
+    for isvc, deployment in _settled(o, CHECKED_STRATEGIES):
+        assert isvc.parsed is not None
+        if not _bound_holds(o.sim, isvc, deployment):
+            continue
+        ready = ready_of(isvc.obj) or {}
+        message = str(ready.get("message") or "")
+        keeps = isvc.parsed.spec.replicas - allowed_unavailable(isvc.parsed)
+        said = ready.get("reason") == Reason.ROLLOUT_BLOCKED and "maxUnavailable" in message
+        if not said or keeps not in _numbers(message):
+            out.append(
+                f"{isvc.key}'s rollout is held by maxUnavailable (no old pod may stop below {keeps} available, no new "
+                f"pod fits, one would with the old pods gone), but Ready={ready.get('status')}/{ready.get('reason')} "
+                f"does not say so with maxUnavailable and {keeps}: {message!r}"
             )
     return out
 

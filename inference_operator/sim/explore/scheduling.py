@@ -34,6 +34,7 @@ __all__ = [
     "SCHEDULING_CHECKS",
     "SCHEDULING_INVARIANTS",
     "gpus_free_for",
+    "short_of_gpus",
     "shortage_words",
 ]
 
@@ -111,7 +112,8 @@ def _unscheduled(pod: Obj) -> str | None:
     return None
 
 
-def _short_of_gpus(pod: Obj) -> bool:
+def short_of_gpus(pod: Obj) -> bool:
+    """The scheduler left ``pod`` Pending, and one of its reasons is too few GPUs free."""
     scheduled = podstate.condition(pod, "PodScheduled") or {}
     return (
         scheduled.get("status") == "False"
@@ -147,7 +149,7 @@ def gpu_shortage_explained(o: Observation) -> list[str]:
         deployment = _own_deployment(o.sim, isvc) if isvc.live and isvc.key not in o.failing else None
         if deployment is None or isvc.parsed is None:
             continue
-        waiting = [p for p in _pods(o.sim, deployment)[1] if _short_of_gpus(p)]
+        waiting = [p for p in _pods(o.sim, deployment)[1] if short_of_gpus(p)]
         if not waiting:
             continue
         words = shortage_words(gpu_per_replica=isvc.parsed.spec.gpu, gpus_free=gpus_free_for(o.sim, waiting[0]["spec"]))

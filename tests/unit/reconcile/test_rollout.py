@@ -4,11 +4,16 @@ Covers: maxSurge/maxUnavailable resolved as the Deployment controller resolves t
 ``spec.rollout`` writes nothing; Replace never surges; Auto surges as many replicas as fit node
 by node (a replica's GPUs on one node), replaces the rest within maxUnavailable, waits and says
 so when maxUnavailable is 0 and nothing fits, and says when a replica can never be scheduled;
-a plan is kept for the template it was made for and re-made for a new one; a stall switches
+a plan is kept for the template it was made for and re-made for a new one, and an Auto plan for
+a new maxUnavailable too (one that did not record it is kept); a stall switches
 Auto to replacing, and a stalled rollout says how many GPUs are free, or, where no node it may
-use could hold a replica any more, says that instead of waiting or replacing; a terminating
-pod or a replica too big for every node is no stall; the count honours node selectors, taints,
-cordons and readiness, and ignores finished pods.
+use could hold a replica any more, says that instead of waiting or replacing; Replace, and an
+Auto plan that replaces, say so too once a new pod is stalled or left unplaced (the old pod it
+replaced still terminating, or none left), counting only then, and keep the scheduler's words
+where Nodes cannot be read; a terminating pod or a replica too big for every node is no stall;
+a new pod left unplaced is one of the newest template the scheduler could not place, looked for
+only while a Deployment rolls out a template it was not created with; the count
+honours node selectors, taints, cordons and readiness, and ignores finished pods.
 """
 
 from __future__ import annotations
@@ -22,14 +27,8 @@ from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.reconcile.builders import pod_template
 from inference_operator.reconcile.capacity import UNKNOWN, Capacity, count_capacity
-from inference_operator.reconcile.rollout import (
-    ANNOTATION,
-    Stall,
-    detect_stall,
-    plan_rollout,
-    resolve,
-    template_digest,
-)
+from inference_operator.reconcile.rollout import ANNOTATION, plan_rollout, resolve, template_digest
+from inference_operator.reconcile.rolloutpods import Stall, detect_stall, new_pod_unplaced, rolling_out
 from inference_operator.sim.cluster.nodes import NodeShape, build_node
 
 Obj = dict[str, Any]
@@ -55,10 +54,19 @@ def live_with(plan_record: Obj | None, *, total: int = 4, updated: int = 0) -> O
     return {"metadata": meta, "status": {"observedGeneration": 2, "replicas": total, "updatedReplicas": updated}}
 
 
-def plan(isvc: InferenceService, *, capacity: Capacity = UNKNOWN, live: Obj | None = None, stall: Stall | None = None):
+def plan(
+    isvc: InferenceService,
+    *,
+    capacity: Capacity = UNKNOWN,
+    live: Obj | None = None,
+    stall: Stall | None = None,
+    unplaced: bool = False,
+):
     if live is None:
         live = live_with(None)
-    return plan_rollout(isvc, template=pod_template(isvc), live=live, capacity=lambda: capacity, stall=stall)
+    return plan_rollout(
+        isvc, template=pod_template(isvc), live=live, capacity=lambda: capacity, stall=stall, unplaced=unplaced
+    )
 
 
 def pending(
@@ -156,6 +164,19 @@ def test_a_plan_is_kept_for_its_template_and_made_anew_for_another() -> None:
     assert (fresh.max_surge, calls) == (4, [1])
 
 
+def test_an_auto_plan_is_made_anew_for_a_new_max_unavailable() -> None:
+    """Raising maxUnavailable is the way out of a rollout the bound holds: it must reach the Deployment."""
+    isvc = service(rollout={"strategy": "Auto", "maxUnavailable": 3})
+    record = {"template": template_digest(pod_template(isvc)), "plan": "Replace", "maxSurge": 0, "maxUnavailable": 1}
+    record |= {"message": "replacing 1 replica(s) at a time", "askedMaxUnavailable": 1}
+    fresh = plan(isvc, capacity=room(0), live=live_with(record))
+    assert (fresh.max_surge, fresh.max_unavailable, fresh.asked) == (0, 3, 3)
+    assert fresh.message.startswith("replacing 3 replica(s) at a time: no room for another")
+    assert plan(isvc, capacity=room(0), live=live_with(json.loads(fresh.annotation()))) == fresh  # kept from now on
+    del record["askedMaxUnavailable"]  # a plan made before it was recorded is kept as it was
+    assert plan(isvc, capacity=room(0), live=live_with(record)).max_unavailable == 1
+
+
 def test_a_stall_switches_auto_to_replacing_once() -> None:
     isvc = service(rollout={"strategy": "Auto"})
     record = {"template": template_digest(pod_template(isvc)), "plan": "Surge", "maxSurge": 4, "maxUnavailable": 0}
@@ -190,6 +211,85 @@ def test_a_stall_where_no_node_could_hold_a_replica_says_so_instead_of_replacing
         auto = plan(isvc, capacity=too_small, live=live_with(record), stall=Stall(1, FULL))
         assert not auto.switched and auto.max_surge == 1
         assert auto.blocked.endswith("the largest node the 1 node it may run on has 4")
+
+
+def test_replace_stalled_by_a_replica_larger_than_every_node_is_blocked_with_its_numbers() -> None:
+    # Two replicas of 8 GPUs on two 8-GPU nodes become 16 GPUs each: Replace stops one old
+    # pod, its successor can never be scheduled, and the other old pod holds its GPUs.
+    p = plan(service(replicas=2, gpu=16, rollout={"strategy": "Replace"}), capacity=room(0), stall=Stall(1, FULL))
+    assert p.blocked == (
+        "a replica can never be scheduled: it needs 16 nvidia.com/gpu on one node and the largest node "
+        "the 2 nodes it may run on has 8"
+    )
+    assert p.status(2)["plan"] == "Blocked" and p.status(2)["message"] == p.blocked
+    assert p.deployment_strategy() == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
+def test_replace_with_a_new_pod_left_unplaced_and_no_stall_is_blocked_too() -> None:
+    """No stall while the old pod it replaced still terminates, nor once no old pod is left
+    (one replica, or maxUnavailable as large as spec.replicas): the pod left unplaced is enough."""
+    isvc = service(replicas=1, gpu=8, rollout={"strategy": "Replace"}, nodeSelector={"gpu": "h100"})
+    p = plan(isvc, capacity=room(0, nodes=1, largest=4), unplaced=True)
+    assert p.blocked.endswith(
+        "it needs 8 nvidia.com/gpu on one node and the largest node the 1 node it may run on has 4"
+    )
+    none = plan(isvc, capacity=Capacity(known=True, selector="gpu=h100"), unplaced=True)
+    assert none.blocked.startswith("no node can run a replica")
+
+
+def test_replace_counts_capacity_only_for_a_pod_that_waits_and_blocks_only_a_replica_no_node_holds() -> None:
+    calls: list[int] = []
+
+    def counted() -> Capacity:
+        calls.append(1)
+        return room(0, largest=8)
+
+    isvc = service(replicas=2, gpu=8, rollout={"strategy": "Replace"})
+    quiet = plan_rollout(isvc, template=pod_template(isvc), live=live_with(None), capacity=counted, stall=None)
+    assert (quiet.blocked, calls) == ("", [])  # a converged or moving rollout counts nothing
+    fits = plan_rollout(
+        isvc, template=pod_template(isvc), live=live_with(None), capacity=counted, stall=None, unplaced=True
+    )
+    assert (fits.blocked, calls) == ("", [1])  # an 8-GPU node exists: the pod waits for GPUs to free
+
+
+def test_replace_where_nodes_cannot_be_read_keeps_the_schedulers_words() -> None:
+    p = plan(service(replicas=2, gpu=16, rollout={"strategy": "Replace"}), capacity=UNKNOWN, stall=Stall(1, FULL))
+    assert p.blocked == "" and p.status(2)["plan"] == "Replace"
+
+
+def test_an_auto_plan_that_replaces_is_blocked_when_no_node_could_hold_a_replica_any_more() -> None:
+    """The plan counted room; nodes were cordoned or tainted since, and the new pod waits."""
+    isvc = service(gpu=8, rollout={"strategy": "Auto"})
+    record = {"template": template_digest(pod_template(isvc)), "plan": "Replace", "maxSurge": 0, "maxUnavailable": 1}
+    too_small = room(0, free=0, nodes=1, largest=4)
+    for stall, unplaced in ((Stall(1, FULL), False), (None, True)):
+        p = plan(isvc, capacity=too_small, live=live_with(record), stall=stall, unplaced=unplaced)
+        assert not p.switched and p.max_surge == 0
+        assert p.blocked.endswith("the largest node the 1 node it may run on has 4")
+    assert plan(isvc, capacity=room(0), live=live_with(record), unplaced=True).blocked == ""
+
+
+def test_a_new_pod_left_unplaced_is_one_of_the_newest_template() -> None:
+    assert new_pod_unplaced([pending(), pending(bound="n1", template="old")])
+    assert new_pod_unplaced([pending("0/2 nodes are available: 2 node(s) didn't match Pod's node selector.")])
+    assert not new_pod_unplaced([pending(template="old"), pending(bound="n1")])  # the old one waits
+    assert not new_pod_unplaced([pending(bound="n1"), pending(bound="n2", template="old")])
+    assert not new_pod_unplaced([pending(deleting=True), pending(bound="n1", template="old")])
+    assert not new_pod_unplaced([])
+
+
+def test_a_rollout_is_a_template_change_the_deployment_has_not_completed() -> None:
+    def deployment(revision: str, reason: str) -> Obj:
+        annotations = {"deployment.kubernetes.io/revision": revision} if revision else {}
+        progressing = {"type": "Progressing", "status": "True", "reason": reason}
+        return {"metadata": {"annotations": annotations}, "status": {"conditions": [progressing]}}
+
+    assert rolling_out(deployment("2", "ReplicaSetUpdated"))
+    assert rolling_out(deployment("3", "ProgressDeadlineExceeded"))
+    assert not rolling_out(deployment("2", "NewReplicaSetAvailable"))  # completed: a pod lost since is no rollout
+    assert not rolling_out(deployment("1", "ReplicaSetUpdated"))  # the first pods of a new Deployment
+    assert not rolling_out(deployment("", "ReplicaSetUpdated")) and not rolling_out(None)
 
 
 def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:

@@ -12,7 +12,10 @@ Covers:
   doctored to Ready=False with room for the replicas breaks it; without room it says nothing.
 - stall_explained_with_numbers: a Surge stall's RolloutBlocked message carries the replicas,
   the GPUs per replica and the GPUs free; one doctored to drop the numbers breaks it, naming
-  what is missing; an unfinished Auto rollout whose status says Ready=True breaks it.
+  what is missing; an unfinished Auto rollout whose status says Ready=True breaks it; a
+  rollout the maxUnavailable bound holds (a scale-up with a template change) is RolloutBlocked
+  naming the bound, the replicas it keeps and the way out, and a status that does not name it
+  breaks it.
 - Regressions: the rollout invariants' findings, as the minimal sequences the explorer printed.
 - The new actions: fill takes a node's free GPUs with another workload's pod, release gives
   them back; cordon, uncordon, drain; a drain, a removal and a NoExecute taint tell the watch.
@@ -190,19 +193,39 @@ def test_a_finished_rollout_on_a_full_pool_has_no_excuse_for_a_status_that_is_no
     assert "has room for 2 replica(s) (spec.replicas 2)" in violation
 
 
-def test_a_rollout_the_bound_holds_is_asked_to_explain_not_to_finish() -> None:
-    # Two 8-GPU replicas become five of 4 GPUs, maxUnavailable 1: the Deployment controller
-    # scales the old ReplicaSet up first, its third 8-GPU pod fits nowhere, and with 3 of 5
-    # available no old pod may stop (the bound is 4) while no new pod fits: there is room for
-    # five 4-GPU replicas, but only by going below the bound. Status must say why it waits.
+def bound_holds() -> ClusterExplorer:
+    """Two 8-GPU replicas become five of 4 GPUs, maxUnavailable 1: the Deployment controller
+    scales the old ReplicaSet up first, its third 8-GPU pod fits nowhere, and with 3 of 5
+    available no old pod may stop (the bound keeps 4) while no new pod fits: there is room for
+    five 4-GPU replicas, but only by going below the bound."""
     state = ClusterExplorer(invariants=ROLLOUT)
     state.create(name="llama", spec={**BASE_SPEC, "replicas": 2, "gpu": 8, "rollout": {"strategy": "Auto"}})
     state.settle()
     state.full_pool_rollout_with(name="llama", rollout={"strategy": "Auto", "maxUnavailable": 1}, gpu=4)
     state.settle()
+    return state
+
+
+def test_a_rollout_the_bound_holds_is_asked_to_explain_not_to_finish() -> None:
+    state = bound_holds()
     ready = condition(state.world, "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", "ProgressDeadlineExceeded")
-    assert "3 of 5 replicas ready: 2 pod(s) cannot be scheduled" in ready["message"]
+    assert (ready["status"], ready["reason"]) == ("False", "RolloutBlocked")
+    assert (
+        "3 ready; maxUnavailable 1 keeps at least 4 of 5 replicas serving and only 3 are available" in ready["message"]
+    )
+    assert "0 nvidia.com/gpu free on the 3 nodes it may run on, 4 needed on one node" in ready["message"]
+    assert ready["message"].endswith(
+        "raise spec.rollout.maxUnavailable to 3 or more, or free 4 nvidia.com/gpu on one of those nodes"
+    )
+    state.teardown()
+
+
+def test_a_rollout_the_bound_holds_that_does_not_name_it_breaks_it() -> None:
+    state = bound_holds()
+    message = "rollout made no progress for 60s, 3 of 5 replicas ready: 2 pod(s) cannot be scheduled"
+    doctor(state.world, "Ready", reason="ProgressDeadlineExceeded", message=message)
+    (violation,) = check(quiet(state.world), ROLLOUT)["stall_explained_with_numbers"]
+    assert violation.startswith("default/llama's rollout is held by maxUnavailable (no old pod may stop below 4")
     state.teardown()
 
 
@@ -254,8 +277,9 @@ def test_an_unfinished_auto_rollout_that_says_ready_breaks_it() -> None:
     assert condition(world, "Ready")["reason"] == "RolloutBlocked"
     assert check(quiet(world), ROLLOUT) == {}
     doctor(world, "Ready", status="True", reason="Ready", message="all good")
-    (violation,) = check(quiet(world), ROLLOUT)["stall_explained_with_numbers"]
-    assert violation.startswith("default/llama's Auto rollout has not finished, but Ready=True/Ready")
+    unfinished, held = check(quiet(world), ROLLOUT)["stall_explained_with_numbers"]
+    assert unfinished.startswith("default/llama's Auto rollout has not finished, but Ready=True/Ready")
+    assert held.startswith("default/llama's rollout is held by maxUnavailable (no old pod may stop below 2")
 
 
 # -- the actions --------------------------------------------------------------------------------------
