@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inference_operator.api.constants import Reason
+from inference_operator.reconcile.podproblems import PodProblem
 from inference_operator.reconcile.rolloutpods import Stall
-from inference_operator.reconcile.status import PodProblem
 
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
 STARTING_RECHECK = 30.0  # seconds "still starting" is trusted: the reconciler looks again this often

@@ -44,6 +44,7 @@ from inference_operator.reconcile.builders import desired_service, selector_stri
 from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.deferral import StatusDeferral
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
+from inference_operator.reconcile.podproblems import PodProblem, pod_problem
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
 from inference_operator.reconcile.rollout import RolloutPlan
 from inference_operator.reconcile.rolloutpods import Stall, detect_stall
@@ -52,11 +53,9 @@ from inference_operator.reconcile.stalls import Blocked
 from inference_operator.reconcile.status import (
     DeploymentView,
     LoadBalancerState,
-    PodProblem,
     compute_status,
     invalid_spec_status,
     override_status,
-    pod_problem,
 )
 from inference_operator.reconcile.tracesteps import (
     Acted,

@@ -17,7 +17,7 @@ from inference_operator.api.constants import GPU_RESOURCE
 from inference_operator.core.conditions import find
 from inference_operator.core.objects import Obj
 from inference_operator.reconcile.capacity import FINISHED_PHASES
-from inference_operator.reconcile.status import unschedulable_message
+from inference_operator.reconcile.podproblems import unschedulable_message
 
 TEMPLATE_HASH = "pod-template-hash"  # the label a Deployment's ReplicaSet puts on its pods
 REVISION = "deployment.kubernetes.io/revision"  # the Deployment controller's count of templates

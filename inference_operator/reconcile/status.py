@@ -20,6 +20,7 @@ from inference_operator.core.conditions import Cond, find, merge, update
 from inference_operator.core.objects import Obj
 from inference_operator.core.ports import Registration
 from inference_operator.reconcile.builders import selector_string, service_url
+from inference_operator.reconcile.podproblems import PodProblem
 
 
 @dataclass(frozen=True)
@@ -31,113 +32,6 @@ class LoadBalancerState:
     message: str = ""
     recheck: bool = False
     """The record could not be checked this time (the balancer did not answer): look again soon."""
-
-
-@dataclass(frozen=True)
-class PodProblem:
-    """Why pods are not becoming ready, in words a person understands."""
-
-    reason: str
-    message: str
-
-
-_IMAGE_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
-# The kubelet cannot build the container from the pod spec: a missing Secret or ConfigMap key,
-# or runAsNonRoot with an image whose user is root. Only a change of spec, image or namespace ends it.
-_CONFIG_ERROR = "CreateContainerConfigError"
-
-
-def _crash(cs: Obj) -> str:
-    """One crash-looping container in a person's words: which, how it ended, how often."""
-    last = (cs.get("lastState") or {}).get("terminated") or {}
-    restarts = int(cs.get("restartCount") or 0)
-    return (
-        f"container {cs.get('name') or '?'} exited with code {last.get('exitCode', '?')} "
-        f"({last.get('reason') or 'Error'}), restarted {restarts} time{'' if restarts == 1 else 's'}"
-    )
-
-
-def _crashed(cs: Obj) -> bool:
-    """Crash looping, whatever the moment: waiting in back-off, or running again after failed
-    exits without having become ready since. The kubelet shows the second between back-offs;
-    a look at that moment must not read as "no problem", for that answer is kept until the
-    next resync. After a single failed exit, a server loading again behind its startup probe
-    is only starting (it may well come up this time): it is looked at again within
-    ``STARTING_RECHECK`` (podcheck.py), and a second failure is a loop."""
-    waiting = (cs.get("state") or {}).get("waiting") or {}
-    if waiting.get("reason") == "CrashLoopBackOff":
-        return True
-    last = (cs.get("lastState") or {}).get("terminated") or {}
-    restarts = int(cs.get("restartCount") or 0)
-    failed_before = not cs.get("ready") and restarts > 0 and int(last.get("exitCode") or 0) != 0
-    return failed_before and not (restarts == 1 and _starting(cs))
-
-
-def _starting(cs: Obj) -> bool:
-    """Running, but its startup probe has not passed yet: the server is loading its model."""
-    return "running" in (cs.get("state") or {}) and cs.get("started") is False
-
-
-def _start(cs: Obj) -> str:
-    """One starting container in a person's words, with the failed exit it restarted after."""
-    last = (cs.get("lastState") or {}).get("terminated") or {}
-    again = ""
-    if int(cs.get("restartCount") or 0) and int(last.get("exitCode") or 0):
-        again = f" again after exiting with code {last['exitCode']} ({last.get('reason') or 'Error'})"
-    return f"container {cs.get('name') or '?'} is running{again}"
-
-
-def unschedulable_message(pod: Obj) -> str | None:
-    """The scheduler's words for a pod it could not place (None: scheduled, or not tried yet)."""
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-            return str(c.get("message") or "no node fits")
-    return None
-
-
-def pod_problem(pods: list[Obj]) -> PodProblem | None:
-    """The most telling reason among the pods of a Deployment why replicas are not ready.
-
-    Unschedulable pods (e.g. asking for more GPUs than any node has) come first, then image
-    pull failures, then containers the kubelet cannot create, then crash loops, and last no
-    problem at all: servers still loading behind their startup probe. Messages carry no
-    timestamps; a crash loop's restart count is as of the last look at the pods (the
-    reconciler looks again only when the Deployment moves or after ``POD_RECHECK``).
-    """
-    unschedulable, pulls, configs, crashes, starting = [], [], [], [], []
-    for pod in pods:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            continue
-        status = pod.get("status") or {}
-        if (message := unschedulable_message(pod)) is not None:
-            unschedulable.append(message)
-        for cs in status.get("containerStatuses") or []:
-            waiting = (cs.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in _IMAGE_PULL:
-                pulls.append(f"{waiting['reason']}: {waiting.get('message') or cs.get('image', '')}")
-            elif waiting.get("reason") == _CONFIG_ERROR:
-                configs.append(f"container {cs.get('name') or '?'}: {waiting.get('message') or _CONFIG_ERROR}")
-            elif _crashed(cs):
-                crashes.append(_crash(cs))
-            elif _starting(cs):
-                starting.append(_start(cs))
-    if unschedulable:
-        return PodProblem(
-            Reason.PODS_UNSCHEDULABLE, f"{len(unschedulable)} pod(s) cannot be scheduled: {unschedulable[0]}"
-        )
-    if pulls:
-        return PodProblem(Reason.IMAGE_PULL_FAILED, f"{len(pulls)} pod(s) cannot pull the image: {pulls[0]}")
-    if configs:
-        return PodProblem(Reason.CONTAINER_CONFIG_ERROR, f"{len(configs)} pod(s) cannot start: {configs[0]}")
-    if crashes:
-        return PodProblem(Reason.CRASH_LOOPING, f"{len(crashes)} pod(s) keep crashing: {crashes[0]}")
-    if starting:
-        return PodProblem(
-            Reason.SERVER_STARTING,
-            f"{len(starting)} pod(s) still starting: {starting[0]}, "
-            "its startup probe has not passed yet (the server is loading the model)",
-        )
-    return None
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.kube.slimming import slim_node, slim_pod
 from inference_operator.operator import watch_reads
 from inference_operator.reconcile.capacity import count_capacity
+from inference_operator.reconcile.podproblems import unschedulable_message
 from inference_operator.reconcile.rolloutpods import detect_stall
-from inference_operator.reconcile.status import unschedulable_message
 from inference_operator.reconcile.watches import LIVE_PODS
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.simulation import Simulation

@@ -18,12 +18,12 @@ from inference_operator.api.constants import Phase, Reason
 from inference_operator.api.models import InferenceService
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.ports import Registration
+from inference_operator.reconcile.podproblems import pod_problem
 from inference_operator.reconcile.status import (
     DeploymentView,
     LoadBalancerState,
     compute_status,
     invalid_spec_status,
-    pod_problem,
 )
 
 REG = LoadBalancerState("registered", Registration("lb-1", "http://lb/llama", "llama.default.svc.cluster.local:8000"))
