@@ -192,15 +192,20 @@ SHIPPED_OPERATOR_USER = "system:serviceaccount:inference-operator:inference-oper
 def install_confinement_policy(kubectl: Kubectl, *, namespace: str, service_account: str, suffix: str) -> None:
     """deploy/admission/confinement-policy.yaml for another ServiceAccount (the suite's operator
     runs as its own), under names ending in ``suffix``, as the Helm chart renders it."""
-    text = CONFINEMENT_POLICY.read_text().replace(
-        SHIPPED_OPERATOR_USER, f"system:serviceaccount:{namespace}:{service_account}"
-    )
+    docs = _policy_docs(CONFINEMENT_POLICY, namespace=namespace, service_account=service_account, suffix=suffix)
+    kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+
+def _policy_docs(path: Path, *, namespace: str, service_account: str, suffix: str) -> list[Obj]:
+    """A shipped admission policy and its binding, for another ServiceAccount, under names ending
+    in ``suffix``."""
+    text = path.read_text().replace(SHIPPED_OPERATOR_USER, f"system:serviceaccount:{namespace}:{service_account}")
     docs = [d for d in yaml.safe_load_all(text) if d]
     for doc in docs:
         doc["metadata"]["name"] += suffix
         if "policyName" in doc["spec"]:
             doc["spec"]["policyName"] += suffix
-    kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    return docs
 
 
 FENCE_POLICY = ADMISSION_POLICY_DIR / "fence-policy.yaml"
@@ -209,14 +214,9 @@ FENCE_POLICY = ADMISSION_POLICY_DIR / "fence-policy.yaml"
 def fence_policy_docs(*, namespace: str, service_account: str, lease: str, suffix: str) -> list[Obj]:
     """deploy/admission/fence-policy.yaml for another ServiceAccount and Lease (the suite's
     operator runs as its own), under names ending in ``suffix``, as the Helm chart renders it."""
-    text = FENCE_POLICY.read_text().replace(
-        SHIPPED_OPERATOR_USER, f"system:serviceaccount:{namespace}:{service_account}"
-    )
-    docs = [d for d in yaml.safe_load_all(text) if d]
+    docs = _policy_docs(FENCE_POLICY, namespace=namespace, service_account=service_account, suffix=suffix)
     for doc in docs:
-        doc["metadata"]["name"] += suffix
-        if "policyName" in doc["spec"]:
-            doc["spec"]["policyName"] += suffix
+        if "paramRef" in doc["spec"]:
             doc["spec"]["paramRef"].update(name=lease, namespace=namespace)
     return docs
 
