@@ -221,28 +221,6 @@ def token_kubeconfig(
     return path
 
 
-def placeholder_pod(cluster: Cluster, name: str, service_account: str, namespace: str) -> Obj:
-    """A Pod of the ServiceAccount on a kwok node (kwok marks it running; nothing runs), to bind
-    a token to: an operator process outside the cluster then authenticates as that pod would."""
-    nodes = cluster.kubectl.json("get", "nodes")["items"]
-    kwok = [n["metadata"]["name"] for n in nodes if (n["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION)]
-    assert kwok, f"no kwok node to place the pod {name} on: {[n['metadata']['name'] for n in nodes]}"
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/name": "e2e-placeholder"}},
-        "spec": {
-            "serviceAccountName": service_account,
-            "automountServiceAccountToken": False,
-            "nodeName": kwok[0],
-            "containers": [{"name": "placeholder", "image": "registry.k8s.io/pause:3.10"}],
-        },
-    }
-    cluster.kubectl.apply(pod)
-    created: Obj = cluster.kubectl.json("get", "pod", name, "-n", namespace)
-    return created
-
-
 @pytest.fixture(scope="session")
 def operator(
     cluster: Cluster,

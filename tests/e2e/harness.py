@@ -208,19 +208,6 @@ def _policy_docs(path: Path, *, namespace: str, service_account: str, suffix: st
     return docs
 
 
-FENCE_POLICY = ADMISSION_POLICY_DIR / "fence-policy.yaml"
-
-
-def fence_policy_docs(*, namespace: str, service_account: str, lease: str, suffix: str) -> list[Obj]:
-    """deploy/admission/fence-policy.yaml for another ServiceAccount and Lease (the suite's
-    operator runs as its own), under names ending in ``suffix``, as the Helm chart renders it."""
-    docs = _policy_docs(FENCE_POLICY, namespace=namespace, service_account=service_account, suffix=suffix)
-    for doc in docs:
-        if "paramRef" in doc["spec"]:
-            doc["spec"]["paramRef"].update(name=lease, namespace=namespace)
-    return docs
-
-
 def condition(obj: Obj | None, type_: str) -> Obj:
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:

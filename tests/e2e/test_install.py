@@ -223,8 +223,6 @@ def test_kubectl_apply_k_deploy_installs_the_operator(cluster: Cluster, crd: Non
             "ValidatingAdmissionPolicyBinding",
             "ValidatingAdmissionPolicy",  # confinement: Services
             "ValidatingAdmissionPolicyBinding",
-            "ValidatingAdmissionPolicy",  # the fence: writes only from the Lease holder's pod
-            "ValidatingAdmissionPolicyBinding",
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",

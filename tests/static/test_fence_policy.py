@@ -1,5 +1,6 @@
 """The strict fence (deploy/admission/fence-policy.yaml), statically: its CEL evaluated as the API
-server would; the e2e suite runs it on a real API server (tests/e2e/test_leader_election.py).
+server would. Opt-in (off in the chart and left out of deploy/'s kustomization): see the README's
+high-availability section for why.
 
 Covers: its parameter is the operator's own Lease (paramKind coordination.k8s.io/v1 Lease; the
 binding names the Lease the shipped operator elects on, in its namespace, and lets writes through
@@ -10,15 +11,15 @@ Services, InferenceServices and their status, Events), on create, update and del
 the pod that holds the Lease passes;
 one from another pod, from a token bound to no pod (no pod-name extra, or no extra at all), or
 while the Lease names no holder is refused, with a message that names the replica and the holder;
-the chart renders it for its own ServiceAccount, Lease and namespace, and not with leader election
-off, when disabled, or before Kubernetes 1.32; the chart carries an exact copy and the
-kustomization installs it before the operator.
+the chart renders it when enabled for its own ServiceAccount, Lease and namespace, and not by
+default, with leader election off, or before Kubernetes 1.32; the chart carries an exact copy and the
+kustomization leaves it out (opt-in).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import celpy
 import pytest
@@ -158,8 +159,11 @@ def test_a_write_from_any_other_replica_or_token_is_refused_with_who_holds_the_l
     assert words in message, message
 
 
+ON: Final = {"fencePolicy": {"enabled": True}}
+
+
 def test_the_chart_renders_it_for_its_own_service_account_lease_and_namespace(render: Render) -> None:
-    rendered = {(o["kind"], o["metadata"]["name"]): o for o in render() if o["metadata"]["name"].endswith("-fence")}
+    rendered = {(o["kind"], o["metadata"]["name"]): o for o in render(ON) if o["metadata"]["name"].endswith("-fence")}
     policy_spec = rendered["ValidatingAdmissionPolicy", f"{FULLNAME}-fence"]["spec"]
     expected = yaml.safe_load(
         yaml.safe_dump(policy()).replace(
@@ -171,7 +175,7 @@ def test_the_chart_renders_it_for_its_own_service_account_lease_and_namespace(re
     binding = rendered["ValidatingAdmissionPolicyBinding", f"{FULLNAME}-fence"]["spec"]
     assert binding["policyName"] == f"{FULLNAME}-fence"
     assert binding["paramRef"] == {"name": FULLNAME, "namespace": RELEASE_NAMESPACE, "parameterNotFoundAction": "Allow"}
-    named = render({"leaderElection": {"leaseName": "my-lease"}})
+    named = render({**ON, "leaderElection": {"leaseName": "my-lease"}})
     [named_binding] = [o for o in named if o["kind"] == "ValidatingAdmissionPolicyBinding" and "-fence" in str(o)]
     assert named_binding["spec"]["paramRef"]["name"] == "my-lease"
 
@@ -179,21 +183,21 @@ def test_the_chart_renders_it_for_its_own_service_account_lease_and_namespace(re
 @pytest.mark.parametrize(
     ("values", "kube_version"),
     [
-        ({"fencePolicy": {"enabled": False}}, "1.36.0"),
-        ({"replicas": 1, "leaderElection": {"enabled": False}}, "1.36.0"),
-        ({}, "1.31.0"),
+        ({}, "1.36.0"),
+        ({"fencePolicy": {"enabled": True}, "replicas": 1, "leaderElection": {"enabled": False}}, "1.36.0"),
+        ({"fencePolicy": {"enabled": True}}, "1.31.0"),
     ],
-    ids=["disabled", "no leader election", "before 1.32"],
+    ids=["off by default", "no leader election", "before 1.32"],
 )
-def test_no_fence_policy_when_disabled_without_election_or_before_1_32(
+def test_no_fence_policy_by_default_without_election_or_before_1_32(
     render: Render, values: Obj, kube_version: str
 ) -> None:
-    assert [o for o in render() if o["metadata"]["name"].endswith("-fence")]
+    assert [o for o in render(ON) if o["metadata"]["name"].endswith("-fence")]
     assert not [o for o in render(values, kube_version) if o["metadata"]["name"].endswith("-fence")]
 
 
-def test_the_chart_carries_an_exact_copy_and_the_kustomization_installs_it() -> None:
+def test_the_chart_carries_an_exact_copy_and_the_kustomization_leaves_it_out() -> None:
     copy_in_chart = ROOT / "charts" / "inference-operator" / "files" / "fence-policy.yaml"
     assert copy_in_chart.read_bytes() == POLICY_FILE.read_bytes(), "copy deploy/admission/fence-policy.yaml"
     resources = yaml.safe_load((ROOT / "deploy" / "kustomization.yaml").read_text())["resources"]
-    assert resources.index("admission/fence-policy.yaml") < resources.index("operator/deployment.yaml")
+    assert "admission/fence-policy.yaml" not in resources  # opt-in: kubectl apply -f it
