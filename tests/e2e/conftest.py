@@ -44,7 +44,6 @@ sys.path.insert(0, str(ROOT / "hack"))
 CRD_DIR = ROOT / "deploy" / "crds"
 RBAC_DIR = ROOT / "deploy" / "rbac"
 RESYNC_SECONDS = 4.0
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # on the fake nodes kwok runs (hack/cluster_config.py)
 Obj = dict[str, Any]
 
 
