@@ -42,8 +42,9 @@ How the two are normalised where they legitimately differ in timing (see tests/s
   ReplicaSet by what it observed;
 - ``kubectl rollout pause`` of a Ready object is waited out and its Ready transitions and Events
   are not compared (``World.pause_rollout``): the pause bumps the Deployment's generation, and
-  whether the operator catches it before kube-controller-manager observed it (a
-  ``DeploymentNotObserved`` bounce) is timing; the simulator's controllers always act first;
+  kube-controller-manager observes it one sync late (its first status write after the Paused
+  condition conflicts), so the operator usually shows a ``DeploymentNotObserved`` bounce there,
+  never on the simulator, whose controllers act first at equal times;
 - the simulator resyncs every 4 s of simulated time, as the session's operator does; a
   ResourceQuota, which the simulator has no admission for, is modelled by refusing the
   operator's Service creates as kube-apiserver's quota admission words it.

@@ -44,6 +44,8 @@ from inference_operator.trace.recorder import NULL_TRACER, Tracer
 
 __all__ = ["DeploymentController"]
 
+_NO_DEADLINE = 2**31 - 1  # ``HasProgressDeadline``: MaxInt32 means none
+
 
 def _view(rs: Obj) -> RSView:
     status = rs.get("status") or {}
@@ -124,16 +126,13 @@ class DeploymentController:
         status_extra: Obj = {}
         active = [rs for rs in all_rs if int(rs["spec"].get("replicas", 1)) > 0]
         if spec.get("paused") or any((_view(rs).desired_annotation or replicas) != replicas for rs in active):
-            # ``sync``: a scaling event, or a paused Deployment (which never starts a rollout).
-            if any((_view(rs).desired_annotation or replicas) != replicas for rs in active):
-                plan = arithmetic.scaling_plan(
-                    replicas=replicas,
-                    surge=surge,
-                    new=_view(new_obj) if new_obj else None,
-                    olds=[_view(rs) for rs in olds],
-                )
-                for rs in active:
-                    self._scale(rs, plan.get(rs["metadata"]["name"], _view(rs).replicas), dep, surge)
+            # ``sync`` (``scale``, then the status): a scaling event, or a paused Deployment, which
+            # never starts a rollout but is still scaled (a saturated new ReplicaSet empties the old).
+            plan = arithmetic.scaling_plan(
+                replicas=replicas, surge=surge, new=_view(new_obj) if new_obj else None, olds=[_view(rs) for rs in olds]
+            )
+            for rs in active:
+                self._scale(rs, plan.get(rs["metadata"]["name"], _view(rs).replicas), dep, surge)
             return self._sync_status(dep, new_obj, olds, estimate=False)
         recreate = (spec.get("strategy") or {}).get("type") == "Recreate"
         if recreate:
@@ -181,8 +180,13 @@ class DeploymentController:
     def _paused_condition(self, dep: Obj) -> Obj:
         """``checkPausedConditions``: with a progress deadline, pausing sets ``Progressing`` to
         Unknown ``DeploymentPaused`` and resuming to Unknown ``DeploymentResumed`` (a deadline
-        already exceeded stays so). Returns the Deployment as stored after the write, if any."""
-        if dep["spec"].get("progressDeadlineSeconds") is None:
+        already exceeded stays so). Returns the Deployment as stored after the write, if any, and
+        the pass goes on with it. The real controller goes on with the version it read, so its
+        own status write later in that pass conflicts and waits for the next sync: there
+        ``observedGeneration`` catches up with a pause one sync later, and after a resume the
+        ``NewReplicaSetCreated`` reason is never shown (``ReplicaSetUpdated`` follows
+        ``DeploymentResumed``). Deployment conditions are not what the operator reads."""
+        if dep["spec"].get("progressDeadlineSeconds") in (None, _NO_DEADLINE):
             return dep
         status = dep.get("status") or {}
         current = next((c for c in status.get("conditions") or () if c.get("type") == "Progressing"), None)
@@ -308,7 +312,7 @@ class DeploymentController:
         if deadline is None or current is None or current.get("reason") == arithmetic.TIMED_OUT:
             return None
         if dep["spec"].get("paused"):
-            return None  # a paused rollout has no deadline
+            return None  # no deadline while paused: a check queued before the pause is withdrawn
         if arithmetic.deployment_complete(status, replicas=replicas, generation=generation):
             return None
         since = parse_timestamp(str(current.get("lastUpdateTime"))).timestamp()

@@ -74,9 +74,10 @@ class World(Protocol):
         its own, and its Ready transitions and Events are not compared: the pause bumps the
         Deployment's generation, and until the controller observes it the operator says
         ``DeploymentNotObserved`` (then Ready again, with its Event). The simulator's controllers
-        always act before the operator at equal times, kube-controller-manager only usually, so
-        whether that bounce is seen is timing. Anything else the pause changed shows in the next
-        step, which is compared."""
+        always act before the operator at equal times; kube-controller-manager's first sync after
+        a pause writes its Paused condition and then conflicts on its own status write, so it
+        observes the generation one sync later and the operator usually sees the bounce. Anything
+        else the pause changed shows in the next step, which is compared."""
         ...
 
     def resume_rollout(self, name: str) -> None:

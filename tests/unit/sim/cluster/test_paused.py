@@ -5,9 +5,9 @@ Covers: pausing sets the Deployment's ``Progressing`` condition to Unknown ``Dep
 and resuming to Unknown ``DeploymentResumed``, as kube-controller-manager's
 ``checkPausedConditions`` does; a template change while paused makes no new ReplicaSet, but a
 scale still resizes the old one; a paused rollout never passes its progress deadline, however
-long it waits; resuming rolls out. The InferenceService says ``RolloutPaused`` with the command
-that lets it go on, and goes Ready once resumed; a paused Deployment with nothing to roll out
-stays Ready.
+long it waits, and a resumed one counts its deadline from the resumption; resuming rolls out.
+The InferenceService says ``RolloutPaused`` with the command that lets it go on, and goes Ready
+once resumed; a paused Deployment with nothing to roll out stays Ready.
 """
 
 from __future__ import annotations
@@ -115,3 +115,15 @@ def test_a_paused_rollout_never_passes_its_progress_deadline() -> None:
     sim.run_until_quiescent(until=sim.now + 60)
     assert progressing(sim)["reason"] == "DeploymentPaused"
     assert ready(sim)["reason"] == "RolloutPaused"
+
+
+def test_a_resumed_rollout_counts_its_deadline_from_the_resumption() -> None:
+    sim = Simulation()
+    serve(sim)
+    pause(sim, True)
+    serve(sim, image="vllm:0.7.0")
+    sim.clock.set(sim.now + 4 * 3600)  # paused far longer than progressDeadlineSeconds (1800)
+    pause(sim, False)
+    sim.run_until_quiescent(until=sim.now + 300)
+    assert progressing(sim)["reason"] == "NewReplicaSetAvailable"
+    assert ready(sim)["status"] == "True"
