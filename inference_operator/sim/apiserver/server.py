@@ -27,7 +27,8 @@ not what the registry allocates). Plus defaulting (:mod:`.defaults`), server-set
 part of the store. Wherever this fake and a real API server could disagree, the real one is right;
 the e2e suite is the referee.
 
-This module is what requests do; the package's docstring maps the rest.
+This module is what requests do (the path they share on the way to the store is
+:mod:`.writepath`); the package's docstring maps the rest.
 
 Writes are accounted for (``writes``, ``writes_by_verb``, ``requests``) so tests can assert that
 a converged object costs zero writes. A no-op write (nothing changed) is still a request, so it
@@ -49,21 +50,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from inference_operator.core.clock import Clock
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from inference_operator.core.jsoncopy import freeze, merge_patch
 from inference_operator.core.objects import Obj
-from inference_operator.sim.apiserver import defaults, keys, managedfields, namespaces, strategy
+from inference_operator.sim.apiserver import defaults, keys, managedfields, strategy
 from inference_operator.sim.apiserver.customresources import CustomResources
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation
 from inference_operator.sim.apiserver.keys import Key
-from inference_operator.sim.apiserver.kinds import traits_of
-from inference_operator.sim.apiserver.managedfields import DEFAULT_FIELD_MANAGER, GC_FIELD_MANAGER, BadRequest
+from inference_operator.sim.apiserver.managedfields import DEFAULT_FIELD_MANAGER, BadRequest
 from inference_operator.sim.apiserver.namespaces import NamespaceLifecycle
 from inference_operator.sim.apiserver.store import ApiRequest, ControllerAccess, thaw_object
-from inference_operator.sim.apiserver.storedwrites import StoredWrites
 from inference_operator.sim.apiserver.target import (
     Target,
     body_for_create,
@@ -74,6 +72,7 @@ from inference_operator.sim.apiserver.target import (
     patch_preconditions,
 )
 from inference_operator.sim.apiserver.watch import Watch, WatchEvent
+from inference_operator.sim.apiserver.writepath import WritePath
 from inference_operator.sim.clock import FakeClock
 from inference_operator.ssa.managedentries import set_managed_fields
 
@@ -93,7 +92,7 @@ __all__ = [
 ]
 
 
-class FakeApiServer(StoredWrites):
+class FakeApiServer(WritePath):
     """A generic, in-memory API server keyed by (kind, namespace, name).
 
     ``clock`` stamps ``creationTimestamp``/``deletionTimestamp`` (a :class:`FakeClock` standing
@@ -317,100 +316,3 @@ class FakeApiServer(StoredWrites):
             self._log("delete", key, changed=changed)
             self.gc_writes += self._gc.run()
             return answer
-
-    # --- write paths --------------------------------------------------------------------------
-
-    def _write(
-        self,
-        verb: str,
-        key: Key,
-        build: Callable[[Obj], tuple[Obj, Obj]],
-        *,
-        precondition: Mapping[str, Any],
-        manager: str,
-        subresource: str = "",
-        answer: bool = True,
-    ) -> Obj:
-        """One Update-type write: ``build`` turns the stored object into (candidate, request)."""
-        try:
-            managedfields.validate_field_manager(manager, kind=key[0], apply=False)
-            stored = self._stored(key)
-            write = "patch" if verb.startswith("patch") else "update"
-            strategy.check_preconditions(key, stored, precondition, write=write)
-            candidate, request = build(stored)
-            self._track(key, stored, candidate, request=request, manager=manager, subresource=subresource)
-            result, changed = self._commit(key, stored, candidate)
-        except ApiError as err:
-            self._log(verb, key, error=err)
-            raise
-        self._log(verb, key, changed=changed)
-        self.gc_writes += self._gc.run()
-        return self._copy_of(key, result) if answer else {}
-
-    def _track(
-        self,
-        key: Key,
-        stored: Obj | None,
-        candidate: Obj,
-        *,
-        request: Mapping[str, Any],
-        manager: str,
-        subresource: str,
-    ) -> None:
-        """Record ``manager``'s Update in ``candidate``'s managedFields (``stored`` None: a create)."""
-        fields = managedfields.track_update(
-            key[0], stored, candidate, request=request, manager=manager, subresource=subresource, now=self._now
-        )
-        set_managed_fields(candidate, fields)
-        if stored is not None:
-            managedfields.settle_timestamps(stored, candidate)
-
-    def _collect(self, key: Key, propagation: Propagation) -> bool:
-        changed = self._delete(key, propagation)[0]
-        if changed and self.on_collected is not None:
-            self.on_collected(key, str(self._resource_version))
-        return changed
-
-    def _commit_for_gc(self, key: Key, stored: Obj, candidate: Obj) -> tuple[Obj, bool]:
-        """The garbage collector's writes, recorded as the kube-controller-manager's (it only removes)."""
-        self._track(key, stored, candidate, request=candidate, manager=GC_FIELD_MANAGER, subresource="")
-        return self._commit(key, stored, candidate)
-
-    def _create(self, key: Key, obj: Obj, *, manager: str = "", applied: managedfields.Applied | None = None) -> Obj:
-        kind, namespace, name = key
-        if self._lookup(key) is not None:
-            raise AlreadyExists(
-                f'{kind} "{name}" already exists in namespace "{namespace}"', kind=kind, namespace=namespace, name=name
-            )
-        decoded = self.custom_resources.decode(kind, obj)
-        with self.custom_resources.reporting_with(kind, decoded):
-            new = strategy.prepare_create(key, decoded, allocator=self._allocator, defaulter=self._defaulters.get(kind))
-        self.custom_resources.validate(kind, new, None)
-        if applied is not None:
-            set_managed_fields(new, applied.managed_fields)
-        else:
-            self._track(key, None, new, request=obj, manager=manager, subresource="")
-        namespaces.complete_create(kind, new)
-        meta: Obj = new["metadata"]
-        self._uid_counter += 1
-        meta["uid"] = f"00000000-0000-4000-8000-{self._uid_counter:012x}"
-        meta["creationTimestamp"] = self._now()
-        if traits_of(kind).tracks_generation:
-            meta["generation"] = 1
-        meta["resourceVersion"] = self._next_resource_version()
-        self._put(key, new, None, "ADDED")
-        if meta.get("ownerReferences"):
-            self._gc.check(key)  # an owner may already be gone: the GC collects orphans
-        return new
-
-    def _prepare_update(self, key: Key, stored: Obj, candidate: Obj) -> Obj:
-        defaulter = self._defaulters.get(key[0])
-        decoded = self.custom_resources.decode(key[0], candidate, copy=False)  # ingested: the server's own
-        new = strategy.prepare_update(key, stored, decoded, allocator=self._allocator, defaulter=defaulter)
-        self.custom_resources.validate(key[0], new, stored)
-        return new
-
-    def _prepare_status_update(self, key: Key, stored: Obj, source: Obj) -> Obj:
-        new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
-        self.custom_resources.validate(key[0], new, stored, status=True)
-        return new
