@@ -55,7 +55,7 @@ from inference_operator.core.clock import Clock
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from inference_operator.core.jsoncopy import freeze, merge_patch
 from inference_operator.core.objects import Obj
-from inference_operator.sim.apiserver import defaults, keys, managedfields, strategy
+from inference_operator.sim.apiserver import binding, defaults, keys, managedfields, strategy
 from inference_operator.sim.apiserver.customresources import CustomResources
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation
 from inference_operator.sim.apiserver.keys import Key
@@ -245,6 +245,21 @@ class FakeApiServer(WritePath):
                 subresource="status",
                 answer=answer,
             )
+
+    def bind(self, namespace: str, name: str, node: str, *, uid: str = "") -> None:
+        """Bind a pod to ``node`` (``POST pods/<name>/binding``, what kube-scheduler sends, with the
+        pod's ``uid`` as a precondition): ``spec.nodeName`` and ``PodScheduled=True`` in one write
+        that bypasses the field manager (:mod:`.binding`). :class:`Conflict` when the pod is bound
+        already, being deleted or gated."""
+        with self._lock:
+            key = keys.key_for("Pod", namespace, name)
+            try:
+                stored = self._stored(key)
+                changed = self._commit(key, stored, binding.bound(stored, node, uid=uid, now=self._now()))[1]
+            except ApiError as err:
+                self._log("bind", key, error=err)
+                raise
+            self._log("bind", key, changed=changed)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, target: Target | None = None) -> Obj:
         """Server-side apply (PATCH ``application/apply-patch+yaml``): create or merge ``obj``.

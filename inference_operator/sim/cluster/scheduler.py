@@ -5,8 +5,9 @@ requests of the pods bound to it that have not finished, terminating ones includ
 containers still run), updated from the pod watch. A pod that fits no node gets
 ``PodScheduled=False``, reason ``Unschedulable``, with :func:`.fit.fit_error`'s message; it is
 tried again when something could make room or change the answer: a pod leaving a node, a node
-added or changed (the real scheduler's queueing hints, without their fine print). Binding sets
-``spec.nodeName`` and ``PodScheduled=True``, as the binding subresource does.
+added or changed (the real scheduler's queueing hints, without their fine print). A pod is bound
+as kube-scheduler binds it, through the ``pods/binding`` subresource (:meth:`.FakeApiServer.bind`):
+``spec.nodeName`` and ``PodScheduled=True`` in one write.
 
 :attr:`Scheduler.placement` names a node to try first for a pod, as kube-scheduler tries a
 pod's nominated node first: how a cluster loaded from a snapshot puts each service's pods back
@@ -22,15 +23,19 @@ from inference_operator.core.nodefit import NodeStatus, allocatable, filter_node
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.core.ports import Result
 from inference_operator.core.resources import Resources, add, pod_requests, subtract
+from inference_operator.sim.apiserver.binding import with_condition
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
 from inference_operator.sim.cluster.fit import choose_node, feasible_nodes_to_find, fit_error
 from inference_operator.sim.informer import SharedInformer
 
-__all__ = ["SCHEDULER", "Scheduler"]
+__all__ = ["FIELD_MANAGER", "SCHEDULER", "Scheduler"]
 
 SCHEDULER = "default-scheduler"
+"""The scheduler's name, as pods ask for it (``spec.schedulerName``)."""
+FIELD_MANAGER = "kube-scheduler"
+"""Who its status writes are recorded as in ``managedFields`` (its client's user agent)."""
 
 
 class Scheduler:
@@ -168,15 +173,7 @@ class Scheduler:
 
     def _bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
-        bound = self.api.patch(
-            "Pod", meta["namespace"], meta["name"], {"spec": {"nodeName": node}}, field_manager=SCHEDULER
-        )
-        condition = {
-            "type": "PodScheduled",
-            "status": "True",
-            "lastTransitionTime": format_timestamp(self.clock.wall()),
-        }
-        self._set_condition(bound, condition)
+        self.api.bind(meta["namespace"], meta["name"], node, uid=meta["uid"])
 
     def _unschedulable(self, pod: Obj, message: str) -> None:
         current = podstate.condition(pod, "PodScheduled")
@@ -187,23 +184,21 @@ class Scheduler:
             {
                 "type": "PodScheduled",
                 "status": "False",
-                "lastTransitionTime": format_timestamp(self.clock.wall()),
                 "reason": "Unschedulable",
                 "message": message,
             },
         )
 
     def _set_condition(self, pod: Obj, condition: Obj) -> None:
-        status = dict(pod.get("status") or {})
-        status.setdefault("phase", "Pending")
-        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
-        status["conditions"] = [condition, *conditions]
+        status = pod.get("status") or {}
+        now = format_timestamp(self.clock.wall())
+        conditions = with_condition(status.get("conditions"), condition, now=now)
         meta = pod["metadata"]
         self.api.patch_status(
             "Pod",
             meta["namespace"],
             meta["name"],
-            {"status": {"phase": status["phase"], "conditions": status["conditions"]}},
-            field_manager=SCHEDULER,
+            {"status": {"phase": status.get("phase", "Pending"), "conditions": conditions}},
+            field_manager=FIELD_MANAGER,
             answer=False,
         )

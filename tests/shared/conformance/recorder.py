@@ -177,6 +177,18 @@ class Api:
         req = Request("apply", kind, meta.get("namespace", ""), name, body=obj, params=params)
         return self._send(f"apply {kind} {name} as {manager}", req, keep)
 
+    def bind(self, name: str, node: str, *, uid: str = "") -> Obj:
+        """POST a Binding of pod ``name`` to ``node`` (``pods/<name>/binding``, as kube-scheduler
+        does; ``uid``: its precondition); only the answer's code and reason are recorded."""
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, **({"uid": uid} if uid else {})},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        req = Request("bind", "Pod", self.ns, name, "binding", binding)
+        return self._send(f"bind Pod {name} to {node}", req, ())
+
     def delete(
         self,
         kind: str,

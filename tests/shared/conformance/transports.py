@@ -47,6 +47,7 @@ KINDS: dict[str, KindInfo] = {
     "Secret": KindInfo("/api/v1", "secrets"),
     "ServiceAccount": KindInfo("/api/v1", "serviceaccounts"),
     "Namespace": KindInfo("/api/v1", "namespaces", namespaced=False),
+    "Pod": KindInfo("/api/v1", "pods"),
 }
 
 
@@ -54,7 +55,7 @@ KINDS: dict[str, KindInfo] = {
 class Request:
     """One API call, in the terms of a kube client."""
 
-    verb: str  # create, get, list, update, patch, apply, delete
+    verb: str  # create, get, list, update, patch, apply, delete, bind (a Pod's binding)
     kind: str
     namespace: str = ""
     name: str = ""
@@ -141,6 +142,11 @@ class FakeTransport:
             existed = _exists(server, kind, ns, name)
             applied = server.apply(body, field_manager=manager, force=p.pop("force", "") == "true", target=target)
             return Response(200 if existed else 201, applied)
+        if req.verb == "bind":
+            assert body is not None
+            server.bind(ns, name, body["target"]["name"], uid=body["metadata"].get("uid", ""))
+            success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+            return Response(201, success)
         if req.verb == "delete":
             propagation = p.pop("propagationPolicy", "Background")
             # 200 either way: the real server answers 202 only to the deprecated orphanDependents=false
@@ -202,7 +208,9 @@ class RealTransport:
     def request(self, req: Request) -> Response:
         params = dict(req.params)
         content_type = "application/json"
-        method = {"create": "POST", "get": "GET", "list": "GET", "update": "PUT", "patch": "PATCH"}.get(req.verb, "")
+        method = {"create": "POST", "bind": "POST", "get": "GET", "list": "GET", "update": "PUT", "patch": "PATCH"}.get(
+            req.verb, ""
+        )
         if req.verb in ("create", "update", "patch", "apply"):
             params.setdefault("fieldManager", "conformance")
         if req.verb == "patch":

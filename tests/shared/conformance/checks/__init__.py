@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     apply,
     basics,
+    binding,
     concurrency,
     crd_rules,
     crd_schema,

@@ -173,6 +173,27 @@ def test_a_pending_pod_is_scheduled_when_a_node_is_added() -> None:
     assert sorted(p["spec"]["nodeName"] for p in pods(sim)) == ["a", "b"]
 
 
+def test_the_scheduler_binds_with_one_write_and_owns_only_its_unschedulable_words() -> None:
+    sim = Simulation(node_layout=[NodeShape("a", gpus=8)])
+    serve(sim, replicas=2)
+    sim.run_until_quiescent(until=120)
+    (waiting,) = [p for p in pods(sim) if not p["spec"].get("nodeName")]
+    owners = {(e["manager"], e.get("subresource", "")) for e in waiting["metadata"]["managedFields"]}
+    assert ("kube-scheduler", "status") in owners
+    watch = sim.api.watch("Pod", "default")
+    sim.api.create(build_node(NodeShape("b", gpus=8), now="2026-01-01T00:02:00Z"))
+    sim.run_until_quiescent(until=sim.now + 60)
+    name = waiting["metadata"]["name"]
+    seen = [e.object for e in watch.drain() if e.object["metadata"]["name"] == name]
+    first_bound = next(p for p in seen if p["spec"].get("nodeName"))
+    assert condition(first_bound, "PodScheduled")["status"] == "True"  # bound and scheduled in one event
+    assert "reason" not in condition(first_bound, "PodScheduled")
+    assert sim.api.writes_by_verb["bind"] == 2
+    assert not [r for r in sim.api.requests if r.kind == "Pod" and r.verb == "patch"]
+    for bound in pods(sim):
+        assert "default-scheduler" not in {e["manager"] for e in bound["metadata"]["managedFields"]}
+
+
 def test_a_pending_pod_is_scheduled_when_another_pod_frees_the_gpus() -> None:
     sim = Simulation(node_layout=[NodeShape("a", gpus=8)], termination_seconds=10)
     sim.apply(deployment("first", replicas=1, gpu=8))
