@@ -3,7 +3,8 @@
 custom resources with their schema and CEL rules).
 
 ``server`` is what requests do, ``writepath`` the path they share to the store (field
-management, admission, commit), ``storedwrites`` the commit itself; where objects live, reads and the request log are ``store``.
+management, admission, commit), ``storedwrites`` the commit itself; where objects live, reads
+and the request log are ``store``.
 What a request turns into before it is stored is ``strategy`` (with ``defaults``,
 ``validation`` and ``podvalidation``), who owns which field is ``managedfields``, the garbage
 collector is ``garbage``, watches are ``watch``, selectors ``selectors``; a request's URL
