@@ -73,7 +73,7 @@ class _Due:
 
 
 class ConsistencySchedule:
-    """When each kind is due for a consistency check. No lock: the runtime holds one."""
+    """When each kind is due for a consistency check. No lock: the housekeeper holds one."""
 
     def __init__(
         self,

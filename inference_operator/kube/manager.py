@@ -4,20 +4,8 @@ Kopf's watch handlers call ``on_event``: the object goes into the cache and the 
 InferenceService key into the workqueue. Worker threads run the same Controller and
 Reconciler as the simulator. Before the workers start, the cache is primed with one LIST per
 kind, so the first passes never mistake "not yet seen" for "missing" (which would send a
-create that fails with AlreadyExists: a wasted mutating request).
-
-One housekeeping thread does the periodic work, and neither job races the watch:
-
-- resync replays the cache: every resync period each cached InferenceService is enqueued
-  again (no LIST; on converged objects that costs reads only, never writes). A re-LIST here
-  used to run beside the watch and put back objects whose DELETED event had been applied
-  while the LIST was in flight;
-- the consistency check (``consistency``) drops cached objects that vanished while a watch was
-  down (which Kopf's re-list never reports), after each Kopf re-list and every ten minutes,
-  whatever the resync period, including 0;
-- the watch-health check (``watchhealth``) samples each kind with a LIST of one object every
-  few seconds and fails liveness, naming the kind, when a watch stopped delivering (a CRD
-  deleted and re-created leaves Kopf deaf to it).
+create that fails with AlreadyExists: a wasted mutating request). One housekeeping thread does
+the periodic work (:mod:`.housekeeping`: the resync, the consistency and watch-health checks).
 
 ``start`` is safe to retry (Kopf retries a failed startup handler): the first LIST comes
 before anything that binds a port or starts a thread, the metrics port is bound before any
@@ -43,17 +31,18 @@ from inference_operator.kube.backend import EVENT_POSTER
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
-from inference_operator.kube.consistency import PERIOD_SECONDS, ConsistencySchedule, check_kind
+from inference_operator.kube.consistency import PERIOD_SECONDS
 from inference_operator.kube.crashpoint import CrashPoint
 from inference_operator.kube.election import BootClock, ElectionSettings, LeaderElector
 from inference_operator.kube.fence import Fence
 from inference_operator.kube.health import ThreadGroup
+from inference_operator.kube.housekeeping import Housekeeper
 from inference_operator.kube.metricsserver import MetricsServer, live
 from inference_operator.kube.slimming import SLIMMERS
-from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS, WatchHealth
+from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
-from inference_operator.reconcile.watches import CAPACITY_READS, WATCHED_KINDS, WATCHES, Read, Watch, watch_of
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch, watch_of
 from inference_operator.trace.recorder import Tracer
 
 log = logging.getLogger(__name__)
@@ -167,23 +156,24 @@ class OperatorRuntime:
         self.telemetry.leader.labels(name=config.lease_name).set(0)
         self.telemetry.read_live(lambda: live(self.probe()))
         self.threads = threads if threads is not None else ThreadGroup()
-        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._started = False
         self.closed = False
         """True once stopped: a stopped runtime never starts again (its queue is shut down)."""
-        now = self.clock.now()
-        self._next_resync = now + config.resync_seconds
-        self.consistency = ConsistencySchedule(tuple(self._listed), now, period=consistency_period)
-        self.consistency_drops = 0
-        self.watch_health = WatchHealth(
-            WATCHED_KINDS,
+        self.housekeeper = Housekeeper(
+            client=client,
+            cache=self.cache,
+            clock=self.clock,
+            sources=self._listed,
+            read_kinds=self._read_kinds,
             namespaces=config.namespaces or ("",),
-            selector=lambda kind: watch_of(kind).label_selector,
-            now=now,
-            period=watch_check_period,
+            resync_seconds=config.resync_seconds,
+            resync=self.enqueue_all,
+            requeue=self.queue.add,
+            consistency_period=consistency_period,
+            watch_check_period=watch_check_period,
         )
+        """The housekeeping thread's work: the resync, the consistency and watch-health checks."""
         if metrics is None and config.metrics_address:
             metrics = MetricsServer(config.metrics_address, self.telemetry.render, self.health)
         self.metrics = metrics
@@ -195,7 +185,7 @@ class OperatorRuntime:
 
         Called on Kopf's event loop: it must stay quick and never block."""
         if event_type is None:
-            self._relisted(kind)
+            self.housekeeper.relisted(kind)
         before, after = self.cache.apply_event(kind, event_type, obj)
         if kind in self._read_kinds:
             return  # read when a rollout counts, never a reason for a pass
@@ -205,12 +195,6 @@ class OperatorRuntime:
             self.tracer.event(kind, event_type or "LISTED", obj, enqueued=keys[-1] if keys else None)
         for key in keys:
             self.controller.enqueue(key)
-
-    def _relisted(self, kind: str) -> None:
-        with self._lock:
-            new_burst = self.consistency.relisted(kind, self.clock.now())
-        if new_burst:
-            self._wake.set()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -259,7 +243,7 @@ class OperatorRuntime:
             self.backend.events.start()
             for i in range(self.config.workers):
                 self.threads.start(f"{self.controller.name}-worker-{i}", self._work)
-            self.threads.start(HOUSEKEEPING, self._housekeeping_loop)
+            self.threads.start(HOUSEKEEPING, lambda: self.housekeeper.loop(self._stop))
             if self.elector is not None:
                 self.threads.start(ELECTION, lambda: self.elector.run(self._stop) if self.elector else None)
         except BaseException:
@@ -306,65 +290,16 @@ class OperatorRuntime:
             if not self.controller.process_next_work_item(timeout=1.0):
                 return
 
-    def _housekeeping_loop(self) -> None:
-        while not self._stop.is_set():
-            delay = max(0.0, self.housekeeping() - self.clock.now())
-            self._wake.wait(delay)
-            self._wake.clear()
-
     def housekeeping(self) -> float:
         """Run what is due now (resync, consistency checks); return when to look again."""
-        now = self.clock.now()
-        resync = self.config.resync_seconds
-        if resync > 0 and now >= self._next_resync:
-            count = self.enqueue_all()
-            self._next_resync = now + resync
-            log.debug("Resynced inferenceservices=%d", count)
-        with self._lock:
-            due = self.consistency.due(now)
-        for kind in due:
-            started = self.clock.now()
-            try:
-                dropped = check_kind(
-                    self.client,
-                    self.cache,
-                    kind,
-                    namespaces=self.config.namespaces or ("",),
-                    label_selector=self._listed[kind].label_selector,
-                    field_selector=self._listed[kind].field_selector,
-                )
-            except Exception as err:  # noqa: BLE001 - a failed check is retried soon
-                with self._lock:
-                    self.consistency.failed(kind, self.clock.now())
-                log.warning(
-                    "Failed to check the cache against the API server, will retry kind=%s error=%s: %s",
-                    kind,
-                    type(err).__name__,
-                    err,
-                )
-                continue
-            with self._lock:
-                self.consistency.checked(kind, started, self.clock.now())
-            self.consistency_drops += len(dropped)
-            if kind in self._read_kinds:
-                continue  # nothing to reconcile: the next count reads the cache as it is now
-            for obj in dropped:
-                for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
-                    self.queue.add(key)
-        if self.watch_health.due(self.clock.now()):
-            self.watch_health.check(client=self.client, cache=self.cache, now=self.clock.now())
-        with self._lock:
-            next_check = self.consistency.next_due()
-        dues = (next_check, self._next_resync if resync > 0 else None, self.watch_health.next_due())
-        candidates = [t for t in dues if t is not None]
-        return min(candidates, default=now + PERIOD_SECONDS)
+        return self.housekeeper.run_due()
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Graceful: stop housekeeping, let workers finish the item in hand."""
         self.closed = True
         self.threads.stopping()
         self._stop.set()
-        self._wake.set()
+        self.housekeeper.wake()
         self.queue.shut_down()
         alive = self.threads.join(timeout)
         if alive:
@@ -385,7 +320,7 @@ class OperatorRuntime:
         problems = [f"thread {name} died" for name in self.threads.dead()]
         if not self.backend.events.alive():
             problems.append(f"thread {EVENT_POSTER} died")
-        return problems + self.watch_health.problems()
+        return problems + self.housekeeper.watch_health.problems()
 
     def probe(self) -> dict[str, int]:
         events = self.backend.events
@@ -405,8 +340,8 @@ class OperatorRuntime:
             "events_deduplicated": correlator.deduplicated,
             "events_aggregated": correlator.aggregated,
             "events_spam_filtered": correlator.spam_dropped,
-            "cache_consistency_drops": self.consistency_drops,
-            "dead_threads": len(self.health()) - len(self.watch_health.problems()),
-            "deaf_watches": len(self.watch_health.problems()),
+            "cache_consistency_drops": self.housekeeper.consistency_drops,
+            "dead_threads": len(self.health()) - len(self.housekeeper.watch_health.problems()),
+            "deaf_watches": len(self.housekeeper.watch_health.problems()),
             "writes_refused_not_leader": self.fence.refused if self.fence is not None else 0,
         }
