@@ -120,23 +120,52 @@ class CustomResources:
     def get(self, kind: str) -> CustomResource | None:
         return self._by_kind.get(kind)
 
-    def decode(self, kind: str, obj: Obj, *, copy: bool = True) -> Obj:
+    def decode(self, kind: str, obj: Obj, *, copy: bool = True, status_only: bool = False) -> Obj:
         """A request's object as the server decodes it: a copy without nulls, pruned and
         defaulted (``obj`` itself when ``kind`` is no custom resource with a schema);
         :class:`BadRequest` when its metadata cannot be ObjectMeta. ``copy=False`` when ``obj``
-        is already the server's own null-free copy (:func:`.defaults.ingest`): decoded in place."""
+        is already the server's own null-free copy (:func:`.defaults.ingest`): decoded in place.
+
+        ``status_only``: for a write through ``/status``, whose strategy keeps nothing of the
+        request but its status. Only the status is decoded (a copy, pruned and defaulted as
+        above) and the metadata checked; the rest is passed on as sent, to be dropped."""
         resource = self._by_kind.get(kind)
         version = resource.version_of(obj) if resource is not None else ""
         schema = resource.schemas.get(version) if resource is not None else None
         if schema is None:
             return obj
+        if status_only:
+            return self._decoded_status(kind, version, schema, obj)
         out: Obj = crdschema.whole_numbers_as_integers(copy_without_nulls(obj) if copy else obj)
-        problem = crdschema.object_meta_problem(out.get("metadata"))
-        if problem:
-            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
+        self._check_object_meta(kind, version, out.get("metadata"))
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)
         return out
+
+    def _decoded_status(self, kind: str, version: str, schema: Schema, obj: Obj) -> Obj:
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):  # decoded as a whole, but for managedFields: only its items' types matter
+            entries = meta.get("managedFields")
+            meta = {k: v for k, v in meta.items() if k != "managedFields"}
+            meta = crdschema.whole_numbers_as_integers(copy_without_nulls(meta))
+            if entries is not None:
+                meta["managedFields"] = entries
+        self._check_object_meta(kind, version, meta)
+        decoded: Obj = {}
+        if obj.get("status") is not None:
+            decoded["status"] = crdschema.whole_numbers_as_integers(copy_without_nulls(obj["status"]))
+        crdschema.prune(decoded, schema)
+        crdschema.apply_defaults(decoded, schema)
+        out = {k: v for k, v in obj.items() if k != "status"}
+        if "status" in decoded:
+            out["status"] = decoded["status"]
+        return out
+
+    @staticmethod
+    def _check_object_meta(kind: str, version: str, meta: Any) -> None:
+        problem = crdschema.object_meta_problem(meta)
+        if problem:
+            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
 
     def defaulted(self, kind: str, stored: Obj) -> Obj | None:
         """``stored`` as the server reads it (with the defaults of the schema now served), or

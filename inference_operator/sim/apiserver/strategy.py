@@ -209,12 +209,13 @@ def prepare_update(
     return candidate
 
 
-def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any]) -> Obj:
+def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any], *, ingested: bool = False) -> Obj:
     """What PUT / PATCH on ``/status`` would store: ``stored`` with ``source``'s status.
 
     A custom resource takes nothing else from ``source``. The Go-typed kinds' status strategies
     only reset ``spec`` (a Deployment's labels too): the metadata the request carries is kept,
-    as on the main endpoint (the server-set fields stay the server's).
+    as on the main endpoint (the server-set fields stay the server's). ``ingested``: the status
+    is the server's own copy already (decoded against a custom resource's schema).
     """
     kind, namespace, name = key
     traits = traits_of(kind)
@@ -225,7 +226,7 @@ def prepare_status_update(key: Key, stored: Obj, source: Mapping[str, Any]) -> O
     if status is None:
         candidate.pop("status", None)
     else:
-        candidate["status"] = defaults.ingest_status(kind, status)
+        candidate["status"] = status if ingested else defaults.ingest_status(kind, status)
     if traits.built_in:
         candidate["metadata"] = _status_metadata(key, stored, source)
         validate_status(kind, candidate)

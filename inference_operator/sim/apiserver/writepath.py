@@ -127,6 +127,7 @@ class WritePath(StoredWrites):
         return new
 
     def _prepare_status_update(self, key: Key, stored: Obj, source: Obj) -> Obj:
-        new = strategy.prepare_status_update(key, stored, self.custom_resources.decode(key[0], source))
+        decoded = self.custom_resources.decode(key[0], source, status_only=True)
+        new = strategy.prepare_status_update(key, stored, decoded, ingested=decoded is not source)
         self.custom_resources.validate(key[0], new, stored, status=True)
         return new

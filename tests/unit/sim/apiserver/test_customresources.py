@@ -18,6 +18,7 @@ and a Simulation has the project's CRD installed.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -314,6 +315,42 @@ def test_status_writes_are_pruned_defaulted_and_validated() -> None:
     }
     with pytest.raises(Invalid, match=r"status\.phase: Unsupported value"):
         api.patch_status(KIND, "default", "a", {"status": {"phase": "Exploded"}})
+
+
+STATUS_BODIES = [
+    {"status": {"phase": "Ready", "junk": 1, "readyReplicas": 2.0, "conditions": [{"type": "Ready", "status": "1"}]}},
+    {"status": None, "spec": {"image": None, "replicas": 3.0, "unknown": {"deep": [1.0]}}},
+    {"status": {}, "metadata": {"labels": None, "annotations": {"a": "b"}, "managedFields": None}},
+    {"status": {"conditions": [{"type": "Ready", "status": "False", "message": None}]}, "spec": "not a map"},
+    {"status": {"phase": None}, "extra": {"dropped": True}},
+]
+
+
+@pytest.mark.parametrize("body", STATUS_BODIES)
+def test_a_status_write_decodes_its_status_as_the_whole_request_would(body: Obj) -> None:
+    # A write through /status decodes only the status; what it stores must be what decoding the
+    # whole request (nulls dropped, whole numbers, pruning, defaults) and keeping its status stores.
+    from inference_operator.sim.apiserver import strategy
+
+    registry = CustomResources()
+    registry.register(project_crd())
+    stored = registry.decode(KIND, {**isvc(), "metadata": {**isvc()["metadata"], "uid": "u", "resourceVersion": "1"}})
+    sent = {**stored, **body, "metadata": {**stored["metadata"], **body.get("metadata", {})}}
+    key = (KIND, "default", "a")
+    whole = strategy.prepare_status_update(key, stored, registry.decode(KIND, sent))
+    partial = registry.decode(KIND, sent, status_only=True)
+    result = strategy.prepare_status_update(key, stored, partial, ingested=True)
+    assert json.dumps(result, sort_keys=True) == json.dumps(whole, sort_keys=True)  # 2.0 is not 2 here
+
+
+def test_a_status_write_with_metadata_that_cannot_be_object_meta_is_a_bad_request() -> None:
+    api = FakeApiServer()
+    api.create(project_crd())
+    stored = api.create(isvc())
+    with pytest.raises(BadRequest, match=r"ObjectMeta\.labels"):
+        api.update_status({**stored, "metadata": {**stored["metadata"], "labels": ["x"]}, "status": {}})
+    with pytest.raises(BadRequest, match=r"ObjectMeta\.managedFields"):
+        api.update_status({**stored, "metadata": {**stored["metadata"], "managedFields": ["x"]}, "status": {}})
 
 
 def test_a_stored_crd_keeps_its_empty_defaults() -> None:
