@@ -107,6 +107,9 @@ class SharedInformer:
         self._lock = threading.RLock()
         self._synced = False
         self._paused = False
+        self.changes = 0
+        """How many times the cache changed (an event applied, a list): a version of its contents,
+        for whoever keeps something worked out from them."""
 
     @property
     def has_synced(self) -> bool:
@@ -136,6 +139,7 @@ class SharedInformer:
             items = [obj for obj in items if self._selects(obj)]
             for obj in items:
                 self._cache[_key(obj)] = obj
+            self.changes += 1
             self._synced = True
             for obj in items:
                 for handlers in list(self._handlers):
@@ -210,6 +214,7 @@ class SharedInformer:
             # Keep the first-seen order for objects that stay; new ones go at the end.
             self._cache = {key: fresh[key] for key in old_cache if key in fresh}
             self._cache.update((key, obj) for key, obj in fresh.items() if key not in self._cache)
+            self.changes += 1
             self._synced = True
             for key, old in old_cache.items():
                 if key not in fresh:
@@ -246,6 +251,7 @@ class SharedInformer:
         return self.label is None or self.label in ((obj.get("metadata") or {}).get("labels") or {})
 
     def _handle(self, event: WatchEvent) -> None:
+        self.changes += 1
         obj = event.object
         key = _key(obj)
         if not self._selects(obj):

@@ -189,16 +189,22 @@ def _prune(node: Any, schema: Schema) -> None:
         embedded = bool(schema.get("x-kubernetes-embedded-resource"))
         for key in list(node):
             if key in properties:
-                _prune(node[key], properties[key])
+                if type(node[key]) in _CONTAINERS:  # a scalar has nothing to prune
+                    _prune(node[key], properties[key])
             elif isinstance(extra, Mapping):
-                _prune(node[key], extra)
+                if type(node[key]) in _CONTAINERS:
+                    _prune(node[key], extra)
             elif not keep and not (embedded and key in _ENVELOPE):
                 del node[key]
     elif isinstance(node, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
             for item in node:
-                _prune(item, items)
+                if type(item) in _CONTAINERS:
+                    _prune(item, items)
+
+
+_CONTAINERS: Final = (dict, list)
 
 
 # --- defaulting --------------------------------------------------------------------------------
@@ -213,6 +219,8 @@ def apply_defaults(node: Any, schema: Schema) -> None:
                 node[key] = deep_copy(prop["default"])
         extra = schema.get("additionalProperties")
         for key, value in node.items():
+            if type(value) not in _CONTAINERS:
+                continue  # defaults go into objects only
             if key in properties:
                 apply_defaults(value, properties[key])
             elif isinstance(extra, Mapping):
@@ -221,7 +229,8 @@ def apply_defaults(node: Any, schema: Schema) -> None:
         items = schema.get("items")
         if isinstance(items, Mapping):
             for item in node:
-                apply_defaults(item, items)
+                if type(item) in _CONTAINERS:
+                    apply_defaults(item, items)
 
 
 # --- JSON types ------------------------------------------------------------------------------

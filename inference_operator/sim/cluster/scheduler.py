@@ -16,6 +16,7 @@ on the nodes they ran on. The node must still pass every filter; else the search
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable
 
 from inference_operator.core.clock import format_timestamp
@@ -27,7 +28,7 @@ from inference_operator.sim.apiserver.binding import with_condition
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.fit import choose_node, feasible_nodes_to_find, fit_error
+from inference_operator.sim.cluster.fit import feasible_nodes_to_find, fit_error, node_score, scored_resources
 from inference_operator.sim.informer import SharedInformer
 
 __all__ = ["FIELD_MANAGER", "SCHEDULER", "Scheduler"]
@@ -62,6 +63,10 @@ class Scheduler:
         self._pending: set[str] = set()  # keys of pods waiting for room
         self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
         self._next_start = 0  # where the next search through the nodes begins
+        self._changes: dict[str, int] = {}  # node → how often what it holds changed
+        self._verdicts: dict[tuple[bytes, str, str, int], NodeStatus | None] = {}
+        self._scores: dict[tuple[bytes, str, str, int], tuple[float, int, str]] = {}
+        self._sorted: tuple[int, list[Obj]] = (-1, [])  # (node informer's changes, its nodes by name)
         self.placement: Callable[[Obj], str | None] | None = None
         """The node to try first for a pod (None, or a name no node has: search as usual)."""
 
@@ -87,11 +92,13 @@ class Scheduler:
             node, requests = before
             self.used[node] = subtract(self.used.get(node, {}), requests)
             self.count[node] = self.count.get(node, 0) - 1
+            self._changes[node] = self._changes.get(node, 0) + 1
         if holds and new is not None:
             node, requests = podstate.node_of(new), pod_requests(new.get("spec") or {})
             self._held[uid] = (node, requests)
             self.used[node] = add(self.used.get(node, {}), requests)
             self.count[node] = self.count.get(node, 0) + 1
+            self._changes[node] = self._changes.get(node, 0) + 1
         key = key_of(pod["metadata"]["namespace"], pod["metadata"]["name"])
         if new is None or podstate.node_of(new) or not podstate.is_active(new):
             self._pending.discard(key)
@@ -121,17 +128,18 @@ class Scheduler:
             self._pending.discard(key)
             self._bind(pod, preferred)
             return Result()
-        nodes = sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"]))
+        nodes = self._nodes_by_name()
         wanted = feasible_nodes_to_find(len(nodes))
         fitting: list[Obj] = []
         statuses: list[NodeStatus] = []
         start = self._next_start % len(nodes) if nodes else 0
         processed = 0
+        shape = _shape(spec, requests)
         for node in nodes[start:] + nodes[:start]:
             if len(fitting) >= wanted:
                 break
             processed += 1
-            status = self._filter(spec, requests, node)
+            status = self._filter(spec, requests, node, shape)
             if status is None:
                 fitting.append(node)
             else:
@@ -139,15 +147,43 @@ class Scheduler:
         self._next_start = start + processed
         if fitting:
             self._pending.discard(key)
-            best = choose_node(
-                fitting, requests, self.used, self.count, capacity_of=lambda node: self._node_info(node)[0]
-            )
-            chosen = str(best["metadata"]["name"])
+            chosen = str(self._best(fitting, requests, shape)["metadata"]["name"])
             self._bind(pod, chosen)
             return Result()
         self._pending.add(key)
         self._unschedulable(pod, fit_error(statuses))
         return Result()
+
+    def _nodes_by_name(self) -> list[Obj]:
+        """The cached nodes sorted by name, sorted again only when a node event came."""
+        changes = self.nodes.changes
+        if self._sorted[0] != changes:
+            self._sorted = (changes, sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"])))
+        return self._sorted[1]
+
+    def _version(self, node: Obj) -> tuple[str, str, int]:
+        """What a verdict on ``node`` depends on besides the pod: the node's version, and how often
+        what it holds changed."""
+        name = str(node["metadata"]["name"])
+        return name, str(node["metadata"].get("resourceVersion", "")), self._changes.get(name, 0)
+
+    def _best(self, fitting: list[Obj], requests: Resources, shape: bytes) -> Obj:
+        """:func:`.fit.choose_node`, each node's score kept until the node or what it holds changes."""
+        names = scored_resources(requests)
+        if len(self._scores) > _REMEMBERED:
+            self._scores.clear()
+
+        def score(node: Obj) -> tuple[float, int, str]:
+            key = (shape, *self._version(node))
+            found = self._scores.get(key) if shape else None
+            if found is None:
+                name = key[1]
+                held = self.used.get(name, {})
+                capacity = self._node_info(node)[0]
+                found = self._scores[key] = node_score(name, capacity, held, self.count.get(name, 0), requests, names)
+            return found
+
+        return min(fitting, key=score)
 
     def _preferred(self, pod: Obj, spec: Obj, requests: Resources) -> str | None:
         """The node :attr:`placement` names for ``pod``, if it passes every filter."""
@@ -157,11 +193,16 @@ class Scheduler:
             return None
         return wanted if self._filter(spec, requests, node) is None else None
 
-    def _filter(self, spec: Obj, requests: Resources, node: Obj) -> NodeStatus | None:
-        """Why ``node`` cannot take the pod now (None: it can)."""
+    def _filter(self, spec: Obj, requests: Resources, node: Obj, shape: bytes = b"") -> NodeStatus | None:
+        """Why ``node`` cannot take the pod now (None: it can). With the pod's ``shape``
+        (:func:`_shape`) the verdict is kept until the node or what it holds changes: a burst of
+        pods alike is filtered against a hundred nodes each, and most of them did not change."""
+        key = (shape, *self._version(node)) if shape else None
+        if key is not None and key in self._verdicts:
+            return self._verdicts[key]
         name = str(node["metadata"]["name"])
         capacity, taints = self._node_info(node)
-        return filter_node(
+        verdict = filter_node(
             spec,
             requests,
             node,
@@ -170,6 +211,11 @@ class Scheduler:
             capacity=capacity,
             taints=taints,
         )
+        if key is not None:
+            if len(self._verdicts) > _REMEMBERED:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
 
     def _bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
@@ -202,3 +248,14 @@ class Scheduler:
             field_manager=FIELD_MANAGER,
             answer=False,
         )
+
+
+_REMEMBERED = 100_000
+"""Verdicts and scores kept at most (all forgotten at once past it: they are cheap to redo)."""
+
+
+def _shape(spec: Obj, requests: Resources) -> bytes:
+    """What a node's verdict and score depend on in a pod: its tolerations, node selector,
+    affinity and requests (encoded: equal pods, equal bytes)."""
+    placement = (spec.get("tolerations"), spec.get("nodeSelector"), spec.get("affinity"), sorted(requests.items()))
+    return marshal.dumps(placement, 2)

@@ -363,3 +363,42 @@ def test_min_ready_seconds_delays_availability_and_the_old_pod_waits_for_it() ->
     assert sorted(p["spec"]["containers"][0]["image"] for p in pods(sim)) == ["vllm", "vllm:2"]
     sim.run_until_quiescent(until=sim.now + 30)
     assert [p["spec"]["containers"][0]["image"] for p in pods(sim)] == ["vllm:2"]
+
+
+def _placements(*, remember: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, str], list[str]]:
+    """A burst of unlike pods on unlike nodes (taints, labels, sizes; one too big for any
+    node), then a Deployment removed: where each pod went, and the scheduler's words."""
+    from inference_operator.sim.cluster import scheduler
+
+    if not remember:
+        monkeypatch.setattr(scheduler, "_shape", lambda spec, requests: b"")
+    nodes = [NodeShape(f"n{i}", gpus=2 + i % 3) for i in range(12)]
+    nodes += [NodeShape("tainted", gpus=8, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])]
+    nodes += [NodeShape("labelled", gpus=4, labels={"pool": "a"})]
+    sim = Simulation(node_layout=nodes, termination_seconds=5)
+    for i in range(9):
+        manifest = deployment(f"d{i}", replicas=3, gpu=1 + i % 3)
+        spec = manifest["spec"]["template"]["spec"]
+        if i % 4 == 1:
+            spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+        if i % 4 == 2:
+            spec["nodeSelector"] = {"pool": "a"}
+        sim.apply(manifest)
+    sim.apply(deployment("huge", replicas=1, gpu=16))
+    sim.run_until_quiescent(until=60)
+    sim.delete("Deployment", "default", "d0")
+    sim.run_until_quiescent(until=sim.now + 60)
+    placed = {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in pods(sim)}
+    words = sorted(
+        str(c.get("message", "")) for p in pods(sim) for c in p["status"].get("conditions", []) if c.get("reason")
+    )
+    return placed, words
+
+
+def test_remembered_verdicts_and_scores_place_every_pod_where_working_them_out_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    remembered = _placements(remember=True, monkeypatch=monkeypatch)
+    worked_out = _placements(remember=False, monkeypatch=monkeypatch)
+    assert remembered == worked_out
+    assert sum(1 for node in remembered[0].values() if node) > 10 and remembered[1]  # placed, and some not
