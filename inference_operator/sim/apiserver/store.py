@@ -29,6 +29,9 @@ __all__ = ["ApiRequest", "ControllerAccess", "ObjectStore", "thaw_object"]
 
 Objs = list[Obj]  # spelt as an alias: inside the class, ``list`` is the method
 
+FROZEN_KEPT = 4096
+"""Frozen copies kept at most (the oldest dropped first): most are read once, as a write's answer."""
+
 
 class ApiRequest(NamedTuple):
     """One mutating request, as logged in :attr:`FakeApiServer.requests`."""
@@ -51,7 +54,8 @@ class ObjectStore:
         self._lock = threading.RLock()
         self._objects: dict[str, dict[str, dict[str, Obj]]] = {}  # kind → namespace → name → object
         self._frozen: dict[Key, bytes] = {}  # frozen copies of stored objects, made on the first read
-        # of each version (thawing is the cheapest copy); a version nobody reads is never frozen
+        # of each version (thawing is the cheapest copy); a version nobody reads is never frozen,
+        # and only the last FROZEN_KEPT are kept
         self._watches = Broadcaster(self._lock)
         self._resource_version = 0
         self._last_wall: datetime.datetime | None = None
@@ -168,6 +172,8 @@ class ObjectStore:
         the simulated controllers are replaced before anyone reads them."""
         blob = self._frozen.get(key)
         if blob is None:
+            if len(self._frozen) >= FROZEN_KEPT:
+                del self._frozen[next(iter(self._frozen))]  # the oldest: made again if read again
             blob = self._frozen[key] = freeze(stored)
         return blob
 

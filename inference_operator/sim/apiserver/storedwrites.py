@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from inference_operator.core.clock import Clock
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import graceful, strategy
 from inference_operator.sim.apiserver.garbage import GarbageCollector, Propagation, deletion_finalizers
 from inference_operator.sim.apiserver.keys import Key
 from inference_operator.sim.apiserver.kinds import traits_of
+from inference_operator.sim.apiserver.sharing import SharedParts
 from inference_operator.sim.apiserver.store import ObjectStore
 from inference_operator.sim.apiserver.watch import EventType
 
@@ -31,6 +33,10 @@ class StoredWrites(ObjectStore):
     _gc: GarbageCollector
     _namespaces: NamespaceLifecycle
     custom_resources: CustomResources
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self._shared_parts = SharedParts()
 
     def _commit(self, key: Key, stored: Obj, candidate: Obj) -> tuple[Obj, bool]:
         """Store ``candidate`` unless it equals ``stored``; remove it if its last finalizer went.
@@ -114,8 +120,10 @@ class StoredWrites(ObjectStore):
     # --- store ----------------------------------------------------------------------------------
 
     def _put(self, key: Key, new: Obj, old: Obj | None, event: EventType) -> None:
-        """Store ``new`` (its frozen copy is made when first read), tell the watches and the garbage collector."""
+        """Store ``new`` (its frozen copy is made when first read; its parts equal to stored ones
+        shared with them, :mod:`.sharing`), tell the watches and the garbage collector."""
         kind, namespace, name = key
+        self._shared_parts.share(kind, new, old)
         self._objects.setdefault(kind, {}).setdefault(namespace, {})[name] = new
         self._frozen.pop(key, None)
         if kind == "CustomResourceDefinition":

@@ -1020,3 +1020,18 @@ class TestJsonCopy:
         merged["a"]["b"].append(4)
         assert target == {"a": {"b": [1]}, "keep": {"x": 1}}
         assert patch == {"a": {"c": [2]}}
+
+
+def test_the_store_keeps_a_bounded_number_of_frozen_copies_and_reads_stay_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inference_operator.sim.apiserver import store
+
+    monkeypatch.setattr(store, "FROZEN_KEPT", 2)
+    api = FakeApiServer()
+    for name in ("a", "b", "c"):
+        api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
+    for _ in range(2):
+        for name in ("a", "b", "c"):
+            assert api.get("ConfigMap", "default", name)["metadata"]["name"] == name
+    assert len(api._frozen) == 2
