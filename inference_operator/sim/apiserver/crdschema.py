@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from inference_operator.api.fielderrors import go_value
-from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.jsoncopy import copy_without_nulls, deep_copy
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.knownfields import OBJECT_META_FIELDS
 
@@ -36,11 +36,14 @@ __all__ = [
     "go_value",
     "item_path",
     "json_type",
+    "metadata_copy",
     "object_meta_problem",
     "old_child",
     "prune",
+    "request_copy",
     "type_ok",
     "whole_numbers_as_integers",
+    "whole_numbers_in_request",
 ]
 
 Schema = Mapping[str, Any]
@@ -157,6 +160,41 @@ def whole_numbers_as_integers(node: Any) -> Any:
             if isinstance(value, float | dict | list):
                 node[index] = whole_numbers_as_integers(value)
     return node
+
+
+def whole_numbers_in_request(obj: Obj) -> Obj:
+    """:func:`whole_numbers_as_integers` of a request's object (:func:`request_copy`), in place,
+    leaving its managedFields alone (they are the caller's, and only read)."""
+    for key, value in obj.items():
+        if key == "metadata" and type(value) is dict:
+            for name, field in value.items():
+                if name != "managedFields" and isinstance(field, float | dict | list):
+                    value[name] = whole_numbers_as_integers(field)
+        elif isinstance(value, float | dict | list):
+            obj[key] = whole_numbers_as_integers(value)
+    return obj
+
+
+def request_copy(obj: Mapping[str, Any]) -> Obj:
+    """A request's object copied without nulls, but for ``metadata.managedFields`` (see
+    :func:`metadata_copy`)."""
+    meta = obj.get("metadata")
+    if type(meta) is not dict or meta.get("managedFields") is None:
+        return copy_without_nulls(dict(obj))
+    out: Obj = copy_without_nulls({k: v for k, v in obj.items() if k != "metadata"})
+    out["metadata"] = metadata_copy(meta)
+    return out
+
+
+def metadata_copy(meta: Mapping[str, Any]) -> Obj:
+    """A request's metadata copied without nulls, its ``managedFields`` passed on as sent: the
+    field manager only reads them, then replaces them (they are never stored as sent), and they
+    are often most of an object."""
+    entries = meta.get("managedFields")
+    out: Obj = copy_without_nulls({k: v for k, v in meta.items() if k != "managedFields"})
+    if entries is not None:
+        out["managedFields"] = entries
+    return out
 
 
 # --- pruning ---------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ class CustomResources:
             return obj
         if status_only:
             return self._decoded_status(kind, version, schema, obj)
-        out: Obj = crdschema.whole_numbers_as_integers(copy_without_nulls(obj) if copy else obj)
+        out: Obj = crdschema.whole_numbers_in_request(crdschema.request_copy(obj) if copy else obj)
         self._check_object_meta(kind, version, out.get("metadata"))
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)

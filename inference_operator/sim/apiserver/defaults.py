@@ -19,6 +19,7 @@ from inference_operator.core.errors import Invalid
 from inference_operator.core.jsoncopy import copy_without_nulls
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import configdata
+from inference_operator.sim.apiserver.crdschema import metadata_copy, request_copy
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.knownfields import prune_unknown
 from inference_operator.sim.apiserver.nodevalidation import validate_node
@@ -84,15 +85,17 @@ def ingest(kind: str, obj: Mapping[str, Any]) -> Obj:
     Entries set to ``null`` are dropped; for Go-typed kinds, so are empty optional fields, the
     way ``omitempty`` drops them (``env: []``, ``value: ""``, ``nodeSelector: {}`` …), and
     fields their Go type does not declare (:mod:`.knownfields`). One copying pass does the
-    first two, since this runs on every write.
+    first two, since this runs on every write. ``metadata.managedFields`` is not copied
+    (:func:`.crdschema.request_copy`).
     """
     if not traits_of(kind).built_in:
-        return copy_without_nulls(dict(obj))
+        return request_copy(obj)
     out: Obj = {}
     for key, value in obj.items():
         if key in _ENVELOPE:
             if value is not None:
-                out[key] = copy_without_nulls(value)
+                metadata = key == "metadata" and type(value) is dict
+                out[key] = metadata_copy(value) if metadata else copy_without_nulls(value)
         elif type(value) is dict and _is_map(key, value):  # data, stringData: its "" values are values
             if value:
                 out[key] = copy_without_nulls(value)

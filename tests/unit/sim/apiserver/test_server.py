@@ -1035,3 +1035,28 @@ def test_the_store_keeps_a_bounded_number_of_frozen_copies_and_reads_stay_right(
         for name in ("a", "b", "c"):
             assert api.get("ConfigMap", "default", name)["metadata"]["name"] == name
     assert len(api._frozen) == 2
+
+
+def test_the_managed_fields_a_client_sends_are_read_never_stored_nor_changed() -> None:
+    from inference_operator.api.crd import crd as project_crd
+
+    api = FakeApiServer()
+    api.create(project_crd())
+    body = {
+        "apiVersion": "serving.inference-operator.dev/v1",
+        "kind": "InferenceService",
+        "metadata": {"name": "a", "namespace": "default"},
+        "spec": {"image": "vllm", "model": "m"},
+    }
+    read = api.create(body, field_manager="kubectl")
+    sent = copy.deepcopy(read)
+    sent["spec"]["replicas"] = 2.0
+    sent["metadata"]["managedFields"][0]["extra"] = 1.0  # the client's own, odd as it is
+    before = copy.deepcopy(sent)
+    api.update(sent, field_manager="editor")
+    assert sent == before and type(sent["metadata"]["managedFields"][0]["extra"]) is float
+    stored = api._lookup(("InferenceService", "default", "a"))
+    assert stored is not None and stored["spec"]["replicas"] == 2 and type(stored["spec"]["replicas"]) is int
+    for entry in stored["metadata"]["managedFields"]:
+        assert all(entry is not mine for mine in sent["metadata"]["managedFields"]) and "extra" not in entry
+    assert {e["manager"] for e in stored["metadata"]["managedFields"]} == {"kubectl", "editor"}
