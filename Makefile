@@ -89,7 +89,7 @@ images-test: ## Go checks and tests of the images/ module (the vLLM stand-in, th
 	cd images && go vet ./... && go test ./...
 
 test: deps lint typecheck images-test controlplane chromium ## Everything: lint, types, Go, unit, integration and e2e tests
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q tests --durations=10
 
 FUZZ_EXAMPLES ?= 200
 fuzz: deps ## Longer fuzz of every command with bad input (subprocesses with memory and time limits): make fuzz FUZZ_EXAMPLES=500

@@ -77,4 +77,5 @@ def test_make_unit_never_builds_the_control_plane_and_make_static_runs_the_stati
     static = dry_run("static")
     assert any("build-controlplane.sh" in line for line in static), static
     assert static[-1] == f"{VENV_PYTHON} -m pytest -q tests/static"
-    assert f"{VENV_PYTHON} -m pytest -q tests" in dry_run("test"), "`make test` runs every folder of tests"
+    test = dry_run("test")
+    assert f"{VENV_PYTHON} -m pytest -q tests --durations=10" in test, "make test: every folder, the ten slowest"
