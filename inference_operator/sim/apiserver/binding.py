@@ -57,8 +57,12 @@ def with_condition(conditions: Any, condition: Obj, *, now: str) -> list[Obj]:
     current = [c for c in conditions or () if isinstance(c, dict)]
     for index, old in enumerate(current):
         if old.get("type") == condition["type"]:
-            same = old.get("status") == condition["status"] and "lastTransitionTime" in old
-            current[index] = {**condition, "lastTransitionTime": old["lastTransitionTime"] if same else now}
+            if old.get("status") != condition["status"]:
+                current[index] = {**condition, "lastTransitionTime": now}
+            elif "lastTransitionTime" in old:
+                current[index] = {**condition, "lastTransitionTime": old["lastTransitionTime"]}
+            else:  # the old one's zero time is copied: still none
+                current[index] = dict(condition)
             return current
     return [*current, {**condition, "lastTransitionTime": now}]
 

@@ -181,9 +181,11 @@ def request_copy(obj: Mapping[str, Any]) -> Obj:
     meta = obj.get("metadata")
     if type(meta) is not dict or meta.get("managedFields") is None:
         return copy_without_nulls(dict(obj))
-    out: Obj = copy_without_nulls({k: v for k, v in obj.items() if k != "metadata"})
-    out["metadata"] = metadata_copy(meta)
-    return out
+    return {  # in the request's order
+        key: metadata_copy(value) if key == "metadata" else copy_without_nulls(value)
+        for key, value in obj.items()
+        if value is not None
+    }
 
 
 def metadata_copy(meta: Mapping[str, Any]) -> Obj:
@@ -193,7 +195,7 @@ def metadata_copy(meta: Mapping[str, Any]) -> Obj:
     entries = meta.get("managedFields")
     out: Obj = copy_without_nulls({k: v for k, v in meta.items() if k != "managedFields"})
     if entries is not None:
-        out["managedFields"] = entries
+        out["managedFields"] = list(entries) if type(entries) is tuple else entries  # JSON has arrays only
     return out
 
 

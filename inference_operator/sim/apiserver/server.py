@@ -52,7 +52,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from inference_operator.core.clock import Clock
-from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
+from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound, ServerError
 from inference_operator.core.jsoncopy import freeze, merge_patch
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import binding, defaults, keys, managedfields, strategy
@@ -250,10 +250,13 @@ class FakeApiServer(WritePath):
         """Bind a pod to ``node`` (``POST pods/<name>/binding``, what kube-scheduler sends, with the
         pod's ``uid`` as a precondition): ``spec.nodeName`` and ``PodScheduled=True`` in one write
         that bypasses the field manager (:mod:`.binding`). :class:`Conflict` when the pod is bound
-        already, being deleted or gated."""
+        already, being deleted or gated; :class:`ServerError` without a node, as the real server
+        answers (500, "target.name: Required value")."""
         with self._lock:
             key = keys.key_for("Pod", namespace, name)
             try:
+                if not node:  # ValidatePodBinding, before the pod is read; its errors come back as a 500
+                    raise ServerError("target.name: Required value", kind="Pod", namespace=namespace, name=name)
                 stored = self._stored(key)
                 changed = self._commit(key, stored, binding.bound(stored, node, uid=uid, now=self._now()))[1]
             except ApiError as err:

@@ -1,7 +1,8 @@
 """A pod's binding (``POST pods/<name>/binding``, what kube-scheduler sends): ``spec.nodeName`` and
 ``PodScheduled=True`` in one write and one watch event, around the field manager (``managedFields``
 do not change), a scheduler's earlier ``Unschedulable`` condition replaced whole; refused (409)
-for a pod bound already, a gated pod and a wrong uid, 404 for a missing pod.
+for a pod bound already, a gated pod and a wrong uid, 404 for a missing pod, and a 500 for no node (the
+real server's answer to a Binding that fails validation).
 
 The node named needs not exist (the API server does not look), so nothing runs the pods, and
 they name a scheduler that does not exist either, so kube-scheduler leaves them to the check.
@@ -65,3 +66,4 @@ def refused(api: Api) -> None:
     api.bind("q", "conformance-node-a", uid="00000000-0000-4000-8000-00000000dead")
     api.get("Pod", "q", keep=["spec.nodeName", "status.conditions"])
     api.bind("missing", "conformance-node-a")
+    api.bind("q", "")

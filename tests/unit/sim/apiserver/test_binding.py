@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inference_operator.core.errors import Conflict, NotFound
+from inference_operator.core.errors import Conflict, NotFound, ServerError
 from inference_operator.sim.apiserver.binding import with_condition
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
@@ -110,3 +110,16 @@ def test_a_wrong_uid_is_a_failed_precondition_and_a_missing_pod_is_not_found() -
     assert "nodeName" not in api.get("Pod", "default", "p")["spec"]
     with pytest.raises(NotFound):
         api.bind("default", "missing", "node-a")
+
+
+def test_a_binding_without_a_node_fails_as_on_the_real_server_and_changes_nothing() -> None:
+    api = FakeApiServer()
+    created = api.create(pod("p"))
+    with pytest.raises(ServerError, match=r"^target\.name: Required value$"):
+        api.bind("default", "p", "")
+    assert api.get("Pod", "default", "p") == created
+
+
+def test_a_condition_of_the_same_status_without_a_transition_time_stays_without_one() -> None:
+    old = [{"type": "PodScheduled", "status": "True"}]
+    assert with_condition(old, {"type": "PodScheduled", "status": "True"}, now="t1") == old

@@ -1060,3 +1060,21 @@ def test_the_managed_fields_a_client_sends_are_read_never_stored_nor_changed() -
     for entry in stored["metadata"]["managedFields"]:
         assert all(entry is not mine for mine in sent["metadata"]["managedFields"]) and "extra" not in entry
     assert {e["manager"] for e in stored["metadata"]["managedFields"]} == {"kubectl", "editor"}
+
+
+def test_a_custom_resource_keeps_its_keys_in_order_and_takes_managed_fields_as_a_tuple() -> None:
+    from inference_operator.api.crd import crd as project_crd
+
+    api = FakeApiServer()
+    api.create(project_crd())
+    body = {
+        "apiVersion": "serving.inference-operator.dev/v1",
+        "kind": "InferenceService",
+        "metadata": {"name": "a", "namespace": "default"},
+        "spec": {"image": "vllm", "model": "m"},
+    }
+    read = api.create(body, field_manager="kubectl")
+    api.update({**read, "spec": {**read["spec"], "replicas": 2}}, field_manager="editor")
+    assert list(api.get("InferenceService", "default", "a"))[:4] == ["apiVersion", "kind", "metadata", "spec"]
+    as_tuple = {**body, "metadata": {"name": "b", "namespace": "default", "managedFields": ()}}
+    assert api.create(as_tuple)["metadata"]["name"] == "b"
