@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inference_operator.api.fielderrors import go_value
 from inference_operator.core.errors import Conflict
 from inference_operator.core.objects import Obj
 
@@ -35,7 +36,7 @@ def bound(stored: Obj, node: str, *, uid: str = "", now: str) -> Obj:
     if "deletionTimestamp" in meta:
         refused = f"pod {name} is being deleted, cannot be assigned to a host"
     elif spec.get("nodeName"):
-        refused = f"pod {name} is already assigned to node {_quoted(spec['nodeName'])}"
+        refused = f"pod {name} is already assigned to node {go_value(spec['nodeName'])}"
     elif spec.get("schedulingGates"):
         refused = f"pod {name} has non-empty .spec.schedulingGates"
     else:
@@ -65,7 +66,3 @@ def with_condition(conditions: Any, condition: Obj, *, now: str) -> list[Obj]:
                 current[index] = dict(condition)
             return current
     return [*current, {**condition, "lastTransitionTime": now}]
-
-
-def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

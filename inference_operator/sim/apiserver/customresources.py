@@ -136,36 +136,26 @@ class CustomResources:
             return obj
         if status_only:
             return self._decoded_status(kind, version, schema, obj)
-        out: Obj = crdschema.whole_numbers_in_request(crdschema.request_copy(obj) if copy else obj)
-        self._check_object_meta(kind, version, out.get("metadata"))
+        return self._decoded(kind, version, schema, crdschema.request_copy(obj) if copy else obj)
+
+    def _decoded(self, kind: str, version: str, schema: Schema, out: Obj) -> Obj:
+        """Decode ``out``, the server's own copy of a request's object, in place."""
+        crdschema.whole_numbers_in_request(out)
+        problem = crdschema.object_meta_problem(out.get("metadata"))
+        if problem:
+            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
         crdschema.prune(out, schema)
         crdschema.apply_defaults(out, schema)
         return out
 
     def _decoded_status(self, kind: str, version: str, schema: Schema, obj: Obj) -> Obj:
-        meta = obj.get("metadata")
-        if isinstance(meta, dict):  # decoded as a whole, but for managedFields: only its items' types matter
-            entries = meta.get("managedFields")
-            meta = {k: v for k, v in meta.items() if k != "managedFields"}
-            meta = crdschema.whole_numbers_as_integers(copy_without_nulls(meta))
-            if entries is not None:
-                meta["managedFields"] = entries
-        self._check_object_meta(kind, version, meta)
-        decoded: Obj = {}
-        if obj.get("status") is not None:
-            decoded["status"] = crdschema.whole_numbers_as_integers(copy_without_nulls(obj["status"]))
-        crdschema.prune(decoded, schema)
-        crdschema.apply_defaults(decoded, schema)
-        out = {k: v for k, v in obj.items() if k != "status"}
+        """The request with its status decoded: its metadata and status go through :meth:`_decoded`."""
+        sent = {key: value for key, value in obj.items() if key in ("metadata", "status")}
+        decoded = self._decoded(kind, version, schema, crdschema.request_copy(sent))
+        out = {key: value for key, value in obj.items() if key != "status"}
         if "status" in decoded:
             out["status"] = decoded["status"]
         return out
-
-    @staticmethod
-    def _check_object_meta(kind: str, version: str, meta: Any) -> None:
-        problem = crdschema.object_meta_problem(meta)
-        if problem:
-            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}', kind=kind)
 
     def defaulted(self, kind: str, stored: Obj) -> Obj | None:
         """``stored`` as the server reads it (with the defaults of the schema now served), or

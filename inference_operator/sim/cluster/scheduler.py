@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.nodefit import NodeStatus, allocatable, filter_node, scheduling_taints
@@ -64,8 +65,8 @@ class Scheduler:
         self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
         self._next_start = 0  # where the next search through the nodes begins
         self._changes: dict[str, int] = {}  # node → how often what it holds changed
-        self._verdicts: dict[tuple[bytes, str, str, int], NodeStatus | None] = {}
-        self._scores: dict[tuple[bytes, str, str, int], tuple[float, int, str]] = {}
+        self._verdicts: dict[Any, NodeStatus | None] = {}  # (pod shape, *node version) → filter verdict
+        self._scores: dict[Any, tuple[float, int, str]] = {}  # (pod shape, *node version) → score
         self._sorted: tuple[int, list[Obj]] = (-1, [])  # (node informer's changes, its nodes by name)
         self.placement: Callable[[Obj], str | None] | None = None
         """The node to try first for a pod (None, or a name no node has: search as usual)."""
@@ -170,18 +171,15 @@ class Scheduler:
     def _best(self, fitting: list[Obj], requests: Resources, shape: bytes) -> Obj:
         """:func:`.fit.choose_node`, each node's score kept until the node or what it holds changes."""
         names = scored_resources(requests)
-        if len(self._scores) > _REMEMBERED:
-            self._scores.clear()
 
         def score(node: Obj) -> tuple[float, int, str]:
-            key = (shape, *self._version(node))
-            found = self._scores.get(key) if shape else None
-            if found is None:
-                name = key[1]
-                held = self.used.get(name, {})
+            name = str(node["metadata"]["name"])
+
+            def work_out() -> tuple[float, int, str]:
                 capacity = self._node_info(node)[0]
-                found = self._scores[key] = node_score(name, capacity, held, self.count.get(name, 0), requests, names)
-            return found
+                return node_score(name, capacity, self.used.get(name, {}), self.count.get(name, 0), requests, names)
+
+            return _remembered(self._scores, (shape, *self._version(node)) if shape else None, work_out)
 
         return min(fitting, key=score)
 
@@ -197,25 +195,16 @@ class Scheduler:
         """Why ``node`` cannot take the pod now (None: it can). With the pod's ``shape``
         (:func:`_shape`) the verdict is kept until the node or what it holds changes: a burst of
         pods alike is filtered against a hundred nodes each, and most of them did not change."""
-        key = (shape, *self._version(node)) if shape else None
-        if key is not None and key in self._verdicts:
-            return self._verdicts[key]
-        name = str(node["metadata"]["name"])
-        capacity, taints = self._node_info(node)
-        verdict = filter_node(
-            spec,
-            requests,
-            node,
-            requested=self.used.get(name, {}),
-            pods_on_node=self.count.get(name, 0),
-            capacity=capacity,
-            taints=taints,
-        )
-        if key is not None:
-            if len(self._verdicts) > _REMEMBERED:
-                self._verdicts.clear()
-            self._verdicts[key] = verdict
-        return verdict
+
+        def work_out() -> NodeStatus | None:
+            name = str(node["metadata"]["name"])
+            capacity, taints = self._node_info(node)
+            used, pods = self.used.get(name, {}), self.count.get(name, 0)
+            return filter_node(
+                spec, requests, node, requested=used, pods_on_node=pods, capacity=capacity, taints=taints
+            )
+
+        return _remembered(self._verdicts, (shape, *self._version(node)) if shape else None, work_out)
 
     def _bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
@@ -252,6 +241,19 @@ class Scheduler:
 
 _REMEMBERED = 100_000
 """Verdicts and scores kept at most (all forgotten at once past it: they are cheap to redo)."""
+
+T = TypeVar("T")
+
+
+def _remembered(table: dict[Any, T], key: Any, work_out: Callable[[], T]) -> T:
+    """``table[key]``, worked out and kept if missing (``key`` None: worked out, not kept)."""
+    if key is None:
+        return work_out()
+    if key not in table:
+        if len(table) > _REMEMBERED:
+            table.clear()
+        table[key] = work_out()
+    return table[key]
 
 
 def _shape(spec: Obj, requests: Resources) -> bytes:

@@ -1037,7 +1037,8 @@ def test_the_store_keeps_a_bounded_number_of_frozen_copies_and_reads_stay_right(
     assert len(api._frozen) == 2
 
 
-def test_the_managed_fields_a_client_sends_are_read_never_stored_nor_changed() -> None:
+def _with_the_crd() -> tuple[FakeApiServer, dict[str, Any]]:
+    """A server with the project's CRD, and an InferenceService to create there."""
     from inference_operator.api.crd import crd as project_crd
 
     api = FakeApiServer()
@@ -1048,6 +1049,11 @@ def test_the_managed_fields_a_client_sends_are_read_never_stored_nor_changed() -
         "metadata": {"name": "a", "namespace": "default"},
         "spec": {"image": "vllm", "model": "m"},
     }
+    return api, body
+
+
+def test_the_managed_fields_a_client_sends_are_read_never_stored_nor_changed() -> None:
+    api, body = _with_the_crd()
     read = api.create(body, field_manager="kubectl")
     sent = copy.deepcopy(read)
     sent["spec"]["replicas"] = 2.0
@@ -1063,16 +1069,7 @@ def test_the_managed_fields_a_client_sends_are_read_never_stored_nor_changed() -
 
 
 def test_a_custom_resource_keeps_its_keys_in_order_and_takes_managed_fields_as_a_tuple() -> None:
-    from inference_operator.api.crd import crd as project_crd
-
-    api = FakeApiServer()
-    api.create(project_crd())
-    body = {
-        "apiVersion": "serving.inference-operator.dev/v1",
-        "kind": "InferenceService",
-        "metadata": {"name": "a", "namespace": "default"},
-        "spec": {"image": "vllm", "model": "m"},
-    }
+    api, body = _with_the_crd()
     read = api.create(body, field_manager="kubectl")
     api.update({**read, "spec": {**read["spec"], "replicas": 2}}, field_manager="editor")
     assert list(api.get("InferenceService", "default", "a"))[:4] == ["apiVersion", "kind", "metadata", "spec"]
