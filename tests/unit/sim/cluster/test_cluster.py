@@ -402,3 +402,26 @@ def test_remembered_verdicts_and_scores_place_every_pod_where_working_them_out_d
     worked_out = _placements(remember=False, monkeypatch=monkeypatch)
     assert remembered == worked_out
     assert sum(1 for node in remembered[0].values() if node) > 10 and remembered[1]  # placed, and some not
+
+
+@pytest.mark.parametrize("race", ["bound", "deleted"])
+def test_a_pod_bound_or_deleted_by_someone_else_first_leaves_the_scheduler_converged(race: str) -> None:
+    sim = Simulation()
+    bind = sim.api.bind
+    raced: list[str] = []
+
+    def first(namespace: str, name: str, node: str, *, uid: str = "") -> None:
+        if not raced:  # someone else gets there between the scheduler's read and its binding
+            raced.append(name)
+            if race == "bound":
+                bind(namespace, name, "sim-node-2", uid=uid)
+            else:
+                sim.api.delete("Pod", namespace, name)
+        bind(namespace, name, node, uid=uid)
+
+    sim.api.bind = first  # type: ignore[method-assign]
+    serve(sim, gpu=1)
+    sim.run_until_quiescent()
+    assert raced and isvc(sim)["status"]["phase"] == "Ready"
+    (running,) = pods(sim)
+    assert running["spec"]["nodeName"] and sim.cluster.scheduler.count[running["spec"]["nodeName"]] == 1
