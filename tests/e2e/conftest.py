@@ -240,13 +240,21 @@ def operator(
 
 
 def suite_operator(
-    cluster: Cluster, kubeconfig: Path, registry: RegistryServer, log: Path, *, identity: str, standby: bool = False
+    cluster: Cluster,
+    kubeconfig: Path,
+    registry: RegistryServer,
+    log: Path,
+    *,
+    identity: str,
+    standby: bool = False,
+    quick_lease: bool = False,
 ) -> OperatorProcess:
     """The operator as the suite runs it: the HTTP balancer, short resync and requeue periods,
-    four workers, its leader Lease in the operator namespace."""
+    four workers, its leader Lease in the operator namespace (with ``quick_lease``, the
+    harness's shorter election timings)."""
     return OperatorProcess(
         kubeconfig,
-        operator_env(cluster.bin_dir),
+        operator_env(cluster.bin_dir, quick_lease=quick_lease),
         log,
         "--lb-provider",
         "http",

@@ -10,19 +10,20 @@ the Lease; a graceful stop hands the Lease
 over within a few seconds. The figures (failover after kill -9, after a graceful stop) are
 printed for the closing note; the bounds asserted are the design's (lease duration + retry).
 
-At most one writer, ``ROUNDS`` times each (``E2E_HA_ROUNDS``, 10 by default), while
-the specs of a fleet keep changing: the leader is frozen (SIGSTOP) at a varying point of its work
-until the standby has taken over and converged the changes, then resumed (SIGCONT); the Lease is
-deleted by hand; its holder is changed by hand. After each, in the API server's audit log and the
-balancer's call log (by user agent), no replica wrote (a mutating request the API server
-accepted, Events included, or a balancer call) after the other replica's first write; the
-takeover times are printed. The rules are in ``onewriter.py`` (unit-tested on hand-written audit
-events): a late request is tolerated only if the API server refused it on its precondition, a
-status PUT or a finalizer patch refused with 409 (they carry the resourceVersion they read), the
-one window the fence cannot close (a request that passed the last check at the socket in the
-instant before the process froze, ``kube/fence.py``); any other late request fails the test,
-refused or not, and so does a mutating request by the operator's ServiceAccount whose user
-agent names neither replica. The woken replica's ``writes_refused_not_leader`` metric, summed
+At most one writer, ``ROUNDS`` times each (``E2E_HA_ROUNDS``, 10 by default), while the specs of a
+fleet keep changing: the leader is frozen (SIGSTOP) at a varying point of its work until the
+standby has taken over and converged the changes, then resumed (SIGCONT); the Lease is deleted by
+hand; its holder is changed by hand. After each, in the API server's audit log and the balancer's
+call log (by user agent), no replica wrote (a mutating request the API server accepted, Events
+included, or a balancer call) after the other replica's first write; the takeover times are
+printed. These rounds run with the harness's shorter election timings (``QUICK_LEASE``: 6, 4 and
+1 s), which the rules do not depend on. The rules are in ``onewriter.py`` (unit-tested on
+hand-written audit events): a late request is tolerated only if the API server refused it on its
+precondition, a status PUT or a finalizer patch refused with 409 (they carry the resourceVersion
+they read), the one window the fence cannot close (a request that passed the last check at the
+socket in the instant before the process froze, ``kube/fence.py``); any other late request fails
+the test, refused or not, and so does a mutating request by the operator's ServiceAccount whose
+user agent names neither replica. The woken replica's ``writes_refused_not_leader`` metric, summed
 over the pause rounds, must be above zero: at least one pause landed inside its work.
 """
 
@@ -50,8 +51,10 @@ STORM = 12
 LEASE = "inference-operator"  # cluster-wide mode's default Lease name
 
 
-def replica(cluster: Cluster, kubeconfig: Path, registry: RegistryServer, log: Path, name: str) -> OperatorProcess:
-    return suite_operator(cluster, kubeconfig, registry, log, identity=name, standby=True)
+def replica(
+    cluster: Cluster, kubeconfig: Path, registry: RegistryServer, log: Path, name: str, *, quick_lease: bool = False
+) -> OperatorProcess:
+    return suite_operator(cluster, kubeconfig, registry, log, identity=name, standby=True, quick_lease=quick_lease)
 
 
 def test_a_standby_takes_over_from_a_killed_leader_and_a_graceful_stop_hands_over(
@@ -299,8 +302,10 @@ def test_no_replica_writes_after_another_replicas_first_write_when_paused_or_its
             pytrace=False,
         )
     operator.stop()  # the session's operator holds the cluster-wide Lease: it hands it over
-    a = replica(cluster, operator_kubeconfig, registry, tmp_path / "a.log", "ha-a")
-    b = replica(cluster, operator_kubeconfig, registry, tmp_path / "b.log", "ha-b")
+    # The rules checked here do not depend on the timings; the harness's shorter ones make each
+    # of the 22 takeovers wait 6 s for an expiry (4 s after a deletion) instead of 15 (10).
+    a = replica(cluster, operator_kubeconfig, registry, tmp_path / "a.log", "ha-a", quick_lease=True)
+    b = replica(cluster, operator_kubeconfig, registry, tmp_path / "b.log", "ha-b", quick_lease=True)
     figures: dict[str, list[float]] = defaultdict(list)
     pair = Pair(cluster, namespace, registry, a, b, figures)
     try:
