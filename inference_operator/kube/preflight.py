@@ -34,6 +34,7 @@ __all__ = [
     "Preflight",
     "check_kubeconfig_files",
     "load_client",
+    "one_attempt",
     "version_probe",
     "wait_for_cluster",
 ]
@@ -104,7 +105,24 @@ def load_client(*, identity: str = "") -> Any:
     except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as err:
         message = " ".join(str(err).split()) or type(err).__name__
         raise KubeconfigError(f"kubeconfig {':'.join(kubeconfig_paths())}: cannot use it: {message}") from None
-    return client.ApiClient()
+    configuration = client.Configuration.get_default_copy()
+    configuration.retries = one_attempt()  # read when the ApiClient builds its pool: set it first
+    return client.ApiClient(configuration)
+
+
+def one_attempt() -> Any:
+    """urllib3's retry policy for every request: one attempt within its timeout.
+
+    Left at urllib3's default, a request that timed out or lost its connection is sent again up
+    to three times, a PUT or a DELETE included: a 30 s timeout became two minutes against a hung
+    API server, one ``/version`` probe of 5 s became 20, and a write could reach the server twice.
+    The callers decide when to try again (the workqueue's backoff, the leader election's retry
+    period, the preflight's loop). What stays is what the API server asks for: an answer 429 or
+    503 with ``Retry-After`` (priority and fairness shedding load) is retried after that pause,
+    at most three times, as client-go does."""
+    import urllib3
+
+    return urllib3.util.Retry(total=3, connect=0, read=0, other=0, redirect=0, status=3)
 
 
 def _why(err: BaseException) -> str:
@@ -141,8 +159,6 @@ def version_probe(api_client: Any, *, attempt_timeout: float = 5.0) -> Callable[
     import urllib3
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
-
-    api_client.configuration.retries = 0
 
     def probe() -> str:
         try:

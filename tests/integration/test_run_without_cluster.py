@@ -4,7 +4,8 @@ Covers: against a closed port on 127.0.0.1 (bound by the test, then closed), ``r
 --connect-timeout 0`` makes one attempt and exits 1 with one line naming the server and the
 cause; with a short timeout it prints one line per failed attempt, then the error, and exits
 within the timeout plus one attempt; against a port that accepts and never answers (bound by
-the test), the attempt times out rather than hanging. Nothing but 127.0.0.1 is contacted.
+the test), the one attempt times out after its 5 s rather than hanging or being sent again.
+Nothing but 127.0.0.1 is contacted.
 """
 
 from __future__ import annotations
@@ -83,7 +84,11 @@ def test_a_short_wait_prints_one_line_per_attempt_and_ends_in_time(tmp_path: Pat
 
 
 def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path, silent_server: int) -> None:
+    started = time.monotonic()
     done = run(tmp_path, silent_server, "--connect-timeout", "0")
+    took = time.monotonic() - started
     assert done.returncode == 1 and "Traceback" not in done.stderr
+    # One attempt is one 5 s timeout (plus the start of a Python process), not four of them.
+    assert took < 12, f"{took:.1f}s: the attempt was sent again after its timeout"
     assert done.stderr.startswith(f"error: cannot reach the API server at https://127.0.0.1:{silent_server}: ")
     assert len(done.stderr.splitlines()) == 1
