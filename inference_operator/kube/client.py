@@ -147,7 +147,7 @@ class KubeClient:
             method, url, header_params=headers, body=payload, _request_timeout=self.timeout
         )
         data: bytes = response.read() or b""
-        if response.status >= 400:
+        if response.status >= 300:  # redirects are not followed (``preflight.one_attempt``)
             # A create names its object in the body, not the path: errors must still name it.
             subject = name or str(((body or {}).get("metadata") or {}).get("name") or "")
             raise error_for(response.status, data, kind=kind, namespace=namespace, name=subject, verb=verb)

@@ -110,6 +110,10 @@ def load_client(*, identity: str = "") -> Any:
     return client.ApiClient(configuration)
 
 
+RETRY_AFTER_MAX = 10
+"""The longest ``Retry-After`` pause honoured inside a request (urllib3 would wait up to 6 hours)."""
+
+
 def one_attempt() -> Any:
     """urllib3's retry policy for every request: one attempt within its timeout.
 
@@ -118,11 +122,22 @@ def one_attempt() -> Any:
     API server, one ``/version`` probe of 5 s became 20, and a write could reach the server twice.
     The callers decide when to try again (the workqueue's backoff, the leader election's retry
     period, the preflight's loop). What stays is what the API server asks for: an answer 429 or
-    503 with ``Retry-After`` (priority and fairness shedding load) is retried after that pause,
-    at most three times, as client-go does."""
+    503 with ``Retry-After`` (priority and fairness shedding load; nothing was done) is retried,
+    for every verb, after that pause (at most ``RETRY_AFTER_MAX``) and with a fresh timeout, at
+    most three times, as client-go does; the fourth such answer is the request's result. A
+    redirect is not followed: it is returned, and the client reports it as an error."""
     import urllib3
 
-    return urllib3.util.Retry(total=3, connect=0, read=0, other=0, redirect=0, status=3)
+    return urllib3.util.Retry(
+        total=3,
+        connect=0,
+        read=0,
+        other=0,
+        redirect=False,
+        status=3,
+        allowed_methods=None,
+        retry_after_max=RETRY_AFTER_MAX,
+    )
 
 
 def _why(err: BaseException) -> str:

@@ -402,14 +402,17 @@ class OperatorProcess:
 
 
 QUICK_LEASE = {
-    "INFERENCE_OPERATOR_LEASE_DURATION": "6",
-    "INFERENCE_OPERATOR_RENEW_DEADLINE": "4",
+    "INFERENCE_OPERATOR_LEASE_DURATION": "8",
+    "INFERENCE_OPERATOR_RENEW_DEADLINE": "5",
     "INFERENCE_OPERATOR_RETRY_PERIOD": "1",
 }
-"""Leader election timings for tests that start operators again and again but do not measure
-the default figures (15, 10 and 2 s): a start with a Lease it did not last write waits one renew
-deadline before writing, which is 4 s instead of 10 here. The order the operator requires (retry <
-renew deadline - safety margin < lease duration) holds, with the default flight budgets' shape."""
+"""Leader election timings for tests that start operators again and again, or take over again
+and again, but do not measure the default figures (15, 10 and 2 s): a start with a Lease it did
+not last write waits one renew deadline before writing (5 s here instead of 10), and a takeover
+from a frozen leader waits one lease duration (8 s instead of 15). The operator's order (retry
+period < renew deadline - safety margin < lease duration) holds. What shrinks: a leader's write
+window is 4 s after a renewal is sent (renewals every 1 s), and a write's flight budget is 4 s
+after an expiry (6 s with the defaults) and 1 s after a deletion (the same)."""
 
 
 def operator_env(bin_dir: Path | None, *, quick_lease: bool = False) -> dict[str, str]:

@@ -100,7 +100,9 @@ def make_operator(
     one log per namespace (a restarted process appends to it)."""
 
     def make(namespace: str, crash_after: int, crash_on: str = "", *, workers: int = 1) -> OperatorProcess:
-        env = operator_env(cluster.bin_dir, quick_lease=True)  # every start waits one renew deadline
+        # Every operator of this module (the crash paths' restarts, the API server restart's and the
+        # registry outage's) starts on a Lease it did not last write, and waits one renew deadline.
+        env = operator_env(cluster.bin_dir, quick_lease=True)
         if crash_after:
             env[CRASH_ENV] = str(crash_after)
         if crash_on:
@@ -123,7 +125,7 @@ def make_operator(
             "1",
             "--workers",
             str(workers),
-            identity=f"crash-{namespace}",  # a restart takes its own Lease back at once, writes 4 s on
+            identity=f"crash-{namespace}",  # a restart takes its own Lease back at once, writes 5 s on
             lease_namespace=OPERATOR_NAMESPACE,
         )
 
