@@ -1,7 +1,8 @@
 """A thread-safe object cache fed by watch events (Kopf's ``on.event`` handlers).
 
 The reconciler reads only from here (rule 1 reads the full current state, cheaply); Kopf's
-watch streams keep it current. Objects are stored as received and must never be mutated.
+watch streams keep it current. Objects are stored as their kind's transform keeps them, compactly
+(``compact.py``: strings interned, ownership records shared), and must never be mutated.
 
 Three sources write here, unordered with respect to each other: watch events, LISTs (the
 startup prime, the consistency check) and the answers of our own writes (write-through).
@@ -26,6 +27,7 @@ from typing import Any
 from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.core.clock import Clock, RealClock
 from inference_operator.core.objects import Obj
+from inference_operator.kube.compact import compact
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TOMBSTONE_LIMIT = 10_000
@@ -105,7 +107,9 @@ class ObjectCache:
         moves backwards. Returns what the cache held for that name before and after (slimmed):
         the same object twice when nothing changed, ``after`` None once deleted.
         """
-        obj = self.slimmed(kind, obj)
+        return self._store(kind, event_type, self.slimmed(kind, obj))
+
+    def _store(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj | None]:
         meta = obj.get("metadata") or {}
         key = (meta.get("namespace") or "", meta.get("name") or "")
         uid = _uid(obj)
@@ -131,15 +135,15 @@ class ObjectCache:
         return current, obj
 
     def slimmed(self, kind: str, obj: Obj) -> Obj:
-        """``obj`` as this cache keeps it."""
-        return self._transforms.get(kind, slim)(obj)
+        """``obj`` as this cache keeps it: what the kind's transform keeps, stored compactly."""
+        return compact(self._transforms.get(kind, slim)(obj))
 
     def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> list[Obj]:
-        """Load a fresh LIST: add or refresh its items, and drop cached objects of that kind
-        (in that namespace, "" for all) that the list no longer has and that are older than it.
-        Returns the dropped objects."""
+        """Load a fresh LIST: add or refresh its items (as :meth:`slimmed` made them), and drop
+        cached objects of that kind (in that namespace, "" for all) that the list no longer has
+        and that are older than it. Returns the dropped objects."""
         for obj in items:
-            self.apply_event(kind, None, obj)
+            self._store(kind, None, obj)
         return self.drop_missing(kind, namespace, (_uid(o) for o in items), list_version)
 
     def drop_missing(self, kind: str, namespace: str, listed_uids: Iterable[str], list_version: str) -> list[Obj]:

@@ -1,7 +1,8 @@
 """The offline benchmarks still run to the end on a few objects.
 
 Covers: bench/sim.py (pods always modelled; its old ``--cluster`` flag still accepted),
-bench/degraded.py (every mode) and bench/rollout.py (every strategy on every pool) finish with
+bench/degraded.py (every mode), bench/rollout.py (every strategy on every pool) and
+bench/cache_memory.py (every kind the operator caches) finish with
 exit 0 and print their figures; bench/rollout_cluster.py, which needs a control plane, is
 checked by its ``--dry-run``: each case's pool has exactly the GPUs of the simulator's, is kept
 for that case alone (labelled and tainted), and its InferenceService selects and tolerates it.
@@ -50,6 +51,13 @@ def test_the_rollout_benchmark_reports_every_strategy_on_every_pool() -> None:
     rows = [line.split() for line in out.splitlines()[2:]]
     assert [(r[0], r[1]) for r in rows] == [(s, t) for s in ("0", "2", "8") for t in ("Surge", "Replace", "Auto")]
     assert all("never" not in " ".join(r) for r in rows if r[1] != "Surge")  # Replace and Auto always finish
+
+
+def test_the_cache_memory_benchmark_measures_every_kind_the_operator_caches() -> None:
+    out = run_bench("bench/cache_memory.py", "6", "--raw")
+    kinds = [line.split(":")[0].strip() for line in out.splitlines()[1:-1]]
+    assert kinds == ["InferenceService", "Deployment", "Service", "Pod", "Node"]
+    assert out.splitlines()[-1].startswith("cache: ")
 
 
 def test_the_cluster_rollout_benchmark_gives_each_case_a_pool_of_its_own_with_the_simulators_gpus() -> None:

@@ -1,0 +1,91 @@
+"""The cache's objects stored compactly: one copy of each name, and of each part of an ownership record.
+
+Each watch event's object is parsed from JSON on its own, so a thousand cached Deployments hold a
+thousand copies of every key (``metadata``, ``f:containers`` …) and of every short value
+(``apps/v1``, an image, ``True``). Each also keeps our server-side apply entry, whose ``fieldsV1``
+is a tree of small dicts, the same for all the operator's Deployments but for the owner's uid.
+That was more than half of the cache (measured by bench/cache_memory.py):
+
+- keys, and strings of at most ``SHORT`` characters, are interned (``sys.intern``): one object per
+  distinct string, freed once no cached object holds it;
+- the ``fieldsV1`` of every ``managedFields`` entry is hash-consed: equal subtrees are one object,
+  found again through a table of the last ``REMEMBERED`` subtrees built.
+
+The result equals the input and shares nothing mutable with it. The ``fieldsV1`` subtrees are
+shared between cached objects, so the rule that the cache's objects are read-only (the informer
+contract; nothing writes them) now also keeps one object's change out of the others.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, cast
+
+from inference_operator.core.objects import Obj
+
+__all__ = ["REMEMBERED", "SHORT", "compact"]
+
+SHORT = 64
+"""Strings up to this length are interned: names, kinds, images, statuses, label values; longer
+ones (messages, annotations) are rarely equal between objects."""
+REMEMBERED = 4096
+"""How many ``fieldsV1`` subtrees the table keeps (the oldest goes first); a subtree it forgot is
+built again and shared from then on."""
+
+_intern = sys.intern
+_lock = threading.Lock()
+_trees: dict[tuple[tuple[str, int], ...], dict[str, Any]] = {}
+"""Each remembered subtree by its members: (key, id of the shared child). A child's id is stable
+while any entry names it, since that entry's subtree holds the child."""
+
+
+def compact(obj: Obj) -> Obj:
+    """An equal copy of ``obj`` with its strings interned and its ownership records shared."""
+    out: Obj = {}
+    for key, value in obj.items():
+        if key == "metadata" and type(value) is dict:
+            out["metadata"] = _metadata(value)
+        else:
+            out[_intern(key)] = _copy(value)
+    return out
+
+
+def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key == "managedFields" and type(value) is list:
+            out["managedFields"] = [_entry(e) if type(e) is dict else _copy(e) for e in value]
+        else:
+            out[_intern(key)] = _copy(value)
+    return out
+
+
+def _entry(entry: dict[str, Any]) -> dict[str, Any]:
+    return {_intern(k): (_shared(v) if k == "fieldsV1" else _copy(v)) for k, v in entry.items()}
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {_intern(k): _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    if kind is str and len(value) <= SHORT:
+        return _intern(value)
+    return value
+
+
+def _shared(tree: Any) -> Any:
+    """``tree`` (a ``fieldsV1`` object or one of its subtrees) as the remembered equal one."""
+    if type(tree) is not dict:
+        return _copy(tree)
+    members = [(_intern(k), _shared(v)) for k, v in cast(dict[str, Any], tree).items()]
+    key = tuple((k, id(v)) for k, v in members)
+    with _lock:
+        found = _trees.get(key)
+        if found is None:
+            found = _trees[key] = dict(members)
+            if len(_trees) > REMEMBERED:
+                del _trees[next(iter(_trees))]
+    return found

@@ -1,0 +1,121 @@
+"""The cache's compact storage: equal objects, one copy of each string, shared ownership records.
+
+Covers: a compacted object equals its input, leaves it unchanged and shares nothing mutable with
+it; keys and short strings of two separately parsed objects are one object each, long ones are
+kept as they are; two Deployments whose server-side apply entries differ only in the owner's uid
+share every other subtree of their ``fieldsV1``, and each still equals its own; the table of
+remembered subtrees stays within its bound, and what it forgot is still compacted correctly; the
+operator's cache stores its objects compacted, from watch events and from a LIST alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.core.objects import Obj
+from inference_operator.kube import compact as compact_module
+from inference_operator.kube.cache import ObjectCache
+from inference_operator.kube.compact import REMEMBERED, SHORT, compact
+
+
+def deployment(name: str, uid: str, owner_uid: str) -> Obj:
+    """A Deployment as the API server serves it, parsed from JSON like a watch event."""
+    fields = {
+        "f:metadata": {
+            "f:labels": {".": {}, "f:app.kubernetes.io/name": {}},
+            "f:ownerReferences": {f'k:{{"uid":"{owner_uid}"}}': {}},
+        },
+        "f:spec": {
+            "f:replicas": {},
+            "f:template": {"f:spec": {"f:containers": {'k:{"name":"server"}': {".": {}, "f:image": {}, "f:name": {}}}}},
+        },
+    }
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "uid": uid,
+            "resourceVersion": "7",
+            "labels": {"app.kubernetes.io/name": name},
+            "annotations": {"note": "x" * (SHORT + 1)},
+            "ownerReferences": [{"kind": "InferenceService", "name": name, "uid": owner_uid, "controller": True}],
+            "managedFields": [
+                {"manager": FIELD_MANAGER, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": fields},
+            ],
+        },
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "server", "image": "vllm:0.7.0"}]}}},
+        "status": {"conditions": [{"type": "Available", "status": "True"}]},
+    }
+    parsed: Obj = json.loads(json.dumps(obj))
+    return parsed
+
+
+def fields_v1(obj: Obj) -> dict[str, Any]:
+    entry: dict[str, Any] = obj["metadata"]["managedFields"][0]
+    return entry["fieldsV1"]  # type: ignore[no-any-return]
+
+
+def containers(obj: Obj) -> list[Any]:
+    return obj["spec"]["template"]["spec"]["containers"]  # type: ignore[no-any-return]
+
+
+def mutable_parts(value: Any) -> list[int]:
+    if isinstance(value, dict):
+        return [id(value), *(i for v in value.values() for i in mutable_parts(v))]
+    if isinstance(value, list):
+        return [id(value), *(i for v in value for i in mutable_parts(v))]
+    return []
+
+
+def test_a_compacted_object_equals_its_input_leaves_it_alone_and_shares_nothing_mutable() -> None:
+    original = deployment("web", "u1", "owner-1")
+    kept = copy.deepcopy(original)
+    compacted = compact(original)
+    assert compacted == original == kept
+    assert not set(mutable_parts(compacted)) & set(mutable_parts(original))
+
+
+def test_keys_and_short_strings_of_separately_parsed_objects_are_one_object_each() -> None:
+    a, b = compact(deployment("web", "u1", "owner-1")), compact(deployment("web", "u2", "owner-2"))
+    key_a = next(k for k in a["metadata"] if k == "namespace")
+    key_b = next(k for k in b["metadata"] if k == "namespace")
+    assert key_a is key_b
+    assert containers(a)[0]["image"] is containers(b)[0]["image"]
+    assert a["status"]["conditions"][0]["status"] is b["status"]["conditions"][0]["status"]
+    long_a, long_b = a["metadata"]["annotations"]["note"], b["metadata"]["annotations"]["note"]
+    assert long_a == long_b and len(long_a) > SHORT  # kept as they came: rarely equal in real objects
+
+
+def test_ownership_records_differing_in_the_owners_uid_share_every_other_subtree() -> None:
+    a, b = compact(deployment("web", "u1", "owner-1")), compact(deployment("api", "u2", "owner-2"))
+    assert fields_v1(a)["f:spec"] is fields_v1(b)["f:spec"]
+    assert fields_v1(a)["f:metadata"]["f:labels"] is fields_v1(b)["f:metadata"]["f:labels"]
+    assert fields_v1(a)["f:metadata"]["f:ownerReferences"] is not fields_v1(b)["f:metadata"]["f:ownerReferences"]
+    assert fields_v1(a) == fields_v1(deployment("web", "u1", "owner-1"))
+    assert fields_v1(b) == fields_v1(deployment("api", "u2", "owner-2"))
+    assert containers(a) is not containers(b)  # only ownership records are shared, never the spec
+
+
+def test_the_table_of_remembered_subtrees_stays_bounded_and_what_it_forgot_is_still_right() -> None:
+    first = deployment("web", "u1", "owner-first")
+    for i in range(REMEMBERED + 100):
+        compact(deployment(f"d{i}", f"u{i}", f"owner-{i}"))
+        assert len(compact_module._trees) <= REMEMBERED
+    again = compact(first)
+    assert again == first
+
+
+def test_the_operators_cache_stores_objects_compacted_from_events_and_from_a_list() -> None:
+    cache = ObjectCache()
+    _, watched = cache.apply_event("Deployment", "ADDED", deployment("web", "u1", "owner-1"))
+    listed = [cache.slimmed("Deployment", deployment("api", "u2", "owner-2"))]
+    cache.replace_kind("Deployment", "", listed, list_version="7")
+    stored = cache.get("Deployment", "team", "api")
+    assert watched is not None and stored is not None
+    assert watched == deployment("web", "u1", "owner-1") and stored == deployment("api", "u2", "owner-2")
+    assert fields_v1(watched)["f:spec"] is fields_v1(stored)["f:spec"]
