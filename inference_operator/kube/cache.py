@@ -107,6 +107,8 @@ class ObjectCache:
         moves backwards. Returns what the cache held for that name before and after (slimmed):
         the same object twice when nothing changed, ``after`` None once deleted.
         """
+        if event_type == "DELETED":  # only its name, uid and version are read: nothing to keep
+            return self._store(kind, event_type, obj)
         return self._store(kind, event_type, self.slimmed(kind, obj))
 
     def _store(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj | None]:

@@ -9,7 +9,7 @@ That was more than half of the cache (measured by bench/cache_memory.py):
 - keys, and strings of at most ``SHORT`` characters, are interned (``sys.intern``): one object per
   distinct string, freed once no cached object holds it;
 - the ``fieldsV1`` of every ``managedFields`` entry is hash-consed: equal subtrees are one object,
-  found again through a table of the last ``REMEMBERED`` subtrees built.
+  found again through a table of the ``REMEMBERED`` most recently used subtrees.
 
 The result equals the input and shares nothing mutable with it. The ``fieldsV1`` subtrees are
 shared between cached objects, so the rule that the cache's objects are read-only (the informer
@@ -30,10 +30,13 @@ SHORT = 64
 """Strings up to this length are interned: names, kinds, images, statuses, label values; longer
 ones (messages, annotations) are rarely equal between objects."""
 REMEMBERED = 4096
-"""How many ``fieldsV1`` subtrees the table keeps (the oldest goes first); a subtree it forgot is
-built again and shared from then on."""
+"""How many ``fieldsV1`` subtrees the table keeps (the least recently used goes first); a subtree
+it forgot is built again and shared from then on."""
 
-_intern = sys.intern
+# Interned strings are freed once unused, except on CPython 3.12.0 to 3.12.5, where sys.intern made
+# them immortal (every uid and resourceVersion would stay for good): there, strings are kept as
+# they come and only the ownership records are shared.
+_intern = (lambda text: text) if (3, 12, 0) <= sys.version_info[:3] < (3, 12, 6) else sys.intern
 _lock = threading.Lock()
 _trees: dict[tuple[tuple[str, int], ...], dict[str, Any]] = {}
 """Each remembered subtree by its members: (key, id of the shared child). A child's id is stable
@@ -83,9 +86,10 @@ def _shared(tree: Any) -> Any:
     members = [(_intern(k), _shared(v)) for k, v in cast(dict[str, Any], tree).items()]
     key = tuple((k, id(v)) for k, v in members)
     with _lock:
-        found = _trees.get(key)
+        found = _trees.pop(key, None)  # found or not, it becomes the most recently used
         if found is None:
-            found = _trees[key] = dict(members)
-            if len(_trees) > REMEMBERED:
-                del _trees[next(iter(_trees))]
+            found = dict(members)
+        _trees[key] = found
+        if len(_trees) > REMEMBERED:
+            del _trees[next(iter(_trees))]  # the least recently used
     return found

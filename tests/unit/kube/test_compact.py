@@ -4,8 +4,8 @@ Covers: a compacted object equals its input, leaves it unchanged and shares noth
 it; keys and short strings of two separately parsed objects are one object each, long ones are
 kept as they are; two Deployments whose server-side apply entries differ only in the owner's uid
 share every other subtree of their ``fieldsV1``, and each still equals its own; the table of
-remembered subtrees stays within its bound, and what it forgot is still compacted correctly; the
-operator's cache stores its objects compacted, from watch events and from a LIST alike.
+remembered subtrees stays within its bound and keeps the ones in use, and what it forgot is still
+compacted correctly; the operator's cache stores its objects compacted, from watch events and from a LIST alike.
 """
 
 from __future__ import annotations
@@ -14,11 +14,19 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.core.objects import Obj
 from inference_operator.kube import compact as compact_module
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.compact import REMEMBERED, SHORT, compact
+
+
+@pytest.fixture(autouse=True)
+def fresh_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty table of remembered subtrees, whatever ran before."""
+    monkeypatch.setattr(compact_module, "_trees", {})
 
 
 def deployment(name: str, uid: str, owner_uid: str) -> Obj:
@@ -77,6 +85,7 @@ def test_a_compacted_object_equals_its_input_leaves_it_alone_and_shares_nothing_
     kept = copy.deepcopy(original)
     compacted = compact(original)
     assert compacted == original == kept
+    assert json.dumps(compacted) == json.dumps(kept)  # key order, and 1 is not True
     assert not set(mutable_parts(compacted)) & set(mutable_parts(original))
 
 
@@ -101,13 +110,15 @@ def test_ownership_records_differing_in_the_owners_uid_share_every_other_subtree
     assert containers(a) is not containers(b)  # only ownership records are shared, never the spec
 
 
-def test_the_table_of_remembered_subtrees_stays_bounded_and_what_it_forgot_is_still_right() -> None:
+def test_the_table_keeps_the_most_recently_used_subtrees_within_its_bound() -> None:
     first = deployment("web", "u1", "owner-first")
-    for i in range(REMEMBERED + 100):
+    spec = fields_v1(compact(first))["f:spec"]
+    for i in range(REMEMBERED + 100):  # each adds its own owner reference; the rest is found again
         compact(deployment(f"d{i}", f"u{i}", f"owner-{i}"))
         assert len(compact_module._trees) <= REMEMBERED
     again = compact(first)
     assert again == first
+    assert fields_v1(again)["f:spec"] is spec  # used all along: never forgotten
 
 
 def test_the_operators_cache_stores_objects_compacted_from_events_and_from_a_list() -> None:

@@ -85,7 +85,9 @@ def test_a_fresh_list_drops_objects_it_no_longer_has() -> None:
     cache = ObjectCache()
     cache.apply_event("InferenceService", None, obj("gone", rv="3"))
     cache.apply_event("InferenceService", None, obj("new-after-list", rv="20", uid="u2"))
-    cache.replace_kind("InferenceService", "", [obj("kept", rv="7", uid="u3")], list_version="10")
+    cache.replace_kind(
+        "InferenceService", "", [cache.slimmed("InferenceService", obj("kept", rv="7", uid="u3"))], list_version="10"
+    )
     assert cache.get("InferenceService", "ns", "gone") is None
     assert cache.get("InferenceService", "ns", "kept") is not None
     assert cache.get("InferenceService", "ns", "new-after-list") is not None, "newer than the list: kept"
@@ -125,7 +127,7 @@ def test_a_list_answered_before_a_deletion_does_not_bring_the_object_back() -> N
     cache.apply_event("InferenceService", "ADDED", obj(rv="5"))
     # A LIST is in flight (answered at resourceVersion 6) when the watch says DELETED at 7.
     cache.apply_event("InferenceService", "DELETED", obj(rv="7"))
-    cache.replace_kind("InferenceService", "", [obj(rv="5")], list_version="6")
+    cache.replace_kind("InferenceService", "", [cache.slimmed("InferenceService", obj(rv="5"))], list_version="6")
     assert cache.get("InferenceService", "ns", "a") is None
     cache.apply_event("InferenceService", None, obj(rv="5"))  # e.g. a write's answer, late
     assert cache.get("InferenceService", "ns", "a") is None
@@ -136,7 +138,9 @@ def test_a_list_answered_before_a_deletion_does_not_bring_the_object_back() -> N
 def test_an_older_same_named_object_does_not_replace_a_newer_one() -> None:
     cache = ObjectCache(FakeClock())
     cache.apply_event("InferenceService", "ADDED", obj(rv="20", uid="u2"))
-    cache.replace_kind("InferenceService", "", [obj(rv="5", uid="u1")], list_version="10")
+    cache.replace_kind(
+        "InferenceService", "", [cache.slimmed("InferenceService", obj(rv="5", uid="u1"))], list_version="10"
+    )
     assert cache.get("InferenceService", "ns", "a")["metadata"]["uid"] == "u2"  # type: ignore[index]
 
 
