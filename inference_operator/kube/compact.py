@@ -80,16 +80,20 @@ def _copy(value: Any) -> Any:
 
 
 def _shared(tree: Any) -> Any:
-    """``tree`` (a ``fieldsV1`` object or one of its subtrees) as the remembered equal one."""
+    """``tree`` (a ``fieldsV1`` object) as the remembered equal one, subtree by subtree."""
+    with _lock:  # once per tree: the walk is short, and other threads' trees wait a few µs
+        return _remembered(tree)
+
+
+def _remembered(tree: Any) -> Any:
     if type(tree) is not dict:
         return _copy(tree)
-    members = [(_intern(k), _shared(v)) for k, v in cast(dict[str, Any], tree).items()]
-    key = tuple((k, id(v)) for k, v in members)
-    with _lock:
-        found = _trees.pop(key, None)  # found or not, it becomes the most recently used
-        if found is None:
-            found = dict(members)
-        _trees[key] = found
-        if len(_trees) > REMEMBERED:
-            del _trees[next(iter(_trees))]  # the least recently used
+    members = [(_intern(k), _remembered(v)) for k, v in cast(dict[str, Any], tree).items()]
+    key = tuple([(k, id(v)) for k, v in members])
+    found = _trees.pop(key, None)  # found or not, it becomes the most recently used
+    if found is None:
+        found = dict(members)
+    _trees[key] = found
+    if len(_trees) > REMEMBERED:
+        del _trees[next(iter(_trees))]  # the least recently used
     return found
