@@ -24,6 +24,7 @@ from inference_operator.ssa.fieldpaths import (
     field_element,
     index_element,
     key_element,
+    shared_field_set,
     value_element,
 )
 
@@ -112,7 +113,7 @@ def shared_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
 def _shared(fields: FieldSet) -> dict[str, Any]:
     encoded = _build(fields)
     with _FIELDS_OF_LOCK:
-        _FIELDS_OF[id(encoded)] = (encoded, fields)
+        _FIELDS_OF[id(encoded)] = (encoded, shared_field_set(fields))
         while len(_FIELDS_OF) > _KNOWN_ENCODINGS:
             del _FIELDS_OF[next(iter(_FIELDS_OF))]  # the oldest
     return encoded
