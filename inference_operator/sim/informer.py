@@ -158,12 +158,15 @@ class SharedInformer:
         If a handler raises, the events after it stay queued for the next ``pump`` and the
         exception propagates: nothing is lost or applied twice.
         """
+        watch = self._watch
+        if watch is not None and not self._backlog and watch.idle():
+            return 0  # what most pumps find (the simulation pumps every informer every step)
         with self._lock:
             if self._watch is None or self._paused:
                 return 0
             events = self._watch.drain()
             if not events and not self._backlog:
-                return 0  # what most pumps find (the simulation pumps every informer every step)
+                return 0
             self._backlog.extend(events)
             handled = 0
             while self._backlog:

@@ -79,6 +79,11 @@ class Watch:
         with self._broadcaster.lock:
             return len(self._events)
 
+    def idle(self) -> bool:
+        """No event is waiting (without the lock: an event appended meanwhile is the next look's,
+        as if it came after this one)."""
+        return not self._events
+
     def drain(self) -> list[WatchEvent]:
         """Return the pending events, oldest first, and forget them."""
         if not self._events:  # the common case in a simulation's every step: not worth the lock
