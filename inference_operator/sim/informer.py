@@ -159,7 +159,7 @@ class SharedInformer:
         exception propagates: nothing is lost or applied twice.
         """
         watch = self._watch
-        if watch is not None and not self._backlog and watch.idle():
+        if watch is not None and watch.idle() and not self._backlog:
             return 0  # what most pumps find (the simulation pumps every informer every step)
         with self._lock:
             if self._watch is None or self._paused:

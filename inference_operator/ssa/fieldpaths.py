@@ -207,7 +207,7 @@ PATHS_REMEMBERED: Final = 1 << 16
 _KNOWN_PATHS: dict[Path, Path] = {}
 
 
-def shared_field_set(paths: set[Path] | FieldSet) -> FieldSet:
+def shared_field_set(paths: Iterable[Path]) -> FieldSet:
     """``paths`` as a field set whose paths are the ones earlier field sets hold, where equal.
 
     The field sets the API server records (every stored object's managedFields entries) are
@@ -218,7 +218,7 @@ def shared_field_set(paths: set[Path] | FieldSet) -> FieldSet:
     if len(_KNOWN_PATHS) >= PATHS_REMEMBERED:
         _KNOWN_PATHS.clear()
     known = _KNOWN_PATHS.setdefault
-    return frozenset(map(known, paths, paths))  # a set iterates in one order: pairs each path with itself
+    return frozenset([known(path, path) for path in paths])
 
 
 def _collect(value: Any, node: Node, path: Path, out: set[Path], skip: FieldSet, strict: bool) -> None:

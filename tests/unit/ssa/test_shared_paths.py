@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from inference_operator.ssa import fieldpaths
+from inference_operator.ssa import fieldpaths, fieldsv1
 from inference_operator.ssa.fieldpaths import FieldSet, field_set, shared_field_set
 from inference_operator.ssa.fieldsv1 import known_field_set, shared_fields_v1
 
@@ -48,7 +48,11 @@ def by_value(fields: FieldSet) -> dict[Any, Any]:
 
 @pytest.fixture(autouse=True)
 def fresh_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Empty tables: an equal set encoded by an earlier test would otherwise come back as it was."""
     monkeypatch.setattr(fieldpaths, "_KNOWN_PATHS", {})
+    monkeypatch.setattr(fieldsv1, "_FIELDS_OF", {})
+    fieldsv1._shared.cache_clear()
+    fieldsv1._encoded.cache_clear()
 
 
 def test_a_shared_set_equals_its_paths_and_reuses_the_paths_of_earlier_sets() -> None:
