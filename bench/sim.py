@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference_operator.api.constants import KIND
 from inference_operator.api.samples import make_inference_service, make_namespace
+from inference_operator.core.errors import NotFound
 from inference_operator.core.process import tune_gc
 from inference_operator.sim import Simulation
 from inference_operator.trace.recorder import Recorder
@@ -46,22 +47,28 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _phase(sim: Simulation, namespace: str, name: str) -> str:
+    """The InferenceService's phase as the API server stores it ("" if it is gone)."""
+    try:
+        obj = sim.api.get(KIND, namespace, name)
+    except NotFound:
+        return ""
+    return str((obj.get("status") or {}).get("phase") or "")
+
+
 def run(n: int, trace: str | None = None) -> dict[str, float]:
     sink = FileSink(f"{trace}.{n}.jsonl") if trace else None
     tracer = (lambda c: Recorder(sink, c, backend="simulator")) if sink else None
     # Enough nodes for the 2n pods within kubelet's 110 pods per node.
     sim = Simulation(ready_after=5.0, tracer=tracer, nodes=max(2, -(-2 * n // 100)))
-    for namespace in sorted({f"team-{i % 10}" for i in range(n)}):  # NamespaceLifecycle: they must exist
+    names = [(f"team-{i % 10}", f"svc-{i:05d}") for i in range(n)]
+    for namespace in sorted({namespace for namespace, _ in names}):  # NamespaceLifecycle: they must exist
         sim.api.create(make_namespace(namespace))
     gc.collect()
     start = time.perf_counter()
     cpu_start = time.process_time()
-    for i in range(n):
-        sim.apply(
-            make_inference_service(
-                f"svc-{i:05d}", image="vllm:0.7.0", model="Llama-3", replicas=2, namespace=f"team-{i % 10}"
-            )
-        )
+    for namespace, name in names:
+        sim.apply(make_inference_service(name, image="vllm:0.7.0", model="Llama-3", replicas=2, namespace=namespace))
     reconciles = sim.run_until_quiescent()
     sim.tracer.close()
     cpu = time.process_time() - cpu_start
@@ -69,11 +76,7 @@ def run(n: int, trace: str | None = None) -> dict[str, float]:
     peak = peak_rss_mib()  # the run's, not the check's below
     # One object at a time: a LIST of 10,000 InferenceServices is 250 MiB of copies, which the
     # peak RSS once counted as the simulator's.
-    ready = sum(
-        1
-        for i in range(n)
-        if (sim.api.get(KIND, f"team-{i % 10}", f"svc-{i:05d}").get("status") or {}).get("phase") == "Ready"
-    )
+    ready = sum(1 for namespace, name in names if _phase(sim, namespace, name) == "Ready")
     if ready != n:
         raise SystemExit(f"only {ready} of {n} InferenceServices became Ready")
     return {
