@@ -17,6 +17,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -83,3 +84,37 @@ def test_the_cluster_rollout_benchmark_gives_each_case_a_pool_of_its_own_with_th
                     t["key"] == taint["key"] and t["value"] == taint["value"] and t["effect"] == taint["effect"]
                     for t in spec["tolerations"]
                 )
+
+
+def _bench_sim_module() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "bench" / "sim.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_simulator_benchmarks_peak_memory_is_the_runs_not_its_ready_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check once listed every InferenceService at once after the run and took the peak RSS
+    after it: at 10,000 a quarter of the reported peak was the check's copies."""
+    bench: Any = _bench_sim_module()
+    seen: list[str] = []
+    phase = bench._phase
+    monkeypatch.setattr(bench, "peak_rss_mib", lambda: seen.append("peak") or 1.0)
+    monkeypatch.setattr(bench, "_phase", lambda sim, ns, name: seen.append("check") or phase(sim, ns, name))
+
+    figures = bench.run(4)
+
+    assert figures["peak_rss_mib"] == 1.0
+    assert seen == ["peak", "check", "check", "check", "check"]  # one object at a time, after the peak
+
+
+def test_the_simulator_benchmark_names_an_object_that_is_not_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    bench: Any = _bench_sim_module()
+    phase = bench._phase
+    monkeypatch.setattr(bench, "_phase", lambda sim, ns, name: "" if name == "svc-00001" else phase(sim, ns, name))
+
+    with pytest.raises(SystemExit, match="only 3 of 4 InferenceServices became Ready"):
+        bench.run(4)
