@@ -37,7 +37,7 @@ from inference_operator.sim.apiserver.celnames import unescape
 from inference_operator.sim.apiserver.celquantity import Quantity, is_quantity, quantity
 from inference_operator.sim.apiserver.crdschema import ABSENT, FieldError, child_path, correlated_item, item_path
 
-__all__ = ["check_rules", "evaluate"]
+__all__ = ["check_rules", "compile_problem", "evaluate"]
 
 Schema = Mapping[str, Any]
 
@@ -231,6 +231,23 @@ def _fast_verdict(
 
 def _is_bool(result: Any) -> bool:
     return isinstance(result, bool) or type(result).__name__ == "BoolType"
+
+
+def compile_problem(rule: str) -> str | None:
+    """Why ``rule`` does not compile, as the field error kube-apiserver gives for it on a CRD's
+    write (``Required value: …``, ``Invalid value: …: compilation failed: …``); None if it does.
+    The compiled program stays cached for the rule's evaluations."""
+    from celpy.celparser import CELParseError
+
+    if not rule.strip():
+        return "Required value: rule is not specified"
+    try:
+        _program(rule)
+    except CELParseError as err:
+        where = f"<input>:{err.line}:{err.column}" if err.line is not None else "<input>"
+        shown = " | ".join(line for line in str(err).splitlines() if line.strip())
+        return f"Invalid value: {json.dumps(rule)}: compilation failed: ERROR: {where}: Syntax error: {shown}"
+    return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -19,6 +19,7 @@ from inference_operator.core.errors import Invalid
 from inference_operator.core.jsoncopy import copy_without_nulls
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver import configdata
+from inference_operator.sim.apiserver.crdrules import validate_crd_rules
 from inference_operator.sim.apiserver.crdschema import metadata_copy, request_copy
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.knownfields import prune_unknown
@@ -140,6 +141,8 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
         validate_service(obj)
     elif kind == "Node":
         validate_node(obj)
+    elif kind == "CustomResourceDefinition":
+        validate_crd_rules(obj)
 
 
 # --- omitempty ---------------------------------------------------------------------------

@@ -48,6 +48,9 @@ KINDS: dict[str, KindInfo] = {
     "ServiceAccount": KindInfo("/api/v1", "serviceaccounts"),
     "Namespace": KindInfo("/api/v1", "namespaces", namespaced=False),
     "Pod": KindInfo("/api/v1", "pods"),
+    "CustomResourceDefinition": KindInfo(
+        "/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", namespaced=False
+    ),
 }
 
 

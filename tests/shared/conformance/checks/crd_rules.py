@@ -5,9 +5,12 @@ create and its ``optionalOldSelf`` behaviour on later writes; CEL not run after 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..objects import isvc
 from ..recorder import Api
 from ..registry import check
+from ..transports import Request
 
 KIND = "InferenceService"
 SPEC = ["spec"]
@@ -145,3 +148,58 @@ def requests_within_limits(api: Api) -> None:
         isvc("f", resources={"requests": {"ephemeral-storage": "1Gi"}, "limits": {"ephemeral-storage": "1Gi"}}),
         keep=SPEC,
     )
+
+
+# --- the rules of a CRD being written ------------------------------------------------------------
+
+
+def _widget_crd(group: str, *rules: str) -> dict[str, Any]:
+    """A CRD of kind Widget in ``group``, its spec carrying ``rules`` (cluster-scoped: the group
+    names the check's namespace, so runs never meet)."""
+    spec_schema = {
+        "type": "object",
+        "properties": {"size": {"type": "integer"}, "name": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": rule} for rule in rules],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}},
+                    },
+                }
+            ],
+        },
+    }
+
+
+@check("crd/a-rule-that-does-not-compile-refuses-the-crd")
+def rule_compiled_on_crd_write(api: Api) -> None:
+    group = f"{api.ns}.example.com"
+    api.create(_widget_crd(group, "self.size > 0", "self.size =="))  # a syntax error: refused, named
+    api.create(_widget_crd(group, "  "))  # no rule at all: refused as a missing value
+    # Two versions with different schemas: the rule is named under its own version.
+    two = _widget_crd(group, "self.size > 0")
+    second = {**two["spec"]["versions"][0], "name": "v2", "storage": False}
+    second["schema"] = _widget_crd(group, "self.size > 0", "self.name ==")["spec"]["versions"][0]["schema"]
+    two["spec"]["versions"].append(second)
+    api.create(two)
+    api.create(_widget_crd(group, "self.size > 0", "self.name.startsWith('w')"), keep=())
+    broken = _widget_crd(group, "self.size > 0", "self.name.startsWith(")
+    # A merge patch (no resourceVersion: the CRD's controller writes its status meanwhile)
+    # that breaks a rule: refused, and the stored CRD keeps its rules.
+    api.patch("CustomResourceDefinition", f"widgets.{group}", {"spec": broken["spec"]}, keep=())
+    api.get("CustomResourceDefinition", f"widgets.{group}", keep=["spec.versions"])
+    # Clean-up, not compared: the real server answers a CRD's delete with the CRD (its clean-up
+    # finalizer then removes the kind's objects), which the fake does not model.
+    api.transport.request(Request("delete", "CustomResourceDefinition", name=f"widgets.{group}"))
