@@ -137,8 +137,21 @@ class ObjectCache:
         return current, obj
 
     def slimmed(self, kind: str, obj: Obj) -> Obj:
-        """``obj`` as this cache keeps it: what the kind's transform keeps, stored compactly."""
-        return compact(self._transforms.get(kind, slim)(obj))
+        """``obj`` as this cache keeps it: what the kind's transform keeps, stored compactly.
+
+        The cached version of the same object lends it the parts still equal; when it is that
+        very version (the same uid and resourceVersion: a LIST of what the watches delivered),
+        the answer is all of it (a new top-level dict: a re-listed object is still an update,
+        as client-go's Replace calls it, and wakes what an update wakes)."""
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            cached = self._objects.get(kind, {}).get((meta.get("namespace") or "", meta.get("name") or ""))
+        if cached is not None and _uid(cached) != _uid(obj):
+            cached = None
+        version = meta.get("resourceVersion")
+        if cached is not None and version and (cached.get("metadata") or {}).get("resourceVersion") == version:
+            return dict(cached)
+        return compact(self._transforms.get(kind, slim)(obj), cached)
 
     def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> list[Obj]:
         """Load a fresh LIST: add or refresh its items (as :meth:`slimmed` made them), and drop

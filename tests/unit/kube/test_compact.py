@@ -6,6 +6,9 @@ kept as they are; two Deployments whose server-side apply entries differ only in
 share every other subtree of their ``fieldsV1``, and each still equals its own; the table of
 remembered subtrees stays within its bound and keeps the ones in use, and what it forgot is still
 compacted correctly; the operator's cache stores its objects compacted, from watch events and from a LIST alike.
+A new version of a cached object takes the parts still equal from the cached one (a changed list
+item is copied, its equal neighbours reused; a part of another type is not taken), and a LIST of
+the version the cache holds (same uid and resourceVersion) is answered with the cached object's parts.
 """
 
 from __future__ import annotations
@@ -130,3 +133,68 @@ def test_the_operators_cache_stores_objects_compacted_from_events_and_from_a_lis
     assert watched is not None and stored is not None
     assert watched == deployment("web", "u1", "owner-1") and stored == deployment("api", "u2", "owner-2")
     assert fields_v1(watched)["f:spec"] is fields_v1(stored)["f:spec"]
+
+
+# --- a new version of a cached object ----------------------------------------------------------
+
+
+def newer(obj: Obj, version: str, **status: Any) -> Obj:
+    """The next version of ``obj`` as a watch event brings it: parsed afresh, status changed."""
+    changed: Obj = json.loads(json.dumps(obj))
+    changed["metadata"]["resourceVersion"] = version
+    changed["status"] = {**changed["status"], **status}
+    return changed
+
+
+def test_a_new_version_reuses_the_parts_equal_to_the_earlier_one_and_copies_the_rest() -> None:
+    before = compact(deployment("web", "u1", "owner-1"))
+    event = newer(deployment("web", "u1", "owner-1"), "8", readyReplicas=2)
+    after = compact(event, before)
+    assert after == event
+    assert not set(mutable_parts(after)) & set(mutable_parts(event))  # nothing of the input kept
+    assert after["spec"] is before["spec"]
+    assert after["metadata"]["labels"] is before["metadata"]["labels"]
+    assert after["metadata"]["managedFields"] is before["metadata"]["managedFields"]
+    assert after["status"]["conditions"] is before["status"]["conditions"]
+    assert after["status"] is not before["status"] and before["status"] == deployment("web", "u1", "o")["status"]
+    assert after["metadata"] is not before["metadata"]
+
+
+def test_a_changed_list_item_is_copied_and_the_equal_items_beside_it_reused() -> None:
+    first = deployment("web", "u1", "owner-1")
+    first["spec"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "proxy:1"})
+    before = compact(first)
+    event = json.loads(json.dumps(first))
+    event["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm:0.8.0"
+    after = compact(event, before)
+    assert after == event
+    new_server, sidecar = containers(after)
+    assert sidecar is containers(before)[1]
+    assert new_server is not containers(before)[0] and new_server["image"] == "vllm:0.8.0"
+
+
+def test_a_part_of_another_type_is_not_taken_from_the_earlier_version() -> None:
+    # Python's == takes 1 for True: a part reused is checked on its own type. (Within a part,
+    # a field of a typed kind or of a structural schema keeps its JSON type between versions.)
+    before = compact({"metadata": {"resourceVersion": "1", "generation": 1}, "spec": {"replicas": 1}, "status": 1})
+    event = {"metadata": {"resourceVersion": "2", "generation": True}, "spec": {"replicas": 1}, "status": True}
+    after = compact(event, before)
+    assert after["status"] is True
+    assert after["metadata"]["generation"] is True
+    assert after["spec"] is before["spec"]
+
+
+def test_the_cache_stores_a_new_version_with_the_parts_it_held_and_a_list_of_the_same_version_as_it_is() -> None:
+    cache = ObjectCache()
+    _, first = cache.apply_event("Deployment", "ADDED", deployment("web", "u1", "owner-1"))
+    _, second = cache.apply_event("Deployment", "MODIFIED", newer(deployment("web", "u1", "owner-1"), "8", x=1))
+    assert first is not None and second is not None
+    assert second["spec"] is first["spec"] and second["status"] == {**first["status"], "x": 1}
+    relisted = cache.slimmed("Deployment", newer(deployment("web", "u1", "owner-1"), "8", x=1))
+    # The same uid and resourceVersion: all of the version the cache holds, in a dict of its own
+    # (a re-listed object is an update for the watch rule, not the cache ignoring an old event).
+    assert relisted == second and relisted is not second
+    assert all(relisted[key] is second[key] for key in second)
+    # The same name and version but another object (deleted and created again): nothing reused.
+    other = cache.slimmed("Deployment", newer(deployment("web", "u9", "owner-1"), "8", x=1))
+    assert other is not second and other["spec"] is not first["spec"] and other["metadata"]["uid"] == "u9"

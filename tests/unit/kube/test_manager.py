@@ -455,3 +455,19 @@ def test_a_failed_check_is_retried_thirty_seconds_later(client: FakeClient) -> N
     rt.housekeeping()
     assert client.lists[-1] == (KIND, True)
     assert rt.housekeeping() == 600.0, "then the periodic checks of all kinds"
+
+
+def test_a_relisted_child_of_the_version_cached_still_wakes_its_owner(client: FakeClient) -> None:
+    # client-go's Replace (and the simulator's relist) calls a re-listed object an update even
+    # when it did not change, and an owned child's update wakes its owner: the cache answering a
+    # re-list of the version it holds with that version's parts must not turn it into "no event".
+    rt = make_runtime(client, FakeClock())
+    rt.on_event("Service", "ADDED", child("Service", uid="s1", rv="7"))
+    assert rt.queue.try_get() == "ns/a"
+    rt.queue.done("ns/a")
+    cached = rt.cache.get("Service", "ns", "a")
+    rt.on_event("Service", None, child("Service", uid="s1", rv="7"))
+    assert rt.queue.try_get() == "ns/a"
+    relisted = rt.cache.get("Service", "ns", "a")
+    assert relisted == cached and relisted is not None and cached is not None
+    assert relisted["metadata"] is cached["metadata"], "the cached version's parts, not a copy"
