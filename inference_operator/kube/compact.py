@@ -14,9 +14,11 @@ That was more than half of the cache (measured by bench/cache_memory.py):
 Most watch events are a new version of an object the cache holds, with one part changed (a
 Deployment's status, a pod's conditions). Given that earlier version (``like``, compacted before),
 every part equal to the one it held is reused as it is, so only what changed is copied: equal
-compares at C speed, and the reused parts are compact already. (Python's ``==`` takes ``1`` for
-``1.0`` and ``true``; a field of a typed kind or a structural schema never changes between them,
-and the reuse is checked on the type of each part it reuses.)
+compares at C speed, and the reused parts are compact already. Python's ``==`` takes ``1`` for
+``1.0`` and ``true``: each part reused must be of the same type, but within it ``==`` decides, so
+a field that turned from ``1`` to ``true`` with nothing else changed beside it would keep the
+earlier spelling. The kinds cached are typed (built-in kinds, the CRD's structural schema without
+unknown fields): a field there keeps its JSON type from version to version.
 
 The result equals the input and shares nothing mutable with it. The ``fieldsV1`` subtrees are
 shared between cached objects, so the rule that the cache's objects are read-only (the informer

@@ -60,8 +60,9 @@ class Server(Protocol):
 
 def watch_event(event_type: str | None, obj: Obj, *, before: Obj | None, after: Obj | None) -> WatchEvent | None:
     """The change a Kopf event made to the cache, as the watch rule reads it; None: no change
-    (an event older than the cache, a re-list of what was known). ``before``/``after`` are what
-    the cache held for the name before and after the event."""
+    (an event older than the cache). A re-list of the version cached is an update, as client-go's
+    Replace calls it. ``before``/``after`` are what the cache held for the name before and after
+    the event."""
     if event_type == "DELETED":
         return WatchEvent("delete", old=obj, new=None)
     if after is before or after is None:

@@ -234,13 +234,12 @@ def _is_bool(result: Any) -> bool:
 
 
 def compile_problem(rule: str) -> str | None:
-    """Why ``rule`` does not compile, as the field error kube-apiserver gives for it on a CRD's
-    write (``Required value: …``, ``Invalid value: …: compilation failed: …``); None if it does.
-    The compiled program stays cached for the rule's evaluations."""
+    """Why a (non-empty) ``rule`` does not compile, as a field error of the type and path
+    kube-apiserver gives on a CRD's write (``Invalid value: …: compilation failed: …``; the
+    detail is celpy's); None if it compiles. The program is then in the evaluation cache (the
+    256 rules used last)."""
     from celpy.celparser import CELParseError
 
-    if not rule.strip():
-        return "Required value: rule is not specified"
     try:
         _program(rule)
     except CELParseError as err:

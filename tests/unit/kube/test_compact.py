@@ -7,7 +7,8 @@ share every other subtree of their ``fieldsV1``, and each still equals its own; 
 remembered subtrees stays within its bound and keeps the ones in use, and what it forgot is still
 compacted correctly; the operator's cache stores its objects compacted, from watch events and from a LIST alike.
 A new version of a cached object takes the parts still equal from the cached one (a changed list
-item is copied, its equal neighbours reused; a part of another type is not taken), and a LIST of
+item is copied, its equal neighbours reused; a part of another type is not taken, but within a
+part reused whole equality decides), and a LIST of
 the version the cache holds (same uid and resourceVersion) is answered with the cached object's parts.
 """
 
@@ -153,6 +154,8 @@ def test_a_new_version_reuses_the_parts_equal_to_the_earlier_one_and_copies_the_
     assert after == event
     assert not set(mutable_parts(after)) & set(mutable_parts(event))  # nothing of the input kept
     assert after["spec"] is before["spec"]
+    nested = compact({"metadata": {"resourceVersion": "3"}, "spec": {"x": {"on": True}}}, before)
+    assert compact({"metadata": {"resourceVersion": "4"}, "spec": {"x": {"on": 1}}}, nested)["spec"] is nested["spec"]
     assert after["metadata"]["labels"] is before["metadata"]["labels"]
     assert after["metadata"]["managedFields"] is before["metadata"]["managedFields"]
     assert after["status"]["conditions"] is before["status"]["conditions"]
@@ -173,9 +176,9 @@ def test_a_changed_list_item_is_copied_and_the_equal_items_beside_it_reused() ->
     assert new_server is not containers(before)[0] and new_server["image"] == "vllm:0.8.0"
 
 
-def test_a_part_of_another_type_is_not_taken_from_the_earlier_version() -> None:
-    # Python's == takes 1 for True: a part reused is checked on its own type. (Within a part,
-    # a field of a typed kind or of a structural schema keeps its JSON type between versions.)
+def test_a_part_reused_is_of_the_same_type_and_within_it_equality_decides() -> None:
+    # Python's == takes 1 for True: a part reused is checked on its own type; within a part
+    # reused whole, == decides (a field of the kinds cached keeps its JSON type between versions).
     before = compact({"metadata": {"resourceVersion": "1", "generation": 1}, "spec": {"replicas": 1}, "status": 1})
     event = {"metadata": {"resourceVersion": "2", "generation": True}, "spec": {"replicas": 1}, "status": True}
     after = compact(event, before)

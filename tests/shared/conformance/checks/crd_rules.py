@@ -188,6 +188,15 @@ def rule_compiled_on_crd_write(api: Api) -> None:
     group = f"{api.ns}.example.com"
     api.create(_widget_crd(group, "self.size > 0", "self.size =="))  # a syntax error: refused, named
     api.create(_widget_crd(group, "  "))  # no rule at all: refused as a missing value
+    # A missing rule is a schema error: the rules beside and above it are not compiled.
+    api.create(_widget_crd(group, "  ", "self.size =="))
+    nested = _widget_crd(group, "self.size ==")
+    spec_schema = nested["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"]["size"]["x-kubernetes-validations"] = [{"rule": ""}]
+    api.create(nested)
+    # A rule that does not compile is no schema error: the one above it is compiled too.
+    spec_schema["properties"]["size"]["x-kubernetes-validations"] = [{"rule": "self >"}]
+    api.create(nested)
     # Two versions with different schemas: the rule is named under its own version.
     two = _widget_crd(group, "self.size > 0")
     second = {**two["spec"]["versions"][0], "name": "v2", "storage": False}

@@ -2,14 +2,18 @@
 
 Covers: a CRD with a rule that does not parse is refused on create and on update, naming the
 rule's field path (under ``properties[...]``, ``items`` and ``additionalProperties``) and
-"compilation failed"; an empty rule is a missing value; a refused update keeps the stored CRD
-and its rules; the rules of a stored CRD are compiled before its first object is written (that
-write no longer builds CEL's parser); and an object of a CRD never meets a rule that does not
-compile (the fake once raised celpy's parse error out of the object's create).
+"compilation failed"; an empty rule is a missing value, and keeps the rules beside and above it
+from being compiled (a rule that does not compile stops nothing); versions with one schema are
+named ``spec.validation`` once, others by their index (JSON types tell schemas apart); a refused
+update keeps the stored CRD and its rules; the rules of a stored CRD are compiled before its
+first object is written (that write no longer builds CEL's parser); and an object of a CRD never
+meets a rule that does not compile (the fake once raised celpy's parse error out of the object's
+create).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -141,3 +145,40 @@ def test_versions_with_one_schema_are_named_once_and_different_schemas_by_their_
     message = str(refused.value)
     assert "spec.versions[1].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule" in message
     assert "spec.versions[0]" not in message
+
+
+def test_a_missing_rule_keeps_the_rules_beside_and_above_it_from_being_compiled() -> None:
+    with pytest.raises(Invalid) as refused:
+        FakeApiServer().create(widget_crd(with_rules("  ", "self.size ==")))
+    assert "[0].rule: Required value" in str(refused.value)
+    assert "compilation failed" not in str(refused.value)
+
+    nested = with_rules("self.size ==")
+    nested["properties"]["size"]["x-kubernetes-validations"] = [{"rule": ""}]
+    with pytest.raises(Invalid) as refused:
+        FakeApiServer().create(widget_crd(nested))
+    assert f"{PREFIX}.properties[spec].properties[size].x-kubernetes-validations[0].rule: Required" in str(
+        refused.value
+    )
+    assert "compilation failed" not in str(refused.value)
+
+
+def test_a_rule_that_does_not_compile_stops_nothing_above_it() -> None:
+    nested = with_rules("self.size ==")
+    nested["properties"]["size"]["x-kubernetes-validations"] = [{"rule": "self >"}]
+    with pytest.raises(Invalid) as refused:
+        FakeApiServer().create(widget_crd(nested))
+    message = str(refused.value)
+    assert message.count("compilation failed") == 2
+    assert f"{PREFIX}.properties[spec].properties[size].x-kubernetes-validations[0].rule: Invalid" in message
+    assert f"{PREFIX}.properties[spec].x-kubernetes-validations[0].rule: Invalid" in message
+
+
+def test_versions_whose_schemas_differ_only_as_json_types_are_named_by_version() -> None:
+    crd = widget_crd({"type": "object", "default": {"on": 1}, "x-kubernetes-validations": [{"rule": "self =="}]})
+    v2 = json.loads(json.dumps(crd["spec"]["versions"][0]))
+    v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["default"] = {"on": True}
+    crd["spec"]["versions"].append({**v2, "name": "v2", "storage": False})
+    with pytest.raises(Invalid) as refused:
+        FakeApiServer().create(crd)
+    assert "spec.versions[0].schema" in str(refused.value) and "spec.versions[1].schema" in str(refused.value)
