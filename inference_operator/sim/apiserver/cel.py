@@ -246,6 +246,8 @@ def compile_problem(rule: str) -> str | None:
         where = f"<input>:{err.line}:{err.column}" if err.line is not None else "<input>"
         shown = " | ".join(line for line in str(err).splitlines() if line.strip())
         return f"Invalid value: {json.dumps(rule)}: compilation failed: ERROR: {where}: Syntax error: {shown}"
+    except RecursionError:  # cel-go refuses nesting past its parser's recursion limit too
+        return f"Invalid value: {json.dumps(rule)}: compilation failed: ERROR: expression recursion limit exceeded"
     return None
 
 

@@ -194,6 +194,8 @@ def rule_compiled_on_crd_write(api: Api) -> None:
     spec_schema = nested["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec_schema["properties"]["size"]["x-kubernetes-validations"] = [{"rule": ""}]
     api.create(nested)
+    # Nesting past the parser's recursion limit does not compile.
+    api.create(_widget_crd(group, "(" * 1000 + "true" + ")" * 1000))
     # A rule that does not compile is no schema error: the one above it is compiled too.
     spec_schema["properties"]["size"]["x-kubernetes-validations"] = [{"rule": "self >"}]
     api.create(nested)

@@ -182,3 +182,9 @@ def test_versions_whose_schemas_differ_only_as_json_types_are_named_by_version()
     with pytest.raises(Invalid) as refused:
         FakeApiServer().create(crd)
     assert "spec.versions[0].schema" in str(refused.value) and "spec.versions[1].schema" in str(refused.value)
+
+
+def test_a_rule_nested_past_the_parsers_recursion_limit_is_refused_not_raised() -> None:
+    deep = "(" * 1000 + "self.size > 0" + ")" * 1000
+    with pytest.raises(Invalid, match="compilation failed: ERROR: expression recursion limit exceeded"):
+        FakeApiServer().create(widget_crd(with_rules(deep)))
