@@ -88,3 +88,26 @@ def owner_ref(owner: Obj, *, controller: bool = False, block: bool = False) -> O
     if block:
         ref["blockOwnerDeletion"] = True
     return ref
+
+
+def widget_crd(group: str, spec_schema: Obj) -> Obj:
+    """A CustomResourceDefinition of kind Widget in ``group`` (one version, ``v1``), whose
+    objects' ``spec`` has ``spec_schema``."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}},
+                }
+            ],
+        },
+    }

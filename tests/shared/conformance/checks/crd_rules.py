@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..objects import isvc
+from ..objects import isvc, widget_crd
 from ..recorder import Api
 from ..registry import check
 from ..transports import Request
@@ -161,26 +161,7 @@ def _widget_crd(group: str, *rules: str) -> dict[str, Any]:
         "properties": {"size": {"type": "integer"}, "name": {"type": "string"}},
         "x-kubernetes-validations": [{"rule": rule} for rule in rules],
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}},
-                    },
-                }
-            ],
-        },
-    }
+    return widget_crd(group, spec_schema)
 
 
 @check("crd/a-rule-that-does-not-compile-refuses-the-crd")

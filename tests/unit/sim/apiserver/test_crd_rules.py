@@ -22,6 +22,7 @@ import pytest
 
 from inference_operator.core.errors import Invalid
 from inference_operator.sim.apiserver.server import FakeApiServer
+from tests.shared.conformance.objects import widget_crd as shared_widget_crd
 
 Obj = dict[str, Any]
 PREFIX = "spec.validation.openAPIV3Schema"
@@ -29,24 +30,7 @@ PREFIX = "spec.validation.openAPIV3Schema"
 
 
 def widget_crd(spec_schema: Obj) -> Obj:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}},
-                }
-            ],
-        },
-    }
+    return shared_widget_crd("example.com", spec_schema)
 
 
 def with_rules(*rules: str) -> Obj:
