@@ -8,7 +8,7 @@ named ``spec.validation`` once, others by their index (JSON types tell schemas a
 update keeps the stored CRD and its rules; the rules of a stored CRD are compiled before its
 first object is written (that write no longer builds CEL's parser); and an object of a CRD never
 meets a rule that does not compile (the fake once raised celpy's parse error out of the object's
-create).
+create); no rule text, however broken, makes the CRD's write raise anything but Invalid.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from typing import Any
 
 import celpy
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inference_operator.core.errors import Invalid
 from inference_operator.sim.apiserver.server import FakeApiServer
@@ -172,3 +174,24 @@ def test_a_rule_nested_past_the_parsers_recursion_limit_is_refused_not_raised() 
     deep = "(" * 1000 + "self.size > 0" + ")" * 1000
     with pytest.raises(Invalid, match="compilation failed: ERROR: expression recursion limit exceeded"):
         FakeApiServer().create(widget_crd(with_rules(deep)))
+
+
+_RULE_PIECES = st.sampled_from(
+    [
+        *"()[]{}.,:?!<>=&|+-*/%\"'\\ \n\tabcxyz0123456789_",
+        *("self.", "has(", "size(", "oldSelf", "true", "null", "b'", "r'", "0x", "1e", "'''", '"""'),
+        *("\\u", "\\x", " in ", "&&", "||", "==", "!=", ".all(x, ", "matches("),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(rule=st.lists(_RULE_PIECES, max_size=30).map("".join) | st.text(max_size=40))
+def test_no_rule_text_makes_the_crd_write_raise_anything_but_invalid(rule: str) -> None:
+    api = FakeApiServer()
+    try:
+        api.create(widget_crd(with_rules(rule)))
+    except Invalid as refused:
+        assert "x-kubernetes-validations[0].rule: " in str(refused)
+    else:
+        assert rule.strip(), "an empty rule is refused"
