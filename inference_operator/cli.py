@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from inference_operator.cliargs import OutputPathError, check_output, horizon, liveness_url, port, ready_after
 from inference_operator.core.process import limit_malloc_arenas, tune_gc
+from inference_operator.core.text import one_line
 from inference_operator.demo import SCENARIO_NAMES
 from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS, OperatorConfig
 from inference_operator.manifests import Manifest
@@ -354,11 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         code: int = args.func(args)
         return code
-    except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except UsageError as err:  # one line, whatever the input it quotes holds
+        print(f"error: {one_line(str(err))}", file=sys.stderr)
         return 2
     except ClusterGone as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(str(err))}", file=sys.stderr)
         return 1
 
 

@@ -13,7 +13,7 @@ import re
 
 __all__ = ["bounded_text", "cut", "one_line"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def cut(text: str, limit: int) -> str:
@@ -26,8 +26,14 @@ def cut(text: str, limit: int) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with every control character (newlines, escapes, DEL, C1) written as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with every control character (newlines, escapes, DEL, C1) written as ``\\xNN``,
+    and the Unicode line and paragraph separators as ``\\u2028`` and ``\\u2029``."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def bounded_text(text: str, limit: int) -> str:

@@ -122,6 +122,11 @@ def test_a_bad_option_is_one_line_and_exit_code_two(capsys: pytest.CaptureFixtur
             "spec: {image: vllm, model: m}\n",
             "metadata.name is required",
         ),
+        (  # a key with characters Python's splitlines splits on (found by the CLI fuzz test)
+            "apiVersion: serving.inference-operator.dev/v1\nkind: InferenceService\nmetadata: {name: x}\n"
+            'spec: {image: vllm, model: m, nodeSelector: {"a\\x1eb\\u2028c": false}}\n',
+            "spec.nodeSelector.a\\x1eb\\u2028c: Invalid value",
+        ),
     ],
 )
 def test_a_bad_manifest_is_one_line_and_exit_code_two(
