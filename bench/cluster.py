@@ -216,6 +216,11 @@ def main() -> int:
         help="INFERENCE_OPERATOR_READ_CAPACITY=false: no cache of Nodes and Pods (default: cached, as installed)",
     )
     parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep each run's work directory (control plane and operator logs, the audit log) instead of removing it",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         metavar="DIR",
@@ -284,32 +289,45 @@ def steady_state_latency(client: KubeClient, operator: OperatorProcess, n: int) 
 
 
 def run_once(args: argparse.Namespace) -> tuple[float, float]:
-    """One measurement on a fresh control plane; returns (raw floor, convergence) in seconds."""
-    n = args.count
+    """One measurement on a fresh control plane; returns (raw floor, convergence) in seconds.
+    Its work directory (the control plane with its audit log, about 350 MB at 1,000, and the
+    operator's logs) is removed afterwards unless ``--keep``."""
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    try:
+        return measure(args, work)
+    finally:
+        if args.keep:
+            print(f"kept {work}: the control plane's logs and audit log, the operator's logs", flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, work: Path) -> tuple[float, float]:
+    n = args.count
     nodes = max(2, math.ceil(2 * n / 100) + 1)
     plane = local.start_control_plane(work / "plane", nodes=nodes)
     # The registry runs in its own process, as it would in real life (in this process its
     # threads would compete for the GIL with the progress polling below).
     lb_port = free_port()
-    registry = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "inference_operator.lb.registry",
-            "serve",
-            "--port",
-            str(lb_port),
-            "--state",
-            str(work / "lb.json"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     lb = HttpLoadBalancer(f"http://127.0.0.1:{lb_port}")
-    wait_until(lambda: lb.list_registrations() == {}, timeout=30, what="the load balancer registry to start")
+    registry: subprocess.Popen[bytes] | None = None
     operator: OperatorProcess | None = None
     try:
+        registry = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "inference_operator.lb.registry",
+                "serve",
+                "--port",
+                str(lb_port),
+                "--state",
+                str(work / "lb.json"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: lb.list_registrations() == {}, timeout=30, what="the load balancer registry to start")
         env = operator_env(plane.bin_dir)
         kubectl = Kubectl(plane.kubeconfig, env)
         install_crds(kubectl)
@@ -445,8 +463,9 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
     finally:
         if operator is not None and operator.process is not None:
             operator.stop()
-        registry.terminate()
-        registry.wait(10)
+        if registry is not None:
+            registry.terminate()
+            registry.wait(10)
         plane.stop()
 
 

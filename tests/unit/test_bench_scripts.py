@@ -2,7 +2,7 @@
 
 Covers: bench/sim.py (pods always modelled; its old ``--cluster`` flag still accepted),
 bench/degraded.py (every mode), bench/rollout.py (every strategy on every pool) and
-bench/cache_memory.py (every kind the operator caches) finish with
+bench/cache_memory.py (every kind the operator caches) and bench/cache_events.py finish with
 exit 0 and print their figures; bench/rollout_cluster.py, which needs a control plane, is
 checked by its ``--dry-run``: each case's pool has exactly the GPUs of the simulator's, is kept
 for that case alone (labelled and tainted), and its InferenceService selects and tolerates it.
@@ -59,6 +59,13 @@ def test_the_cache_memory_benchmark_measures_every_kind_the_operator_caches() ->
     kinds = [line.split(":")[0].strip() for line in out.splitlines()[1:-1]]
     assert kinds == ["InferenceService", "Deployment", "Service", "Pod", "Node"]
     assert out.splitlines()[-1].startswith("cache: ")
+
+
+def test_the_cache_events_benchmark_replays_every_watched_kinds_events_and_a_list() -> None:
+    out = run_bench("bench/cache_events.py", "6", "--repeat", "1").splitlines()
+    assert out[0].startswith("N=6: ") and "InferenceService " in out[0] and "Pod " in out[0]
+    assert out[1].startswith("stored: ") and " µs per event" in out[1]
+    assert out[2].startswith("a LIST of all ") and out[2].endswith(" µs per object")
 
 
 def test_the_cluster_rollout_benchmark_gives_each_case_a_pool_of_its_own_with_the_simulators_gpus() -> None:
@@ -118,3 +125,61 @@ def test_the_simulator_benchmark_names_an_object_that_is_not_ready(monkeypatch: 
 
     with pytest.raises(SystemExit, match="only 3 of 4 InferenceServices became Ready"):
         bench.run(4)
+
+
+class _FakePlane:
+    bin_dir = None
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class _FakeRegistry:
+    def __init__(self, *_: Any, **__: Any) -> None:
+        self.terminated = False
+
+    def terminate(self) -> None:
+        self.terminated = True
+
+    def wait(self, _timeout: float) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_cluster_benchmark_stops_what_it_started_and_removes_its_work_directory_unless_kept(
+    monkeypatch: pytest.MonkeyPatch, keep: bool
+) -> None:
+    """Its work directory (350 MB a run at 1,000: the audit log) was left in /tmp after every
+    run, and a registry that did not start left the control plane running."""
+    import importlib.util
+    from argparse import Namespace
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))  # its helpers (promtext, procstats), as when run
+    spec = importlib.util.spec_from_file_location("bench_cluster", ROOT / "bench" / "cluster.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    plane, registries, works = _FakePlane(), [], []
+
+    def start_control_plane(path: Path, *, nodes: int) -> _FakePlane:
+        works.append(path.parent)
+        return plane
+
+    def never_up(*_: Any, **__: Any) -> None:
+        raise TimeoutError("the load balancer registry to start: not within 30 s")
+
+    monkeypatch.setattr(bench.local, "start_control_plane", start_control_plane)
+    monkeypatch.setattr(bench, "free_port", lambda: 1)
+    monkeypatch.setattr(bench.subprocess, "Popen", lambda *a, **k: registries.append(_FakeRegistry()) or registries[-1])
+    monkeypatch.setattr(bench, "wait_until", never_up)
+    with pytest.raises(TimeoutError):
+        bench.run_once(Namespace(count=2, keep=keep))
+    assert plane.stopped and [r.terminated for r in registries] == [True]
+    assert works[0].exists() is keep
+    if keep:
+        import shutil
+
+        shutil.rmtree(works[0])
