@@ -46,6 +46,7 @@ class Write:
     subresource: str = ""
     code: int = 200  # the API server's answer (the balancer's calls: 200)
     denied_by: str = ""  # a 403's words (the response's message, the audit annotations): they name a policy
+    failure: str = ""  # a 500's message
 
     @property
     def what(self) -> str:
@@ -68,6 +69,14 @@ class Write:
         return (self.verb == "update" and self.subresource == "status") or (
             self.verb == "patch" and not self.subresource
         )
+
+    @property
+    def abandoned(self) -> bool:
+        """Cut off while its body was being sent: the replica's last check at the socket
+        (``kube/sendgate.py``) refused the body of a request whose headers had gone out before
+        it was paused, and dropped the connection. The API server audits the request with a 500
+        ("read tcp …: read: connection reset by peer", or an unexpected EOF) and never ran it."""
+        return self.code == 500 and ("connection reset by peer" in self.failure or "unexpected EOF" in self.failure)
 
     def refused_by(self, policy: str) -> bool:
         """Refused (403) by the admission policy named ``policy``: by one of its validations, or
@@ -125,6 +134,7 @@ def attribute(
                 name=f"{ref.get('namespace')}/{ref.get('name')}",
                 code=int(status.get("code") or 0),
                 denied_by=denial.strip() if status.get("code") == 403 else "",
+                failure=str(status.get("message", "")) if status.get("code") == 500 else "",
             )
         )
     for call in balancer_calls:
@@ -148,15 +158,16 @@ def late_writes(writes: list[Write]) -> list[tuple[str, Write]]:
 
 def check_one_writer(attributed: Attributed, what: str, *, fence_policy: str = "") -> list[Write]:
     """Fail on a request of the operator's ServiceAccount that names no replica, and on any late
-    write but those refused on their resourceVersion or (``fence_policy``: the strict fence is
-    installed) by that policy; returns the late requests tolerated, to be counted."""
+    write but those refused on their resourceVersion, those abandoned half-sent (never run), or
+    (``fence_policy``: the strict fence is installed) refused by that policy; returns the late
+    requests tolerated, to be counted."""
     assert not attributed.unattributed, (
         f"{what}: mutating requests by the operator's ServiceAccount name neither replica in their user agent: "
         f"{attributed.unattributed}"
     )
     tolerated: list[Write] = []
     for later, w in late_writes(attributed.writes):
-        if w.refused_on_its_resource_version or w.refused_by(fence_policy):
+        if w.refused_on_its_resource_version or w.abandoned or w.refused_by(fence_policy):
             tolerated.append(w)
             continue
         answer = "accepted" if w.accepted else f"refused with {w.code}, which no fence explains"

@@ -1,9 +1,11 @@
 """The e2e suite's rules for "at most one writer" (tests/e2e/onewriter.py), on hand-written audit events.
 
 Covers: writes before the other replica's first write are fine, Lease requests are the election
-and never count; a late status PUT or finalizer patch refused with 409 is tolerated and counted;
-any other late request fails, whether the API server accepted it, refused it with 409 on another
-kind, or refused it with another code (422, a 403 from RBAC); a late balancer call fails; with the
+and never count; a late status PUT or finalizer patch refused with 409 is tolerated and counted,
+and so is a late request abandoned half-sent (the replica's send gate refused its body: the API
+server audits a 500 for a connection reset or an unexpected EOF, and never ran it); any other late
+request fails, whether the API server accepted it, refused it with 409 on another kind, or refused
+it with another code (422, a 403 from RBAC, another 500); a late balancer call fails; with the
 strict fence installed, a late write its policy refused (403: a failed validation, named in the
 audit annotations, or its Lease missing, named in the response's message) is tolerated whatever
 the kind, a 403 from another policy is not; a mutating request by the
@@ -107,7 +109,26 @@ LATE_AND_FAILING = [
     ("Deployment apply refused with 422", event(11, "a", "patch", "deployments", code=422)),
     ("status PUT refused by RBAC", event(11, "a", "update", "inferenceservices", subresource="status", code=403)),
     ("Event refused with 409", event(11, "a", "create", "events", code=409)),
+    ("Event patch failing with another 500", event(11, "a", "patch", "events", code=500)),
 ]
+
+
+def cut_off(at: float, by: str, message: str) -> Obj:
+    """A request whose body never arrived (its sender dropped the connection): audited as a 500."""
+    late = event(at, by, "patch", "events", code=500)
+    late["responseStatus"]["message"] = message
+    return late
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "read tcp 127.0.0.1:35803->127.0.0.1:45672: read: connection reset by peer",  # seen on kube-apiserver 1.36.5
+        "unexpected EOF",
+    ],
+)
+def test_a_late_request_abandoned_half_sent_is_tolerated_and_counted(message: str) -> None:
+    assert check(cut_off(11, "a", message)) == ["patch events/ ns/x"]
 
 
 @pytest.mark.parametrize(("what", "late"), LATE_AND_FAILING, ids=[w for w, _ in LATE_AND_FAILING])
