@@ -61,7 +61,7 @@ def compact(obj: Obj, like: Obj | None = None) -> Obj:
     out: Obj = {}
     for key, value in obj.items():
         old = like.get(key, _ABSENT) if like is not None else _ABSENT
-        if type(old) is type(value) and old == value:
+        if _unchanged(old, value):
             out[_intern(key)] = old
         elif key == "metadata" and type(value) is dict:
             out["metadata"] = _metadata(value, old if type(old) is dict else None)
@@ -74,13 +74,18 @@ def _metadata(meta: dict[str, Any], like: dict[str, Any] | None) -> dict[str, An
     out: dict[str, Any] = {}
     for key, value in meta.items():
         old = like.get(key, _ABSENT) if like is not None else _ABSENT
-        if type(old) is type(value) and old == value:
+        if _unchanged(old, value):
             out[_intern(key)] = old
         elif key == "managedFields" and type(value) is list:
             out["managedFields"] = [_entry(e) if type(e) is dict else _copy(e) for e in value]
         else:
             out[_intern(key)] = _copy(value)
     return out
+
+
+def _unchanged(old: Any, new: Any) -> bool:
+    """``old`` (a compacted part) can stand for ``new``: of the same type, and equal."""
+    return type(old) is type(new) and old == new
 
 
 def _copy_like(value: Any, like: Any) -> Any:
@@ -90,11 +95,11 @@ def _copy_like(value: Any, like: Any) -> Any:
         out = {}
         for key, item in value.items():
             old = like.get(key, _ABSENT)
-            out[_intern(key)] = old if type(old) is type(item) and old == item else _copy_like(item, old)
+            out[_intern(key)] = old if _unchanged(old, item) else _copy_like(item, old)
         return out
     if kind is list and type(like) is list and len(like) == len(value):
         pairs = zip(value, like, strict=True)
-        return [old if type(old) is type(item) and old == item else _copy_like(item, old) for item, old in pairs]
+        return [old if _unchanged(old, item) else _copy_like(item, old) for item, old in pairs]
     return _copy(value)
 
 
