@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+import marshal
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, cast
 
 from inference_operator.ssa.fieldschema import (
     DEDUCED,
@@ -33,9 +35,11 @@ from inference_operator.ssa.fieldschema import (
 )
 
 __all__ = [
+    "REMEMBER_FROM",
     "FieldSet",
     "Path",
     "PathElement",
+    "PathsBelow",
     "field_element",
     "field_set",
     "index_element",
@@ -49,6 +53,7 @@ __all__ = [
     "reset_fields",
     "resolve",
     "shared_field_set",
+    "skips_below",
     "strip_server_fields",
     "value_element",
     "without_prefixes",
@@ -232,15 +237,88 @@ def _collect(value: Any, node: Node, path: Path, out: set[Path], skip: FieldSet,
         if node.atomic:
             out.add(path)
         elif type(value) is dict:
-            for name, child in value.items():
-                sub = (*path, (_FIELD, name))
-                if sub in skip:
-                    continue
-                _collect(child, node.child(name), sub, out, skip, strict)
-                if child is None or child == {} or not node.declares(name):
-                    out.add(sub)
+            if len(value) >= REMEMBER_FROM and not skips_below(skip, path):
+                below = _FIELDS_BELOW.of(value, node, strict)
+                if below is not None:
+                    out.update([path + tail for tail in below])
+                    return
+            _collect_fields(value, node, path, out, skip, strict)
     elif path:
         out.add(path)
+
+
+def _collect_fields(
+    value: dict[str, Any], node: Struct | MapOf, path: Path, out: set[Path], skip: FieldSet, strict: bool
+) -> None:
+    for name, child in value.items():
+        sub = (*path, (_FIELD, name))
+        if sub in skip:
+            continue
+        _collect(child, node.child(name), sub, out, skip, strict)
+        if child is None or child == {} or not node.declares(name):
+            out.add(sub)
+
+
+REMEMBER_FROM: Final = 8
+"""Maps of at least this many fields have the paths below them remembered (:class:`PathsBelow`)."""
+
+
+def skips_below(skip: FieldSet, path: Path) -> bool:
+    """Whether a path of ``skip`` lies below ``path``."""
+    depth = len(path)
+    return any(len(s) > depth and s[:depth] == path for s in skip)
+
+
+class PathsBelow:
+    """The paths a walk finds below a map, relative to it, by the map's encoding (``marshal``,
+    so types and key order count) and its schema node: a tree walk done once per distinct
+    subtree. Every Deployment the operator applies has the same container, every pod of a
+    template the same one. A subtree is remembered the second time it is seen (most maps are
+    seen once: an object's own metadata), and only the last ``size`` of them; the real
+    operator's workers share tables, hence the lock."""
+
+    def __init__(self, walk: Callable[[dict[str, Any], Node, bool], set[Path]], size: int = 256) -> None:
+        self._walk = walk
+        self._size = size
+        self._table: dict[tuple[bytes, bool], tuple[Node, tuple[Path, ...]]] = {}
+        self._seen: dict[int, None] = {}  # hashes of the keys seen once, oldest first
+        self._lock = threading.Lock()
+
+    def of(self, value: dict[str, Any], node: Node, flag: bool = False) -> tuple[Path, ...] | None:
+        """The relative paths below ``value``; None when the caller should walk it itself (a
+        first sight, a value that is not plain JSON, or one the walk refuses)."""
+        try:
+            key = (marshal.dumps(value, 2), flag)
+        except ValueError:
+            return None
+        found = self._table.get(key)
+        if found is not None and found[0] is node:
+            return found[1]
+        with self._lock:
+            seen = hash(key)
+            if seen not in self._seen:
+                self._seen[seen] = None
+                if len(self._seen) > 4 * self._size:
+                    del self._seen[next(iter(self._seen))]
+                return None
+        try:
+            below = tuple(self._walk(value, node, flag))
+        except ValueError:
+            return None  # the caller's own walk raises it, naming the whole path
+        with self._lock:
+            if len(self._table) >= self._size:
+                del self._table[next(iter(self._table))]  # the oldest
+            self._table[key] = (node, below)
+        return below
+
+
+def _relative_fields(value: dict[str, Any], node: Node, strict: bool) -> set[Path]:
+    out: set[Path] = set()
+    _collect_fields(value, cast(Struct | MapOf, node), (), out, frozenset(), strict)
+    return out
+
+
+_FIELDS_BELOW: Final = PathsBelow(_relative_fields)
 
 
 def _collect_items(items: list[Any], node: ListOf, path: Path, out: set[Path], skip: FieldSet, strict: bool) -> None:

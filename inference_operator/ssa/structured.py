@@ -18,13 +18,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from inference_operator.ssa.fieldpaths import (
+    REMEMBER_FROM,
     FieldSet,
     Path,
     PathElement,
+    PathsBelow,
     child_node,
     item_element,
     path_string,
     resolve,
+    skips_below,
 )
 from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, Untyped
 
@@ -139,6 +142,15 @@ def _whole(value: Any, node: Node, path: Path, into: set[Path], skip: FieldSet) 
     if skip and path in skip:
         return
     into.add(path)
+    if type(value) is dict and len(value) >= REMEMBER_FROM and not skips_below(skip, path):
+        below = _WHOLE.of(value, node)
+        if below is not None:
+            into.update([path + tail for tail in below])
+            return
+    _whole_children(value, node, path, into, skip)
+
+
+def _whole_children(value: Any, node: Node, path: Path, into: set[Path], skip: FieldSet) -> None:
     kind = type(value)
     if kind is dict:
         shape = resolve(node, value)
@@ -155,6 +167,15 @@ def _whole(value: Any, node: Node, path: Path, into: set[Path], skip: FieldSet) 
                     _whole(found[0], shape.element, (*path, element), into, skip)
                 else:
                     into.add((*path, element))
+
+
+def _relative_whole(value: dict[str, Any], node: Node, _flag: bool) -> set[Path]:
+    into: set[Path] = set()
+    _whole_children(value, node, (), into, frozenset())
+    return into
+
+
+_WHOLE: Final = PathsBelow(_relative_whole)
 
 
 def _index(items: Any, node: ListOf) -> tuple[list[PathElement], dict[PathElement, list[Any]]]:

@@ -6,13 +6,15 @@ Deployment never select each other's pods. The hash is ``controller.ComputeHash`
 the pod template, then the collision count (when set) as 8 little-endian bytes, the 32-bit sum
 printed in decimal and each digit mapped through apimachinery's ``SafeEncodeString`` alphabet
 (no vowels, so no words). One thing differs on purpose: the real controller hashes Go's
-``spew`` dump of its struct, which only Go can reproduce, so here the template's canonical JSON
-(sorted keys, no spaces) is hashed; the values differ from a real cluster's, the shape, length
-range, alphabet and collision behaviour do not.
+``spew`` dump of its struct, which only Go can reproduce, so here FNV-32a runs over the SHA-256
+digest of the template's canonical JSON (sorted keys, no spaces): 32 bytes instead of the
+template's few thousand, which FNV, a byte at a time in Python, took 70 µs over. The values
+differ from a real cluster's; the shape, length range, alphabet and collision behaviour do not.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from collections.abc import Mapping
@@ -57,7 +59,8 @@ def safe_encode(text: str) -> str:
 
 def pod_template_hash(template: Mapping[str, Any], *, collision_count: int | None = None) -> str:
     """The ``pod-template-hash`` of ``template`` (see the module docstring)."""
-    value = _fnv32a(json.dumps(template, sort_keys=True, separators=(",", ":")).encode())
+    canonical = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    value = _fnv32a(hashlib.sha256(canonical).digest())
     if collision_count is not None:
         value = _fnv32a(struct.pack("<II", collision_count & 0xFFFFFFFF, 0), value)
     return safe_encode(str(value))
