@@ -109,21 +109,64 @@ def shared_fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
     return _shared(fields) if type(fields) is frozenset else _build(fields)
 
 
-@functools.lru_cache(maxsize=256)
 def _shared(fields: FieldSet) -> dict[str, Any]:
-    encoded = _build(fields)
-    with _FIELDS_OF_LOCK:
-        _FIELDS_OF[id(encoded)] = (encoded, shared_field_set(fields))
-        while len(_FIELDS_OF) > _KNOWN_ENCODINGS:
-            del _FIELDS_OF[next(iter(_FIELDS_OF))]  # the oldest
-    return encoded
+    return _encoding(fields, whole=True)
 
 
-_KNOWN_ENCODINGS = 8192
+def _encoding(fields: FieldSet, *, whole: bool = False) -> dict[str, Any]:
+    """The encoding of ``fields``, one object per set while it is remembered, and known by its
+    identity (:func:`known_field_set`, :func:`_read`).
+
+    A set encoded a second time is kept (the :data:`_KEPT_ENCODINGS` used last): those are
+    the sets every object of a kind shares (a pod's conditions, a Deployment's status, the
+    operator's apply), which must stay known however many objects are written between two
+    writes of one. Sets encoded once (the corners that are one object's own: a pod's IP, an
+    owner's uid, and the entries around them) are only among the last :data:`_RECENT_ENCODINGS`.
+    Reading back a stored entry encoded longer ago then parses only those corners. The set
+    of a ``whole`` entry is remembered with its paths shared with other entries' (memory).
+    """
+    kept = _KEPT.get(fields)
+    if kept is not None:
+        with _FIELDS_OF_LOCK:  # the most recently used last: the last to be forgotten
+            if _KEPT.pop(fields, None) is kept:
+                _KEPT[fields] = kept
+        return kept
+    recent = _RECENT.get(fields)
+    if recent is None:
+        encoded = _build(fields)  # outside the lock: it encodes its subtrees through here
+        with _FIELDS_OF_LOCK:
+            meanwhile = _KEPT.get(fields, _RECENT.get(fields))  # another thread's
+            if meanwhile is not None:
+                return meanwhile
+            if whole:  # the caller's paths are its walk's own tuples: keep shared ones instead
+                fields = shared_field_set(fields)
+            _RECENT[fields] = encoded
+            _FIELDS_OF[id(encoded)] = (encoded, fields)
+            while len(_RECENT) > _RECENT_ENCODINGS:
+                _forget(_RECENT.pop(next(iter(_RECENT))))  # the oldest
+        return encoded
+    with _FIELDS_OF_LOCK:  # the second time: kept
+        if _RECENT.pop(fields, None) is recent:
+            _KEPT[fields] = recent
+            while len(_KEPT) > _KEPT_ENCODINGS:
+                _forget(_KEPT.pop(next(iter(_KEPT))))  # the oldest
+    return recent
+
+
+def _forget(encoded: dict[str, Any]) -> None:
+    known = _FIELDS_OF.get(id(encoded))
+    if known is not None and known[0] is encoded:
+        del _FIELDS_OF[id(encoded)]
+
+
+_RECENT_ENCODINGS = 4096
+_KEPT_ENCODINGS = 2048
+_RECENT: dict[FieldSet, dict[str, Any]] = {}
+_KEPT: dict[FieldSet, dict[str, Any]] = {}
 _FIELDS_OF_LOCK = threading.Lock()
 _FIELDS_OF: dict[int, tuple[dict[str, Any], FieldSet]] = {}
-"""The field set of each recent :func:`shared_fields_v1` result, by the result's id (held here,
-so the id cannot be reused while it is remembered)."""
+"""The field set of each remembered encoding (:func:`_encoding`), by the encoding's id (held
+there, so the id cannot be reused while it is known)."""
 
 
 def known_field_set(fields_v1: Mapping[str, Any]) -> FieldSet | None:
@@ -160,10 +203,9 @@ def _build(fields: Iterable[Path]) -> dict[str, Any]:
     return out
 
 
-@functools.lru_cache(maxsize=8192)
 def _subtree(fields: FieldSet) -> dict[str, Any]:
     """The encoded subtree of ``fields`` (paths relative to it), shared: never to be modified."""
-    return _build(fields)
+    return _encoding(fields)
 
 
 def from_fields_v1(fields_v1: Mapping[str, Any]) -> FieldSet:
@@ -186,6 +228,11 @@ def _read(node: Mapping[str, Any], prefix: Path, out: set[Path]) -> bool:
         except ValueError:
             continue
         path = (*prefix, element)
+        known = _FIELDS_OF.get(id(child))
+        if known is not None and known[0] is child and known[1]:
+            out.update([path + tail for tail in known[1]])  # not a member itself: it has no "."
+            has_children = True
+            continue
         before = len(out)
         if _read(child if isinstance(child, dict) else {}, path, out):
             out.add(path)

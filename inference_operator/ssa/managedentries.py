@@ -93,7 +93,14 @@ class Entry:
         """Whether some of ``paths`` are this entry's (without parsing a stored entry)."""
         if self._fields is not None or self.fields_v1 is None:
             return not self.fields.isdisjoint(paths)
-        return any(_recorded(self.fields_v1, path) for path in paths)
+        encoded = self.fields_v1
+        paths = paths if isinstance(paths, frozenset | set) else frozenset(paths)
+        if () in paths and _recorded(encoded, ()):
+            return True
+        heads = {element_string(head) for head in {path[0] for path in paths if path}}
+        if heads.isdisjoint(encoded):  # what one manager changes is mostly under fields others do not own
+            return False
+        return any(_recorded(encoded, path) for path in paths)
 
     def owns_all(self, paths: Iterable[Path]) -> bool:
         if self._fields is not None or self.fields_v1 is None:

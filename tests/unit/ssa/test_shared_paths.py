@@ -51,7 +51,8 @@ def fresh_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """Empty tables: an equal set encoded by an earlier test would otherwise come back as it was."""
     monkeypatch.setattr(fieldpaths, "_KNOWN_PATHS", {})
     monkeypatch.setattr(fieldsv1, "_FIELDS_OF", {})
-    fieldsv1._shared.cache_clear()
+    monkeypatch.setattr(fieldsv1, "_RECENT", {})
+    monkeypatch.setattr(fieldsv1, "_KEPT", {})
     fieldsv1._encoded.cache_clear()
 
 
