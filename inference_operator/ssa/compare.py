@@ -20,10 +20,19 @@ from __future__ import annotations
 import marshal
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from inference_operator.api.quantity import parse_quantity
-from inference_operator.ssa.fieldpaths import FieldSet, Path, field_set, item_element, path_string, resolve
+from inference_operator.ssa.fieldpaths import (
+    REMEMBER_FROM,
+    FieldSet,
+    Path,
+    RememberedWalks,
+    field_set,
+    item_element,
+    path_string,
+    resolve,
+)
 from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, schema_for
 from inference_operator.ssa.fieldsv1 import from_fields_v1, known_field_set
 
@@ -151,14 +160,14 @@ def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, qu
                 _diff(found[0], item, node.element, sub, out, quantities=quantities)
         return
     if isinstance(node, Struct | MapOf) and not node.atomic and isinstance(desired, dict):
-        have_all = live if isinstance(live, dict) else {}
-        for name, want in desired.items():
-            sub = (*path, (0, name))
-            if name not in have_all or have_all[name] is None:
-                if not _is_empty(want):
-                    out.append(path_string(sub))
-                continue
-            _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITIES)
+        if len(desired) >= REMEMBER_FROM and path:
+            below = _DIFFS.of((live, desired), node, quantities)
+            if below is not None:
+                if below:
+                    shown = path_string(path)
+                    out.extend(shown + rest for rest in below)
+                return
+        _diff_fields(live, desired, node, path, out, quantities=quantities)
         return
     if isinstance(desired, dict | list):
         # An atomic value is the applier's as a whole: a key or item it no longer has must go
@@ -169,6 +178,29 @@ def _diff(live: Any, desired: Any, node: Node, path: Path, out: list[str], *, qu
     if not same:
         out.append(path_string(path))
 
+
+def _diff_fields(
+    live: Any, desired: dict[str, Any], node: Struct | MapOf, path: Path, out: list[str], *, quantities: bool
+) -> None:
+    have_all = live if isinstance(live, dict) else {}
+    for name, want in desired.items():
+        sub = (*path, (0, name))
+        if name not in have_all or have_all[name] is None:
+            if not _is_empty(want):
+                out.append(path_string(sub))
+            continue
+        _diff(have_all[name], want, node.child(name), sub, out, quantities=quantities or name in _QUANTITIES)
+
+
+def _relative_diff(pair: tuple[Any, dict[str, Any]], node: Node, quantities: bool) -> tuple[str, ...]:
+    out: list[str] = []
+    _diff_fields(pair[0], pair[1], cast(Struct | MapOf, node), (), out, quantities=quantities)
+    return tuple(out)
+
+
+_DIFFS: RememberedWalks[tuple[str, ...]] = RememberedWalks(_relative_diff)
+"""What :func:`_diff` finds below a big map (a container), by the live and the desired map:
+every pass over a converged Deployment compares the same container again."""
 
 _QUANTITIES = ("requests", "limits", "sizeLimit")
 """Maps of quantities (a container's resources) and quantities (an emptyDir's size limit)."""

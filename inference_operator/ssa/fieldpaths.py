@@ -20,7 +20,7 @@ import json
 import marshal
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 from inference_operator.ssa.fieldschema import (
     DEDUCED,
@@ -39,7 +39,7 @@ __all__ = [
     "FieldSet",
     "Path",
     "PathElement",
-    "PathsBelow",
+    "RememberedWalks",
     "field_element",
     "field_set",
     "index_element",
@@ -66,6 +66,8 @@ Path = tuple[PathElement, ...]
 FieldSet = frozenset[Path]
 
 _FIELD, _KEY, _VALUE, _INDEX = 0, 1, 2, 3
+
+T = TypeVar("T")
 
 
 def field_element(name: str) -> PathElement:
@@ -260,7 +262,7 @@ def _collect_fields(
 
 
 REMEMBER_FROM: Final = 8
-"""Maps of at least this many fields have the paths below them remembered (:class:`PathsBelow`)."""
+"""Maps of at least this many fields have what is below them remembered (:class:`RememberedWalks`)."""
 
 
 def skips_below(skip: FieldSet, path: Path) -> bool:
@@ -269,23 +271,23 @@ def skips_below(skip: FieldSet, path: Path) -> bool:
     return any(len(s) > depth and s[:depth] == path for s in skip)
 
 
-class PathsBelow:
-    """The paths a walk finds below a map, relative to it, by the map's encoding (``marshal``,
-    so types and key order count) and its schema node: a tree walk done once per distinct
+class RememberedWalks(Generic[T]):
+    """What a walk finds below a map, relative to it, by the map's encoding (``marshal``, so
+    types and key order count) and its schema node: a tree walk done once per distinct
     subtree. Every Deployment the operator applies has the same container, every pod of a
     template the same one. A subtree is remembered the second time it is seen (most maps are
     seen once: an object's own metadata), and only the last ``size`` of them; the real
     operator's workers share tables, hence the lock."""
 
-    def __init__(self, walk: Callable[[dict[str, Any], Node, bool], set[Path]], size: int = 256) -> None:
+    def __init__(self, walk: Callable[[Any, Node, bool], T], size: int = 256) -> None:
         self._walk = walk
         self._size = size
-        self._table: dict[tuple[bytes, bool], tuple[Node, tuple[Path, ...]]] = {}
+        self._table: dict[tuple[bytes, bool], tuple[Node, T]] = {}
         self._seen: dict[int, None] = {}  # hashes of the keys seen once, oldest first
         self._lock = threading.Lock()
 
-    def of(self, value: dict[str, Any], node: Node, flag: bool = False) -> tuple[Path, ...] | None:
-        """The relative paths below ``value``; None when the caller should walk it itself (a
+    def of(self, value: Any, node: Node, flag: bool = False) -> T | None:
+        """What the walk finds below ``value``; None when the caller should walk it itself (a
         first sight, a value that is not plain JSON, or one the walk refuses)."""
         try:
             key = (marshal.dumps(value, 2), flag)
@@ -302,7 +304,7 @@ class PathsBelow:
                     del self._seen[next(iter(self._seen))]
                 return None
         try:
-            below = tuple(self._walk(value, node, flag))
+            below = self._walk(value, node, flag)
         except ValueError:
             return None  # the caller's own walk raises it, naming the whole path
         with self._lock:
@@ -312,13 +314,13 @@ class PathsBelow:
         return below
 
 
-def _relative_fields(value: dict[str, Any], node: Node, strict: bool) -> set[Path]:
+def _relative_fields(value: dict[str, Any], node: Node, strict: bool) -> tuple[Path, ...]:
     out: set[Path] = set()
     _collect_fields(value, cast(Struct | MapOf, node), (), out, frozenset(), strict)
-    return out
+    return tuple(out)
 
 
-_FIELDS_BELOW: Final = PathsBelow(_relative_fields)
+_FIELDS_BELOW: Final = RememberedWalks(_relative_fields)
 
 
 def _collect_items(items: list[Any], node: ListOf, path: Path, out: set[Path], skip: FieldSet, strict: bool) -> None:

@@ -22,7 +22,7 @@ from inference_operator.ssa.fieldpaths import (
     FieldSet,
     Path,
     PathElement,
-    PathsBelow,
+    RememberedWalks,
     child_node,
     item_element,
     path_string,
@@ -169,13 +169,13 @@ def _whole_children(value: Any, node: Node, path: Path, into: set[Path], skip: F
                     into.add((*path, element))
 
 
-def _relative_whole(value: dict[str, Any], node: Node, _flag: bool) -> set[Path]:
+def _relative_whole(value: dict[str, Any], node: Node, _flag: bool) -> tuple[Path, ...]:
     into: set[Path] = set()
     _whole_children(value, node, (), into, frozenset())
-    return into
+    return tuple(into)
 
 
-_WHOLE: Final = PathsBelow(_relative_whole)
+_WHOLE: Final = RememberedWalks(_relative_whole)
 
 
 def _index(items: Any, node: ListOf) -> tuple[list[PathElement], dict[PathElement, list[Any]]]:

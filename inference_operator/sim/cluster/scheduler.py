@@ -136,11 +136,15 @@ class Scheduler:
         start = self._next_start % len(nodes) if nodes else 0
         processed = 0
         shape = _shape(spec, requests)
+        verdicts, changes = self._verdicts, self._changes
         for node in nodes[start:] + nodes[:start]:
             if len(fitting) >= wanted:
                 break
             processed += 1
-            status = self._filter(spec, requests, node, shape)
+            meta = node["metadata"]  # the verdict's key, as _version() spells it (inlined: per node per pod)
+            name = str(meta["name"])
+            remembered = (shape, name, str(meta.get("resourceVersion", "")), changes.get(name, 0))
+            status = verdicts[remembered] if remembered in verdicts else self._filter(spec, requests, node, shape)
             if status is None:
                 fitting.append(node)
             else:
@@ -172,14 +176,20 @@ class Scheduler:
         """:func:`.fit.choose_node`, each node's score kept until the node or what it holds changes."""
         names = scored_resources(requests)
 
+        scores = self._scores
+
         def score(node: Obj) -> tuple[float, int, str]:
-            name = str(node["metadata"]["name"])
+            meta = node["metadata"]
+            name = str(meta["name"])
+            remembered = (shape, name, str(meta.get("resourceVersion", "")), self._changes.get(name, 0))
+            if shape and remembered in scores:
+                return scores[remembered]
 
             def work_out() -> tuple[float, int, str]:
                 capacity = self._node_info(node)[0]
                 return node_score(name, capacity, self.used.get(name, {}), self.count.get(name, 0), requests, names)
 
-            return _remembered(self._scores, (shape, *self._version(node)) if shape else None, work_out)
+            return _remembered(scores, remembered if shape else None, work_out)
 
         return min(fitting, key=score)
 

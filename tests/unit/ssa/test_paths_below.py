@@ -14,14 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inference_operator.ssa import compare as drift_module
 from inference_operator.ssa import fieldpaths, structured
-from inference_operator.ssa.fieldpaths import PathsBelow, raw_field_set
+from inference_operator.ssa.compare import drift
+from inference_operator.ssa.fieldpaths import RememberedWalks, raw_field_set
 from inference_operator.ssa.fieldschema import DEDUCED, schema_for
 from inference_operator.ssa.structured import MISSING, compare
 
 POD = schema_for("Pod")
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "a", "b"]), st.just({}))
+scalars: st.SearchStrategy[Any] = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "a", "b"]), st.just({})
+)
 values = st.recursive(
     scalars,
     lambda inner: st.one_of(
@@ -48,6 +52,7 @@ def walked(monkeypatch: pytest.MonkeyPatch, work: Any) -> Any:
     with monkeypatch.context() as m:
         m.setattr(fieldpaths, "REMEMBER_FROM", 10**9)
         m.setattr(structured, "REMEMBER_FROM", 10**9)
+        m.setattr(drift_module, "REMEMBER_FROM", 10**9)
         return work()
 
 
@@ -83,6 +88,36 @@ def test_remembered_additions_are_the_walked_ones(pod: dict[str, Any]) -> None:
         assert work() == expected
 
 
+def deployment(container: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    desired=container,
+    changes=st.dictionaries(st.sampled_from([f"f{i}" for i in range(12)] + ["resources"]), values, max_size=3),
+    dropped=st.sets(st.sampled_from([f"f{i}" for i in range(12)]), max_size=3),
+)
+def test_remembered_drift_is_the_walked_one(
+    desired: dict[str, Any], changes: dict[str, Any], dropped: set[str]
+) -> None:
+    live = {k: v for k, v in {**desired, **changes}.items() if k not in dropped}
+    live["name"] = desired["name"]
+
+    def work() -> list[str]:
+        return drift(deployment(live), deployment(desired), kind="Deployment", manager="m")
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = walked(monkeypatch, work)
+    for _ in range(3):
+        assert work() == expected
+
+
 def big_container(name: str = "server") -> dict[str, Any]:
     return {"name": name, **{f"f{i}": i for i in range(8)}, "env": [{"name": "A", "value": "1"}]}
 
@@ -101,11 +136,11 @@ def test_equal_maps_under_other_schemas_are_walked_again() -> None:
     value = {f"k{i}": {"a": 1} for i in range(8)}
     calls: list[Any] = []
 
-    def walk(v: dict[str, Any], node: Any, flag: bool) -> set[Any]:
+    def walk(v: dict[str, Any], node: Any, flag: bool) -> tuple[Any, ...]:
         calls.append(node)
-        return {(node is DEDUCED,)}
+        return ((node is DEDUCED,),)
 
-    table = PathsBelow(walk)
+    table = RememberedWalks(walk)
     for node in (DEDUCED, POD, DEDUCED, POD, DEDUCED):
         found = table.of(value, node)
         assert found is None or found == ((node is DEDUCED,),)
@@ -122,7 +157,7 @@ def test_a_skip_below_the_map_is_honoured() -> None:
 
 
 def test_the_tables_stay_bounded() -> None:
-    table = PathsBelow(lambda v, node, flag: {((0, "x"),)}, size=4)
+    table = RememberedWalks(lambda v, node, flag: (((0, "x"),),), size=4)
     for i in range(100):
         for _ in range(2):
             table.of({f"k{j}": i for j in range(8)}, POD)
@@ -131,7 +166,7 @@ def test_the_tables_stay_bounded() -> None:
 
 
 def test_a_value_that_is_not_plain_json_is_left_to_the_caller() -> None:
-    table = PathsBelow(lambda v, node, flag: {((0, "x"),)})
+    table = RememberedWalks(lambda v, node, flag: (((0, "x"),),))
     odd = {f"k{i}": object() for i in range(8)}
     assert table.of(odd, POD) is None
     assert table.of(odd, POD) is None
