@@ -276,8 +276,9 @@ class RememberedWalks(Generic[T]):
     types and key order count) and its schema node: a tree walk done once per distinct
     subtree. Every Deployment the operator applies has the same container, every pod of a
     template the same one. A subtree is remembered the second time it is seen (most maps are
-    seen once: an object's own metadata), and only the last ``size`` of them; the real
-    operator's workers share tables, hence the lock."""
+    seen once: an object's own metadata), and only the ``size`` used last; the real
+    operator's workers share tables, hence the lock. Values are JSON trees: ``marshal`` would
+    encode ``bytes`` and ``bytearray`` alike, which JSON never holds."""
 
     def __init__(self, walk: Callable[[Any, Node, bool], T], size: int = 256) -> None:
         self._walk = walk
@@ -295,6 +296,10 @@ class RememberedWalks(Generic[T]):
             return None
         found = self._table.get(key)
         if found is not None and found[0] is node:
+            with self._lock:  # the most recently used last: the last to be forgotten
+                if self._table.get(key) is found:
+                    del self._table[key]
+                    self._table[key] = found
             return found[1]
         with self._lock:
             seen = hash(key)
@@ -309,7 +314,7 @@ class RememberedWalks(Generic[T]):
             return None  # the caller's own walk raises it, naming the whole path
         with self._lock:
             if len(self._table) >= self._size:
-                del self._table[next(iter(self._table))]  # the oldest
+                del self._table[next(iter(self._table))]  # the least recently used
             self._table[key] = (node, below)
         return below
 

@@ -128,7 +128,8 @@ def _encoding(fields: FieldSet, *, whole: bool = False) -> dict[str, Any]:
     kept = _KEPT.get(fields)
     if kept is not None:
         with _FIELDS_OF_LOCK:  # the most recently used last: the last to be forgotten
-            if _KEPT.pop(fields, None) is kept:
+            if _KEPT.get(fields) is kept:
+                del _KEPT[fields]
                 _KEPT[fields] = kept
         return kept
     recent = _RECENT.get(fields)
@@ -146,7 +147,8 @@ def _encoding(fields: FieldSet, *, whole: bool = False) -> dict[str, Any]:
                 _forget(_RECENT.pop(next(iter(_RECENT))))  # the oldest
         return encoded
     with _FIELDS_OF_LOCK:  # the second time: kept
-        if _RECENT.pop(fields, None) is recent:
+        if _RECENT.get(fields) is recent:  # (not another thread's, made meanwhile)
+            del _RECENT[fields]
             _KEPT[fields] = recent
             while len(_KEPT) > _KEPT_ENCODINGS:
                 _forget(_KEPT.pop(next(iter(_KEPT))))  # the oldest

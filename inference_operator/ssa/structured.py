@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from inference_operator.ssa.fieldpaths import (
     REMEMBER_FROM,
@@ -119,17 +119,42 @@ def _compare(lhs: Any, rhs: Any, node: Node, path: Path, out: Comparison, skip: 
     elif type(shape) is ListOf:
         _compare_items(lhs, rhs, shape, path, out, skip)
     elif isinstance(shape, Struct | MapOf):
-        left_map = lhs if type(lhs) is dict else {}
-        right_map = rhs if type(rhs) is dict else {}
-        for name in {**left_map, **right_map}:
-            before, after = left_map.get(name, MISSING), right_map.get(name, MISSING)
-            if before is MISSING or after is MISSING:
+        if path and type(rhs) is dict and len(rhs) >= REMEMBER_FROM and not skips_below(skip, path):
+            found = _COMPARED.of((lhs, rhs), shape)
+            if found is not None:
+                for into, tails in zip((out.added, out.modified, out.removed), found, strict=True):
+                    if tails:
+                        into.update([path + tail for tail in tails])
+                return
+        _compare_fields(lhs, rhs, shape, path, out, skip)
+
+
+def _compare_fields(lhs: Any, rhs: Any, shape: Struct | MapOf, path: Path, out: Comparison, skip: FieldSet) -> None:
+    left_map = lhs if type(lhs) is dict else {}
+    right_map = rhs if type(rhs) is dict else {}
+    for name in {**left_map, **right_map}:
+        before, after = left_map.get(name, MISSING), right_map.get(name, MISSING)
+        if before is MISSING or after is MISSING:
+            _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
+        elif before != after:
+            if _container(before) is str and _container(after) is str and (*path, (0, name)) not in skip:
+                out.modified.add((*path, (0, name)))  # two different scalars: no need to descend
+            else:
                 _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
-            elif before != after:
-                if _container(before) is str and _container(after) is str and (*path, (0, name)) not in skip:
-                    out.modified.add((*path, (0, name)))  # two different scalars: no need to descend
-                else:
-                    _compare(before, after, shape.child(name), (*path, (0, name)), out, skip)
+
+
+Compared = tuple[tuple[Path, ...], tuple[Path, ...], tuple[Path, ...]]
+
+
+def _relative_compare(pair: tuple[Any, dict[str, Any]], node: Node, _flag: bool) -> Compared:
+    result = Comparison(set(), set(), set())
+    _compare_fields(pair[0], pair[1], cast(Struct | MapOf, node), (), result, frozenset())
+    return tuple(result.added), tuple(result.modified), tuple(result.removed)
+
+
+_COMPARED: Final = RememberedWalks(_relative_compare)
+"""What :func:`_compare` finds below a big map, by the map before and after: every pod a
+ReplicaSet creates compares the same spec against the zero pod's."""
 
 
 def _container(value: Any) -> type:

@@ -11,6 +11,7 @@ forgotten reads the shared subtrees by identity.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -119,3 +120,31 @@ def test_an_unparsed_entry_owns_what_its_encoding_records(fields: FieldSet, aske
     entry = Entry(None, "v1", fields_v1=encoded)
     assert entry.owns_any(asked) == any(_recorded(encoded, path) for path in asked)
     assert entry._fields is None  # and did not parse it
+
+
+def test_a_set_kept_meanwhile_by_another_thread_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables are read outside the lock: what changed meanwhile must stay in them or be forgotten."""
+    monkeypatch.setattr(fieldsv1, "_KEPT_ENCODINGS", 1)
+    s, t = frozenset({f("a")}), frozenset({f("b")})
+
+    def other_thread() -> None:  # t kept (s forgotten), then s encoded anew and kept
+        for fields in (t, t, s, s):
+            shared_fields_v1(fields)
+
+    class Interleaved:
+        """A lock that lets the other thread run when it is first taken."""
+
+        def __enter__(self) -> None:
+            monkeypatch.setattr(fieldsv1, "_FIELDS_OF_LOCK", threading.Lock())
+            other_thread()
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    shared_fields_v1(s)
+    first = shared_fields_v1(s)  # kept: the next call finds it before taking the lock
+    monkeypatch.setattr(fieldsv1, "_FIELDS_OF_LOCK", Interleaved())
+    assert shared_fields_v1(s) is first
+    held = {id(encoded) for encoded in (*fieldsv1._RECENT.values(), *fieldsv1._KEPT.values())}
+    assert set(fieldsv1._FIELDS_OF) <= held  # nothing known that no table holds: nothing leaks
+    assert fieldsv1._KEPT.get(s) is not None  # the other thread's encoding of s is still kept

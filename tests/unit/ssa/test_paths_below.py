@@ -88,6 +88,24 @@ def test_remembered_additions_are_the_walked_ones(pod: dict[str, Any]) -> None:
         assert work() == expected
 
 
+@settings(max_examples=150, deadline=None)
+@given(before=pods, after=pods, same_spec=st.booleans())
+def test_remembered_comparisons_are_the_walked_ones(
+    before: dict[str, Any], after: dict[str, Any], same_spec: bool
+) -> None:
+    if same_spec:  # most updates leave the big maps alone, or change one field of them
+        after = {**after, "spec": {**before["spec"], "extra": after["spec"]}}
+
+    def work() -> Any:
+        result = compare(before, after, POD)
+        return result.added, result.modified, result.removed
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = walked(monkeypatch, work)
+    for _ in range(3):
+        assert work() == expected
+
+
 def deployment(container: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
@@ -111,6 +129,46 @@ def test_remembered_drift_is_the_walked_one(
 
     def work() -> list[str]:
         return drift(deployment(live), deployment(desired), kind="Deployment", manager="m")
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = walked(monkeypatch, work)
+    for _ in range(3):
+        assert work() == expected
+
+
+quantities = st.sampled_from(["1", "1000m", "0.5", "500m", "2Gi", "2048Mi", "3"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    desired=st.dictionaries(st.sampled_from([f"r{i}" for i in range(12)]), quantities, min_size=8, max_size=12),
+    live=st.dictionaries(st.sampled_from([f"r{i}" for i in range(12)]), quantities, max_size=12),
+)
+def test_remembered_drift_compares_quantities_as_the_walk_does(desired: dict[str, str], live: dict[str, str]) -> None:
+    """A map of quantities (a container's requests) is remembered with the quantity rule."""
+
+    def container(requests: dict[str, str]) -> dict[str, Any]:
+        return {"name": "s", "resources": {"requests": requests}}
+
+    def work() -> list[str]:
+        return drift(deployment(container(live)), deployment(container(desired)), kind="Deployment", manager="m")
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = walked(monkeypatch, work)
+    for _ in range(3):
+        assert work() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(before=pods, after=pods, skipped=st.sampled_from([f"s{i}" for i in range(12)]))
+def test_remembered_comparisons_honour_a_skip_below_the_map(
+    before: dict[str, Any], after: dict[str, Any], skipped: str
+) -> None:
+    skip = frozenset({((0, "spec"), (0, skipped))})
+
+    def work() -> Any:
+        result = compare(before, after, POD, skip=skip)
+        return result.added, result.modified, result.removed
 
     with pytest.MonkeyPatch.context() as monkeypatch:
         expected = walked(monkeypatch, work)
