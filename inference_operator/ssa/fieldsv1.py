@@ -151,7 +151,7 @@ def _encoding(fields: FieldSet, *, whole: bool = False) -> dict[str, Any]:
             del _RECENT[fields]
             _KEPT[fields] = recent
             while len(_KEPT) > _KEPT_ENCODINGS:
-                _forget(_KEPT.pop(next(iter(_KEPT))))  # the oldest
+                _forget(_KEPT.pop(next(iter(_KEPT))))  # the least recently used
     return recent
 
 
