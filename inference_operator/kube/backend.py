@@ -114,9 +114,16 @@ class KubeBackend:
     def _remember(self, kind: str, written: Obj) -> Obj:
         """Write-through, like client-go's MutationCache: the next pass must not read an
         older version than the one we just wrote (a status write with a stale
-        resourceVersion would fail with Conflict). Older never replaces newer in the cache."""
+        resourceVersion would fail with Conflict). Older never replaces newer in the cache.
+
+        An answer marked for deletion with no finalizer left is the object's last state: the
+        API server deleted it in the same request. It is applied as its deletion. Otherwise,
+        when the watch was listing again at that moment (a restart), no DELETED event ever
+        came, and every resync reconciled a gone object: a release and a 404, over and over."""
         written.setdefault("kind", kind)
-        self.cache.apply_event(kind, None, written)
+        meta = written.get("metadata") or {}
+        gone = bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+        self.cache.apply_event(kind, "DELETED" if gone else None, written)
         return written
 
     def list_pods(self, namespace: str, selector: str) -> list[Obj]:

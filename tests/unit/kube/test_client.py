@@ -70,3 +70,27 @@ def test_pods_are_listed_from_the_api_servers_watch_cache() -> None:
     backend = KubeBackend(KubeClient(transport), ObjectCache(), FakeClock())
     assert [p["metadata"]["name"] for p in backend.list_pods("ns", "app=a")] == ["p"]
     assert transport.paths == ["GET /api/v1/namespaces/ns/pods?labelSelector=app=a&resourceVersion=0"]
+
+
+def test_an_answer_with_no_finalizer_left_on_a_deleted_object_is_its_deletion_in_the_cache() -> None:
+    """Removing the last finalizer deletes the object in the same request. If the watch was
+    listing again then (a restart), no DELETED event comes: the answer is all the operator
+    hears, and a cache that kept it reconciled a gone object at every resync."""
+    isvc = {
+        "apiVersion": "serving.inference-operator.dev/v1alpha1",
+        "kind": "InferenceService",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "finalizers": ["x"]},
+    }
+    marked = {**isvc, "metadata": {**isvc["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    last = {**marked, "metadata": {**marked["metadata"], "resourceVersion": "9", "finalizers": []}}
+    written = {**marked, "metadata": {**marked["metadata"], "resourceVersion": "8", "finalizers": ["x", "y"]}}
+    transport = Transport([(200, written), (200, last)])
+    cache = ObjectCache()
+    cache.apply_event("InferenceService", None, marked)
+    backend = KubeBackend(KubeClient(transport), cache, FakeClock())
+    backend.patch("InferenceService", "ns", "a", {"metadata": {"finalizers": ["x", "y"]}})
+    assert cache.get("InferenceService", "ns", "a")["metadata"]["resourceVersion"] == "8"  # still there
+    backend.patch("InferenceService", "ns", "a", {"metadata": {"finalizers": None}})
+    assert cache.get("InferenceService", "ns", "a") is None
+    cache.apply_event("InferenceService", None, marked)  # a LIST answered before the deletion
+    assert cache.get("InferenceService", "ns", "a") is None
