@@ -56,6 +56,15 @@ def walked(monkeypatch: pytest.MonkeyPatch, work: Any) -> Any:
         return work()
 
 
+def assert_as_walked(work: Any) -> None:
+    """``work()`` answers as it does with nothing remembered: at first sight, when the maps are
+    remembered, and when they are read back."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = walked(monkeypatch, work)
+    for _ in range(3):
+        assert work() == expected
+
+
 def outcome(work: Any) -> Any:
     try:
         return work()
@@ -69,10 +78,7 @@ def test_remembered_field_sets_are_the_walked_ones(pod: dict[str, Any], strict: 
     def work() -> Any:
         return raw_field_set(pod, POD, strict=strict)
 
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        expected = outcome(lambda: walked(monkeypatch, work))
-    for _ in range(3):  # first sight, then remembered, then read back
-        assert outcome(work) == expected
+    assert_as_walked(lambda: outcome(work))
 
 
 @settings(max_examples=150, deadline=None)
@@ -82,10 +88,7 @@ def test_remembered_additions_are_the_walked_ones(pod: dict[str, Any]) -> None:
         result = compare(MISSING, pod, POD)
         return result.added, result.modified, result.removed
 
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        expected = walked(monkeypatch, work)
-    for _ in range(3):
-        assert work() == expected
+    assert_as_walked(work)
 
 
 @settings(max_examples=150, deadline=None)
@@ -100,10 +103,7 @@ def test_remembered_comparisons_are_the_walked_ones(
         result = compare(before, after, POD)
         return result.added, result.modified, result.removed
 
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        expected = walked(monkeypatch, work)
-    for _ in range(3):
-        assert work() == expected
+    assert_as_walked(work)
 
 
 def deployment(container: dict[str, Any]) -> dict[str, Any]:
@@ -130,10 +130,7 @@ def test_remembered_drift_is_the_walked_one(
     def work() -> list[str]:
         return drift(deployment(live), deployment(desired), kind="Deployment", manager="m")
 
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        expected = walked(monkeypatch, work)
-    for _ in range(3):
-        assert work() == expected
+    assert_as_walked(work)
 
 
 quantities = st.sampled_from(["1", "1000m", "0.5", "500m", "2Gi", "2048Mi", "3"])
@@ -153,10 +150,7 @@ def test_remembered_drift_compares_quantities_as_the_walk_does(desired: dict[str
     def work() -> list[str]:
         return drift(deployment(container(live)), deployment(container(desired)), kind="Deployment", manager="m")
 
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        expected = walked(monkeypatch, work)
-    for _ in range(3):
-        assert work() == expected
+    assert_as_walked(work)
 
 
 @settings(max_examples=100, deadline=None)
@@ -170,10 +164,7 @@ def test_remembered_comparisons_honour_a_skip_below_the_map(
         result = compare(before, after, POD, skip=skip)
         return result.added, result.modified, result.removed
 
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        expected = walked(monkeypatch, work)
-    for _ in range(3):
-        assert work() == expected
+    assert_as_walked(work)
 
 
 def big_container(name: str = "server") -> dict[str, Any]:
