@@ -24,10 +24,8 @@ from typing import Any, cast
 
 from inference_operator.api.quantity import parse_quantity
 from inference_operator.ssa.fieldpaths import (
-    REMEMBER_FROM,
     FieldSet,
     Path,
-    RememberedWalks,
     field_set,
     item_element,
     path_string,
@@ -35,6 +33,7 @@ from inference_operator.ssa.fieldpaths import (
 )
 from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, schema_for
 from inference_operator.ssa.fieldsv1 import from_fields_v1, known_field_set
+from inference_operator.ssa.remembered import REMEMBER_FROM, RememberedWalks
 
 
 def _is_empty(value: Any) -> bool:

@@ -18,18 +18,16 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from inference_operator.ssa.fieldpaths import (
-    REMEMBER_FROM,
     FieldSet,
     Path,
     PathElement,
-    RememberedWalks,
     child_node,
     item_element,
     path_string,
     resolve,
-    skips_below,
 )
 from inference_operator.ssa.fieldschema import ListOf, MapOf, Node, Struct, Untyped
+from inference_operator.ssa.remembered import REMEMBER_FROM, RememberedWalks, skips_below
 
 __all__ = [
     "MISSING",

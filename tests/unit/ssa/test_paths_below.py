@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from inference_operator.ssa import compare as drift_module
 from inference_operator.ssa import fieldpaths, structured
 from inference_operator.ssa.compare import drift
-from inference_operator.ssa.fieldpaths import RememberedWalks, raw_field_set
+from inference_operator.ssa.fieldpaths import raw_field_set
 from inference_operator.ssa.fieldschema import DEDUCED, schema_for
+from inference_operator.ssa.remembered import RememberedWalks
 from inference_operator.ssa.structured import MISSING, compare
 
 POD = schema_for("Pod")
