@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "hack")]
 
 import cluster as local  # noqa: E402 - hack/cluster.py
+import figures  # noqa: E402 - bench/figures.py
 import promtext  # noqa: E402 - bench/promtext.py
 from kubernetes import config as kube_config  # noqa: E402
 from procstats import cpu_line, cpu_seconds, process_cpu, rss_mib  # noqa: E402 - bench/procstats.py
@@ -226,22 +227,49 @@ def main() -> int:
         metavar="DIR",
         help=f"save CPU profiles of both phases ({PROFILE_SECONDS} s each, which the phases then wait out) in DIR",
     )
+    parser.add_argument(
+        "--record", type=Path, metavar="FILE", help="append each run's figures to FILE, a JSON line each"
+    )
+    parser.add_argument(
+        "--readme",
+        action="store_true",
+        help="rewrite the operator's figures in README.md from these runs (with their median and range)",
+    )
     args = parser.parse_args()
+    taken = figures.provenance()
     runs = []
     for i in range(args.repeat):
         if args.repeat > 1:
             print(f"-- run {i + 1} of {args.repeat}", flush=True)
         runs.append(run_once(args))
+        if args.record:
+            with args.record.open("a") as out:
+                out.write(json.dumps(runs[-1]) + "\n")
     if args.repeat > 1:
-        floors, converges = [f for f, _ in runs], [c for _, c in runs]
-        ratios = [c / f for f, c in runs]
+        floors, converges = [r["floor_s"] for r in runs], [r["converge_s"] for r in runs]
+        ratios = [c / f for f, c in zip(floors, converges, strict=True)]
         print(
             f"convergence / raw floor over {args.repeat} runs: median {statistics.median(ratios):.2f}x, "
             f"range {min(ratios):.2f}x to {max(ratios):.2f}x; median convergence {statistics.median(converges):.1f}s "
             f"/ median floor {statistics.median(floors):.1f}s = "
             f"{statistics.median(converges) / statistics.median(floors):.2f}x"
         )
+    if args.readme:
+        figures.record_cluster(ROOT / "README.md", runs, setup=setup_of(args), taken=taken)
+        print("README.md: the operator's figures rewritten from these runs", flush=True)
     return 0
+
+
+def setup_of(args: argparse.Namespace) -> str:
+    """How the runs were made, in the README's words (only what differs from an install)."""
+    parts = [f"{args.workers} workers"]
+    if args.no_admission_policy:
+        parts.append("no admission policy")
+    if args.leader_election == "false":
+        parts.append("no leader election")
+    if args.no_capacity_reads:
+        parts.append("no Node and Pod cache")
+    return ", ".join(parts)
 
 
 EVENT_LATENCY = "inference_operator_event_to_reconcile_seconds"
@@ -288,8 +316,8 @@ def steady_state_latency(client: KubeClient, operator: OperatorProcess, n: int) 
     return p50, p99, delta[-1][1] if delta else 0.0
 
 
-def run_once(args: argparse.Namespace) -> tuple[float, float]:
-    """One measurement on a fresh control plane; returns (raw floor, convergence) in seconds.
+def run_once(args: argparse.Namespace) -> dict[str, float]:
+    """One measurement on a fresh control plane; returns its figures (:func:`measure`).
     Its work directory (the control plane with its audit log, about 350 MB at 1,000, and the
     operator's logs) is removed afterwards unless ``--keep``."""
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
@@ -302,7 +330,9 @@ def run_once(args: argparse.Namespace) -> tuple[float, float]:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(args: argparse.Namespace, work: Path) -> tuple[float, float]:
+def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
+    """The figures of one run: seconds of the raw floor and of the convergence, the operator's
+    CPU, requests, latencies and memory (the keys ``bench/figures.py`` renders)."""
     n = args.count
     nodes = max(2, math.ceil(2 * n / 100) + 1)
     plane = local.start_control_plane(work / "plane", nodes=nodes)
@@ -459,7 +489,19 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[float, float]:
             f"load balancer records: {records}{'' if records == n else ' (MISMATCH)'}; cached while converged: "
             f"{counters.get('cached_pods', 0):.0f} pods, {counters.get('cached_nodes', 0):.0f} nodes"
         )
-        return floor, converge
+        return {
+            "n": n,
+            "floor_s": floor,
+            "converge_s": converge,
+            "operator_cpu_ms_per_object": cpu / n * 1000,
+            "writes_per_object": len(writes) / n,
+            "restart_writes_per_object": len(resync_writes) / n,
+            "burst_p99_ms": p99,
+            "steady_p50_ms": steady50,
+            "steady_p99_ms": steady99,
+            "peak_rss_mib": rss,
+            "restart_rss_mib": rss_now,
+        }
     finally:
         if operator is not None and operator.process is not None:
             operator.stop()

@@ -16,6 +16,8 @@ Usage: python bench/sim.py [N ...]   (default: 1000 10000)
        python bench/sim.py --trace FILE 1000   (the same with the flight recorder on: FILE.N.jsonl per size)
        (--cluster, which once chose the simulated cluster, is still accepted and changes nothing)
        python bench/sim.py --json 1000   (one JSON object per line instead of the table)
+       python bench/sim.py --repeat 3 --reference --readme 1000 10000   (and the same with
+       --default-gc: the README's current figures, rewritten from these runs)
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ from inference_operator.trace.recorder import Recorder
 from inference_operator.trace.sink import FileSink
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import figures
 from reference import reference_cpu_seconds
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def peak_rss_mib() -> float:
@@ -104,7 +109,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per N; the median by CPU is shown")
     parser.add_argument("--reference", action="store_true", help="also run bench/reference.py and give ratios to it")
     parser.add_argument("--json", action="store_true", help="one JSON object per N instead of the table")
+    parser.add_argument(
+        "--readme",
+        action="store_true",
+        help="rewrite these sizes' rows (for this GC setting) of the simulator's figures in README.md",
+    )
     args = parser.parse_args()
+    taken = figures.provenance()
     if not args.default_gc:
         tune_gc()
     reference = reference_cpu_seconds() if args.reference else None
@@ -142,6 +153,10 @@ def main() -> int:
         a, b = results[0], results[-1]
         ratio = (b["cpu_s"] / a["cpu_s"]) / (b["n"] / a["n"])
         print(f"CPU per object at N={b['n']} is {ratio:.2f}x that at N={a['n']} (1.00 = linear)")
+    if args.readme:
+        figures.record_sim(ROOT / "README.md", results, gc="default" if args.default_gc else "operator", taken=taken)
+        if not args.json:
+            print("README.md: the simulator's figures rewritten from these runs", flush=True)
     return 0
 
 

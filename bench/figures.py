@@ -1,0 +1,282 @@
+"""The README's current performance figures, written by the benchmarks that measured them.
+
+Each benchmark owns one block of README.md, between ``<!-- figures:NAME -->`` and
+``<!-- /figures:NAME -->``. The block's first line is a comment holding the record the table
+was rendered from (JSON); the rest is :func:`render` of that record: the medians and ranges,
+and each goal with the figure it is judged on and whether it is met. ``bench/sim.py --readme``
+and ``bench/cluster.py --readme`` rewrite their block; tests/unit/test_readme_figures.py renders
+every block again from its record, so a table edited by hand, or left behind by a change of
+this module, fails the tests. The prose around the blocks (why a goal is not met) stays the
+authors' to keep true.
+
+Blocks:
+- ``sim``: ``bench/sim.py`` per N and GC setting (its rows are merged: a run at 1,000 with
+  CPython's GC replaces only that row);
+- ``cluster``: ``bench/cluster.py`` per N, every run of the last ``--repeat``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["read_block", "record_cluster", "record_sim", "render", "write_block"]
+
+Record = dict[str, Any]
+
+SIM_GOALS = {1000: 3.0, 10000: 20.0}
+"""CPU seconds for N InferenceServices with nodes, pods and ReplicaSets modelled (twice the
+goals of the model without them: 1.5 s and 10 s)."""
+SIM_MEMORY_GOAL = {10000: 600.0}
+"""Peak RSS in MiB (twice 300 MiB)."""
+SIM_LINEAR = 1.2
+"""CPU per object at the largest N over the same at the smallest, same GC setting."""
+
+CLUSTER_RATIO_GOAL = 1.15
+CLUSTER_WRITES_GOAL = 3.0
+CLUSTER_CPU_GOAL = 5.0
+CLUSTER_RSS_GOAL = {1000: 80.0}
+CLUSTER_P99_GOAL = 100.0
+
+
+def _begin(name: str) -> str:
+    return f"<!-- figures:{name} -->"
+
+
+def _end(name: str) -> str:
+    return f"<!-- /figures:{name} -->"
+
+
+def read_block(text: str, name: str) -> tuple[Record, str] | None:
+    """The record and the rendered text of block ``name`` in ``text`` (None: no such block, or
+    an empty one)."""
+    begin, end = _begin(name), _end(name)
+    if begin not in text:
+        return None
+    body = text.split(begin, 1)[1]
+    if end not in body:
+        raise ValueError(f"README block {name!r} has no end marker {end!r}")
+    body = body.split(end, 1)[0].strip("\n")
+    if not body:
+        return None  # not measured yet
+    first, _, rendered = body.partition("\n")
+    if not (first.startswith("<!-- record ") and first.endswith(" -->")):
+        raise ValueError(f"README block {name!r} does not start with its record comment")
+    return json.loads(first[len("<!-- record ") : -len(" -->")]), rendered
+
+
+def write_block(text: str, name: str, record: Record) -> str:
+    """``text`` with block ``name`` rendered from ``record`` (the block must be there)."""
+    begin, end = _begin(name), _end(name)
+    if begin not in text or end not in text:
+        raise ValueError(f"README.md has no block {name!r}: add the lines {begin} and {end} where it belongs")
+    before, rest = text.split(begin, 1)
+    after = rest.split(end, 1)[1]
+    comment = "<!-- record " + json.dumps(record, sort_keys=True).replace("--", "\\u002d-") + " -->"
+    return f"{before}{begin}\n{comment}\n{render(name, record)}\n{end}{after}"
+
+
+def render(name: str, record: Record) -> str:
+    return _RENDERERS[name](record)
+
+
+# --- provenance -------------------------------------------------------------------------------------
+
+
+def provenance() -> Record:
+    """When, on what and at which commit the figures were taken."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "unknown", ""
+    return {
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "commit": commit + (" with uncommitted changes" if dirty else ""),
+        "python": sys.version.split()[0],
+        "cores": os.cpu_count() or 0,
+        "load": round(os.getloadavg()[0], 2),
+    }
+
+
+def _update(readme: Path, name: str, change: Callable[[Record], Record]) -> None:
+    text = readme.read_text()
+    found = read_block(text, name)
+    readme.write_text(write_block(text, name, change(found[0] if found else {})))
+
+
+# --- the simulator ----------------------------------------------------------------------------------
+
+
+def record_sim(readme: Path, results: Sequence[Mapping[str, Any]], *, gc: str, taken: Record) -> None:
+    """Merge ``bench/sim.py``'s results (one per N, medians of its runs) under GC setting ``gc``
+    ("operator" or "default") into the ``sim`` block of ``readme``; ``taken``: the
+    :func:`provenance` at the start of the runs."""
+
+    def change(record: Record) -> Record:
+        rows = dict(record.get("rows", {}))
+        for result in results:
+            rows[f"{gc}:{int(result['n'])}"] = {**dict(result), "gc": gc, **taken}
+        return {"rows": rows}
+
+    _update(readme, "sim", change)
+
+
+def _sim_rows(record: Record) -> list[Record]:
+    return sorted(record.get("rows", {}).values(), key=lambda r: (r["gc"] != "operator", r["n"]))
+
+
+def _verdict(ok: bool) -> str:
+    return "**met**" if ok else "not met"
+
+
+def _render_sim(record: Record) -> str:
+    rows = _sim_rows(record)
+    lines = [
+        "| N | GC | CPU s (median; runs) | CPU ms per object | per-object/ref | writes | peak RSS | goal |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        runs = ", ".join(f"{c:.2f}" for c in r.get("cpu_s_runs", [r["cpu_s"]]))
+        ref = f"{r['per_object_over_reference']:.4f}" if "per_object_over_reference" in r else "—"
+        goals = []
+        if r["n"] in SIM_GOALS:
+            goals.append(f"≤ {SIM_GOALS[r['n']]:g} s: {_verdict(r['cpu_s'] <= SIM_GOALS[r['n']])}")
+        if r["n"] in SIM_MEMORY_GOAL:
+            limit = SIM_MEMORY_GOAL[r["n"]]
+            goals.append(f"≤ {limit:g} MiB: {_verdict(r['peak_rss_mib'] <= limit)}")
+        gc_name = "operator's" if r["gc"] == "operator" else "CPython's"
+        lines.append(
+            f"| {r['n']:,} | {gc_name} | {r['cpu_s']:.2f} ({runs}) | {r['cpu_ms_per_object']:.2f} | {ref} "
+            f"| {r['writes']:,} | {r['peak_rss_mib']:.0f} MiB | {'; '.join(goals) or '—'} |"
+        )
+    lines.append("")
+    for gc in ("operator", "default"):
+        mine = [r for r in rows if r["gc"] == gc]
+        if len(mine) >= 2:
+            small, large = mine[0], mine[-1]
+            growth = large["cpu_ms_per_object"] / small["cpu_ms_per_object"]
+            lines.append(
+                f"- Linear within {SIM_LINEAR:g}x ({'operator' if gc == 'operator' else 'CPython'}'s GC): "
+                f"CPU per object at {large['n']:,} is {growth:.2f}x that at {small['n']:,}: "
+                f"{_verdict(growth <= SIM_LINEAR)}."
+            )
+    lines.extend(_provenance_lines(rows, "`bench/sim.py --repeat R --reference --readme N …`"))
+    return "\n".join(lines)
+
+
+def _provenance_lines(rows: Sequence[Record], command: str) -> list[str]:
+    seen = sorted({(r["date"], r["commit"], r["python"], r["cores"]) for r in rows})
+    loads = [r["load"] for r in rows]
+    taken = "; ".join(f"{date} at {commit} (Python {python}, {cores} cores)" for date, commit, python, cores in seen)
+    load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "—"
+    return [f"- Measured by {command}: {taken}; load average at the start {load}."]
+
+
+# --- the real operator ------------------------------------------------------------------------------
+
+
+def record_cluster(readme: Path, runs: Sequence[Mapping[str, Any]], *, setup: str, taken: Record) -> None:
+    """Put ``bench/cluster.py``'s runs (one N) into the ``cluster`` block of ``readme``; ``setup``
+    says how they were made, ``taken`` is the :func:`provenance` at their start."""
+
+    def change(record: Record) -> Record:
+        by_n = dict(record.get("by_n", {}))
+        n = int(runs[0]["n"])
+        by_n[str(n)] = {"runs": [dict(r) for r in runs], "setup": setup, **taken}
+        return {"by_n": by_n}
+
+    _update(readme, "cluster", change)
+
+
+def _spread(values: Sequence[float], form: str) -> str:
+    median = statistics.median(values)
+    if len(values) == 1:
+        return format(median, form)
+    return f"{format(median, form)} ({format(min(values), form)}-{format(max(values), form)})"
+
+
+def _render_cluster(record: Record) -> str:
+    groups = sorted(record.get("by_n", {}).values(), key=lambda g: g["runs"][0]["n"])
+    lines = [
+        "| N | runs | raw floor s | all Ready s | ratio to the floor | mutating requests / object | "
+        "over a restart and 2 resyncs | operator CPU ms / object | steady-state p99 ms | peak RSS MiB | "
+        "RSS after the restart MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for group in groups:
+        runs = group["runs"]
+        n = runs[0]["n"]
+
+        def col(key: str, runs: list[Record] = runs) -> list[float]:
+            return [r[key] for r in runs]
+
+        ratios = [r["converge_s"] / r["floor_s"] for r in runs]
+        lines.append(
+            f"| {n:,} | {len(runs)} | {_spread(col('floor_s'), '.1f')} | {_spread(col('converge_s'), '.1f')} "
+            f"| {_spread(ratios, '.2f')}x | {_spread(col('writes_per_object'), '.2f')} "
+            f"| {_spread(col('restart_writes_per_object'), '.2f')} "
+            f"| {_spread(col('operator_cpu_ms_per_object'), '.1f')} | {_spread(col('steady_p99_ms'), '.1f')} "
+            f"| {_spread(col('peak_rss_mib'), '.0f')} | {_spread(col('restart_rss_mib'), '.0f')} |"
+        )
+        median = statistics.median
+        goals = [
+            (
+                f"convergence ≤ {CLUSTER_RATIO_GOAL:g}x the floor",
+                f"{median(ratios):.2f}x",
+                median(ratios) <= CLUSTER_RATIO_GOAL,
+            ),
+            (
+                f"≤ {CLUSTER_WRITES_GOAL:g} mutating requests per object",
+                f"{median(col('writes_per_object')):.2f}",
+                median(col("writes_per_object")) <= CLUSTER_WRITES_GOAL,
+            ),
+            (
+                "0 over a restart and resyncs",
+                f"{max(col('restart_writes_per_object')):.2f} at most",
+                max(col("restart_writes_per_object")) == 0,
+            ),
+            (
+                f"operator CPU ≤ {CLUSTER_CPU_GOAL:g} ms per object",
+                f"{median(col('operator_cpu_ms_per_object')):.1f} ms",
+                median(col("operator_cpu_ms_per_object")) <= CLUSTER_CPU_GOAL,
+            ),
+            (
+                f"steady-state p99 ≤ {CLUSTER_P99_GOAL:g} ms",
+                f"{median(col('steady_p99_ms')):.1f} ms",
+                median(col("steady_p99_ms")) <= CLUSTER_P99_GOAL,
+            ),
+        ]
+        if n in CLUSTER_RSS_GOAL:
+            peak = median(col("peak_rss_mib"))
+            goals.append((f"RSS ≤ {CLUSTER_RSS_GOAL[n]:g} MiB", f"{peak:.0f} MiB", peak <= CLUSTER_RSS_GOAL[n]))
+        verdicts.append(
+            f"- At {n:,} ({group['setup']}; medians): "
+            + "; ".join(f"{goal}: {figure}, {_verdict(ok)}" for goal, figure, ok in goals)
+            + "."
+        )
+    lines.append("")
+    lines.extend(verdicts)
+    lines.extend(_provenance_lines(groups, "`bench/cluster.py --count N --repeat R --readme`"))
+    return "\n".join(lines)
+
+
+_RENDERERS: dict[str, Callable[[Record], str]] = {"sim": _render_sim, "cluster": _render_cluster}
