@@ -79,7 +79,9 @@ def write_block(text: str, name: str, record: Record) -> str:
         raise ValueError(f"README.md has no block {name!r}: add the lines {begin} and {end} where it belongs")
     before, rest = text.split(begin, 1)
     after = rest.split(end, 1)[1]
-    comment = "<!-- record " + json.dumps(record, sort_keys=True).replace("--", "\\u002d-") + " -->"
+    # An HTML comment cannot hold "--": the second dash of each pair is written as a JSON escape
+    # (a pair can only be inside a JSON string).
+    comment = "<!-- record " + json.dumps(record, sort_keys=True).replace("--", "-\\u002d") + " -->"
     return f"{before}{begin}\n{comment}\n{render(name, record)}\n{end}{after}"
 
 
@@ -97,8 +99,8 @@ def provenance() -> Record:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(  # README.md aside: the benchmarks write it themselves
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!README.md"],
             cwd=root,
             capture_output=True,
             text=True,
@@ -207,10 +209,8 @@ def record_cluster(readme: Path, runs: Sequence[Mapping[str, Any]], *, setup: st
 
 
 def _spread(values: Sequence[float], form: str) -> str:
-    median = statistics.median(values)
-    if len(values) == 1:
-        return format(median, form)
-    return f"{format(median, form)} ({format(min(values), form)}-{format(max(values), form)})"
+    median, low, high = (format(v, form) for v in (statistics.median(values), min(values), max(values)))
+    return median if low == high else f"{median} ({low}-{high})"
 
 
 def _render_cluster(record: Record) -> str:
