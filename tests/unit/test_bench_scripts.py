@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.shared.benchscripts import load_bench
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -93,20 +95,10 @@ def test_the_cluster_rollout_benchmark_gives_each_case_a_pool_of_its_own_with_th
                 )
 
 
-def _bench_sim_module() -> object:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "bench" / "sim.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_simulator_benchmarks_peak_memory_is_the_runs_not_its_ready_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """The check once listed every InferenceService at once after the run and took the peak RSS
     after it: at 10,000 a quarter of the reported peak was the check's copies."""
-    bench: Any = _bench_sim_module()
+    bench: Any = load_bench("sim")
     seen: list[str] = []
     phase = bench._phase
     monkeypatch.setattr(bench, "peak_rss_mib", lambda: seen.append("peak") or 1.0)
@@ -119,7 +111,7 @@ def test_the_simulator_benchmarks_peak_memory_is_the_runs_not_its_ready_check(mo
 
 
 def test_the_simulator_benchmark_names_an_object_that_is_not_ready(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench: Any = _bench_sim_module()
+    bench: Any = load_bench("sim")
     phase = bench._phase
     monkeypatch.setattr(bench, "_phase", lambda sim, ns, name: "" if name == "svc-00001" else phase(sim, ns, name))
 
@@ -154,14 +146,10 @@ def test_the_cluster_benchmark_stops_what_it_started_and_removes_its_work_direct
 ) -> None:
     """Its work directory (350 MB a run at 1,000: the audit log) was left in /tmp after every
     run, and a registry that did not start left the control plane running."""
-    import importlib.util
     from argparse import Namespace
 
     monkeypatch.syspath_prepend(str(ROOT / "bench"))  # its helpers (promtext, procstats), as when run
-    spec = importlib.util.spec_from_file_location("bench_cluster", ROOT / "bench" / "cluster.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("cluster")
     plane, registries, works = _FakePlane(), [], []
 
     def start_control_plane(path: Path, *, nodes: int) -> _FakePlane:

@@ -10,12 +10,13 @@ record survives what an HTML comment cannot hold.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.shared.benchscripts import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 TAKEN = {"date": "2026-01-02", "commit": "abc1234", "python": "3.11.7", "cores": 2, "load": 0.5}
@@ -27,11 +28,7 @@ EMPTY = (
 
 @pytest.fixture(scope="module")
 def figures() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_figures", ROOT / "bench" / "figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("figures")
 
 
 def sim_result(n: int, cpu: float, rss: float = 100.0) -> dict[str, Any]:
