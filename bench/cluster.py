@@ -489,6 +489,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
             f"load balancer records: {records}{'' if records == n else ' (MISMATCH)'}; cached while converged: "
             f"{counters.get('cached_pods', 0):.0f} pods, {counters.get('cached_nodes', 0):.0f} nodes"
         )
+        if records != n:  # not a measurement of a working operator: recorded nowhere
+            raise SystemExit(f"the load balancer holds {records} records for {n} Ready InferenceServices")
         return {
             "n": n,
             "floor_s": floor,
