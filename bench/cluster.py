@@ -255,7 +255,7 @@ def main() -> int:
             f"{statistics.median(converges) / statistics.median(floors):.2f}x"
         )
     if args.readme:
-        figures.record_cluster(ROOT / "README.md", runs, setup=setup_of(args), taken=taken)
+        figures.record_cluster(figures.README, runs, setup=setup_of(args), taken=taken)
         print("README.md: the operator's figures rewritten from these runs", flush=True)
     return 0
 

@@ -33,6 +33,9 @@ __all__ = ["read_block", "record_cluster", "record_sim", "render", "write_block"
 
 Record = dict[str, Any]
 
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
 SIM_GOALS = {1000: 3.0, 10000: 20.0}
 """CPU seconds for N InferenceServices with nodes, pods and ReplicaSets modelled (twice the
 goals of the model without them: 1.5 s and 10 s)."""
@@ -63,26 +66,26 @@ CLUSTER_RSS_GOAL = {1000: 80.0}
 CLUSTER_P99_GOAL = 100.0
 
 
-def _begin(name: str) -> str:
-    return f"<!-- figures:{name} -->"
-
-
-def _end(name: str) -> str:
-    return f"<!-- /figures:{name} -->"
+def _split(text: str, name: str) -> tuple[str, str, str] | None:
+    """``text`` around block ``name``: before its begin marker (included), its body, from its
+    end marker on (None: no begin marker)."""
+    begin, end = f"<!-- figures:{name} -->", f"<!-- /figures:{name} -->"
+    if begin not in text:
+        return None
+    before, rest = text.split(begin, 1)
+    if end not in rest:
+        raise ValueError(f"README.md's block {name!r} has no end marker: {end} must come after {begin}")
+    body, after = rest.split(end, 1)
+    return before + begin, body, end + after
 
 
 def read_block(text: str, name: str) -> tuple[Record, str] | None:
     """The record and the rendered text of block ``name`` in ``text`` (None: no such block, or
     an empty one)."""
-    begin, end = _begin(name), _end(name)
-    if begin not in text:
-        return None
-    body = text.split(begin, 1)[1]
-    if end not in body:
-        raise ValueError(f"README block {name!r} has no end marker {end!r}")
-    body = body.split(end, 1)[0].strip("\n")
+    parts = _split(text, name)
+    body = parts[1].strip("\n") if parts else ""
     if not body:
-        return None  # not measured yet
+        return None  # no block, or not measured yet
     first, _, rendered = body.partition("\n")
     if not (first.startswith("<!-- record ") and first.endswith(" -->")):
         raise ValueError(f"README block {name!r} does not start with its record comment")
@@ -91,17 +94,13 @@ def read_block(text: str, name: str) -> tuple[Record, str] | None:
 
 def write_block(text: str, name: str, record: Record) -> str:
     """``text`` with block ``name`` rendered from ``record`` (the block must be there)."""
-    begin, end = _begin(name), _end(name)
-    if begin not in text or end not in text:
-        raise ValueError(f"README.md has no block {name!r}: add the lines {begin} and {end} where it belongs")
-    before, rest = text.split(begin, 1)
-    if end not in rest:
-        raise ValueError(f"README.md's block {name!r}: {end} must come after {begin}")
-    after = rest.split(end, 1)[1]
+    parts = _split(text, name)
+    if parts is None:
+        raise ValueError(f"README.md has no block {name!r}: add <!-- figures:{name} --> and its end marker")
     # An HTML comment cannot hold "--": the second dash of each pair is written as a JSON escape
     # (a pair can only be inside a JSON string).
     comment = "<!-- record " + json.dumps(record, sort_keys=True, allow_nan=False).replace("--", "-\\u002d") + " -->"
-    return f"{before}{begin}\n{comment}\n{render(name, record)}\n{end}{after}"
+    return f"{parts[0]}\n{comment}\n{render(name, record)}\n{parts[2]}"
 
 
 def render(name: str, record: Record) -> str:
@@ -113,14 +112,13 @@ def render(name: str, record: Record) -> str:
 
 def provenance() -> Record:
     """When, on what and at which commit the figures were taken."""
-    root = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         dirty = subprocess.run(  # README.md aside: the benchmarks write it themselves
             ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!README.md"],
-            cwd=root,
+            cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=10,
@@ -277,45 +275,38 @@ def _render_cluster(record: Record) -> str:
             f"| {_spread(col('peak_rss_mib'), '.0f')} | {_spread(col('restart_rss_mib'), '.0f')} |"
         )
         median = statistics.median
-        goals = [
-            (
-                f"convergence ≤ {CLUSTER_RATIO_GOAL:g}x the floor",
-                f"{median(ratios):.2f}x",
-                median(ratios) <= CLUSTER_RATIO_GOAL,
-            ),
+        goals = [  # (the goal, the figure judged, its bound, how it is shown)
+            (f"convergence ≤ {CLUSTER_RATIO_GOAL:g}x the floor", median(ratios), CLUSTER_RATIO_GOAL, "{:.2f}x"),
             (
                 f"≤ {CLUSTER_WRITES_GOAL:g} mutating requests per object",
-                f"{max(col('writes_per_object')):.2f} at most",
-                max(col("writes_per_object")) <= CLUSTER_WRITES_GOAL,
+                max(col("writes_per_object")),
+                CLUSTER_WRITES_GOAL,
+                "{:.2f} at most",
             ),
-            (
-                "0 over a restart and resyncs",
-                f"{max(col('restart_writes_per_object')):.2f} at most",
-                max(col("restart_writes_per_object")) == 0,
-            ),
+            ("0 over a restart and resyncs", max(col("restart_writes_per_object")), 0.0, "{:.2f} at most"),
             (
                 f"operator CPU ≤ {CLUSTER_CPU_GOAL:g} ms per object",
-                f"{median(col('operator_cpu_ms_per_object')):.1f} ms",
-                median(col("operator_cpu_ms_per_object")) <= CLUSTER_CPU_GOAL,
+                median(col("operator_cpu_ms_per_object")),
+                CLUSTER_CPU_GOAL,
+                "{:.1f} ms",
             ),
             (
                 f"steady-state p99 ≤ {CLUSTER_P99_GOAL:g} ms",
-                f"{median(col('steady_p99_ms')):.1f} ms",
-                median(col("steady_p99_ms")) <= CLUSTER_P99_GOAL,
+                median(col("steady_p99_ms")),
+                CLUSTER_P99_GOAL,
+                "{:.1f} ms",
             ),
         ]
         if n in CLUSTER_RSS_GOAL:
-            peak = median(col("peak_rss_mib"))
+            limit = CLUSTER_RSS_GOAL[n]
             goals.append(
-                (
-                    f"RSS ≤ {CLUSTER_RSS_GOAL[n]:g} MiB (peak while converging)",
-                    f"{peak:.1f} MiB",
-                    peak <= CLUSTER_RSS_GOAL[n],
-                )
+                (f"RSS ≤ {limit:g} MiB (peak while converging)", median(col("peak_rss_mib")), limit, "{:.1f} MiB")
             )
         verdicts.append(
             f"- At {n:,} ({group['setup']}; requests in the worst run, the rest the median of the runs): "
-            + "; ".join(f"{goal}: {figure}, {_verdict(ok)}" for goal, figure, ok in goals)
+            + "; ".join(
+                f"{goal}: {shown.format(value)}, {_verdict(value <= bound)}" for goal, value, bound, shown in goals
+            )
             + "."
         )
     lines.append("")
@@ -342,5 +333,5 @@ def rerender(readme: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "README.md"
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else README
     print(f"{target}: re-rendered " + (", ".join(rerender(target)) or "nothing (no block has a record)"))

@@ -45,8 +45,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figures
 from reference import reference_cpu_seconds
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -154,7 +152,7 @@ def main() -> int:
         ratio = (b["cpu_s"] / a["cpu_s"]) / (b["n"] / a["n"])
         print(f"CPU per object at N={b['n']} is {ratio:.2f}x that at N={a['n']} (1.00 = linear)")
     if args.readme:
-        figures.record_sim(ROOT / "README.md", results, gc="default" if args.default_gc else "operator", taken=taken)
+        figures.record_sim(figures.README, results, gc="default" if args.default_gc else "operator", taken=taken)
         if not args.json:
             print("README.md: the simulator's figures rewritten from these runs", flush=True)
     return 0
