@@ -20,8 +20,13 @@ unfinished Pod for the rollouts' GPU count (`--no-capacity-reads` measures witho
 cores of a small machine, so a single ratio is noisy: `--repeat 5` runs on fresh control planes
 and prints the median.
 
+`--kopf-alone` runs two more processes beside the operator, Kopf with the operator's watches and
+settings and handlers that do nothing (bench/kopfalone.py), one of them without the `kubernetes`
+package: they see the same events, and their CPU and memory are the floor of the operator's.
+Their CPU slows the rest, so such a run is not one of the README's figures.
+
 Usage: python bench/cluster.py [--count 200] [--workers 4] [--repeat 5] [--profile DIR]
-                               [--leader-election true|false] [--no-capacity-reads]
+                               [--leader-election true|false] [--no-capacity-reads] [--kopf-alone]
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "hack")]
 
 import cluster as local  # noqa: E402 - hack/cluster.py
 import figures  # noqa: E402 - bench/figures.py
+import kopfalone  # noqa: E402 - bench/kopfalone.py
 import promtext  # noqa: E402 - bench/promtext.py
 from kubernetes import config as kube_config  # noqa: E402
 from procstats import cpu_line, cpu_seconds, process_cpu, rss_mib  # noqa: E402 - bench/procstats.py
@@ -217,6 +223,12 @@ def main() -> int:
         help="INFERENCE_OPERATOR_READ_CAPACITY=false: no cache of Nodes and Pods (default: cached, as installed)",
     )
     parser.add_argument(
+        "--kopf-alone",
+        action="store_true",
+        help="also run Kopf alone with the operator's watches (with and without the kubernetes package): "
+        "the floor of its CPU and memory; not with --readme or --record",
+    )
+    parser.add_argument(
         "--keep",
         action="store_true",
         help="keep each run's work directory (control plane and operator logs, the audit log) instead of removing it",
@@ -236,6 +248,8 @@ def main() -> int:
         help="rewrite the operator's figures in README.md from these runs (with their median and range)",
     )
     args = parser.parse_args()
+    if args.kopf_alone and (args.readme or args.record):
+        parser.error("--kopf-alone: its two extra processes slow the operator's run; not with --readme or --record")
     taken = figures.provenance()
     runs = []
     for i in range(args.repeat):
@@ -342,6 +356,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
     lb = HttpLoadBalancer(f"http://127.0.0.1:{lb_port}")
     registry: subprocess.Popen[bytes] | None = None
     operator: OperatorProcess | None = None
+    alone: list[kopfalone.KopfAlone] = []
     try:
         registry = subprocess.Popen(
             [
@@ -391,6 +406,17 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
             f"Node and Pod cache {'off' if args.no_capacity_reads else 'on'}",
             flush=True,
         )
+        if args.kopf_alone:
+            alone = [
+                kopfalone.KopfAlone(
+                    {**env, "KUBECONFIG": str(plane.kubeconfig)},
+                    work / f"kopf-alone-{i}.log",
+                    without_kubernetes=bool(i),
+                )
+                for i in range(2)
+            ]
+            for process in alone:
+                process.start()
         # Converge with the default resync period (300 s): a resync in the middle of the
         # measurement would add passes a real operator would not make then.
         operator = OperatorProcess(plane.kubeconfig, env, work / "operator.log", *flags)
@@ -398,6 +424,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
         mark = audit.mark()
         watch = ReadyWatch(client, KIND, "bench", is_ready)
         others = {"registry": registry.pid, "operator": operator.process.pid if operator.process else 0}
+        others.update({process.name: process.pid for process in alone})
         profiles.start("operator", client, others["operator"])
         cpu1 = process_cpu(plane, **others)
         start = time.monotonic()
@@ -436,6 +463,14 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
         watch.close()
         profiles.wait()
         print(f"CPU during convergence {cpu_line(cpu1, cpu2)}")
+        if alone:
+            window = (cpu2["operator"] - cpu1["operator"]) / n * 1000
+            print(
+                f"operator: CPU {window:.1f} ms per object from the first create until all Ready (its start excluded)"
+            )
+        for process in alone:
+            used = (cpu2[process.name] - cpu1[process.name]) / n * 1000
+            print(f"{process.name}: CPU {used:.1f} ms per object to converge, peak RSS {rss_mib(process.pid):.1f} MiB")
         if args.trace:
             print("t, isvcs, finalized, deployments, deployments ready, isvcs ready")
             for row in trace[::5]:
@@ -459,6 +494,9 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
         # Then restart it with a short resync period: the restart pass and two resyncs over
         # converged objects must send no mutating request.
         operator.stop()
+        for process in alone:  # restarted with it: each lists every object at once
+            process.stop()
+            process.start()
         mark = audit.mark()
         operator = OperatorProcess(
             plane.kubeconfig, env, work / "operator-restarted.log", *flags, "--resync-period", str(RESYNC)
@@ -467,6 +505,11 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
         operator.wait_idle(reconciles_at_least=3 * n, timeout=RESYNC * 3 + 120)
         resync_writes = audit.operator_writes_since(mark)
         rss_now = rss_mib(operator.process.pid if operator.process else 0, "VmRSS")
+        for process in alone:
+            print(
+                f"{process.name}, restarted with the operator: RSS {rss_mib(process.pid, 'VmRSS'):.1f} MiB "
+                f"after the operator's restart and two resyncs, peak {rss_mib(process.pid):.1f} MiB"
+            )
         records = len(lb.list_registrations())
 
         print(
@@ -507,6 +550,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
     finally:
         if operator is not None and operator.process is not None:
             operator.stop()
+        for process in alone:
+            process.stop()
         if registry is not None:
             registry.terminate()
             registry.wait(10)

@@ -35,6 +35,8 @@ from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, 
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
 _reads_registered: weakref.WeakSet[kopf.OperatorRegistry] = weakref.WeakSet()
+HandlerFactory = Callable[[Watch | Read], Callable[..., Awaitable[None]]]
+"""Makes the ``on.event`` handler of one watched kind."""
 
 
 def runtime() -> OperatorRuntime:
@@ -77,6 +79,31 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     config = OperatorConfig.from_env()
     if not config.namespaces:  # `kopf run -m inference_operator.operator -n NS` sets no env var
         config = dataclasses.replace(config, namespaces=namespaces_from_argv(sys.argv))
+    configure(settings, config)
+    # Kopf retries this handler when it raises (say the first LIST failed): reuse the runtime
+    # unless its failed start closed it; start() binds the metrics port only after the LIST.
+    if _runtime is None or _runtime.closed:
+        try:
+            client = KubeClient.from_environment(identity=config.identity)
+        except KubeconfigError as err:
+            # Nothing a retry can fix, and nothing has started yet: one line, exit code 2 (as
+            # `inference-operator run` says it), not Kopf's tracebacks of a failed activity.
+            log.error("Stopped: %s", err)
+            logging.shutdown()
+            os._exit(2)
+        _runtime = OperatorRuntime(config, client)
+    _runtime.start()
+
+
+def configure(
+    settings: kopf.OperatorSettings,
+    config: OperatorConfig,
+    registry: kopf.OperatorRegistry | None = None,
+    handler: HandlerFactory | None = None,
+) -> None:
+    """Kopf's settings for the operator, and in cluster mode the Node and Pod watches
+    (:func:`watch_reads`, with ``handler``'s handlers in ``registry``; by default the
+    operator's own in Kopf's default registry)."""
     settings.posting.enabled = False  # we post the Events we mean, not log lines
     settings.persistence.diffbase_storage = NoDiffBase()
     # Each per-object worker of Kopf keeps its last event (the whole object) while it idles;
@@ -92,7 +119,7 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
         if watch.label_selector:  # children: only those carrying the owner label are listed and watched
             settings.watching.label_selectors[watch.group or watch.version, watch.plural] = watch.label_selector
     if config.reads_capacity:
-        watch_reads(settings)
+        watch_reads(settings, registry, handler)
     settings.peering.standalone = True  # replicas coordinate through our own Lease, not Kopf peering
     if config.namespaces:
         # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
@@ -100,19 +127,6 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    # Kopf retries this handler when it raises (say the first LIST failed): reuse the runtime
-    # unless its failed start closed it; start() binds the metrics port only after the LIST.
-    if _runtime is None or _runtime.closed:
-        try:
-            client = KubeClient.from_environment(identity=config.identity)
-        except KubeconfigError as err:
-            # Nothing a retry can fix, and nothing has started yet: one line, exit code 2 (as
-            # `inference-operator run` says it), not Kopf's tracebacks of a failed activity.
-            log.error("Stopped: %s", err)
-            logging.shutdown()
-            os._exit(2)
-        _runtime = OperatorRuntime(config, client)
-    _runtime.start()
 
 
 @kopf.on.cleanup()
@@ -135,11 +149,16 @@ def probe(**_: Any) -> dict[str, int]:
     return liveness(runtime())
 
 
-def watch_reads(settings: kopf.OperatorSettings, registry: kopf.OperatorRegistry | None = None) -> None:
+def watch_reads(
+    settings: kopf.OperatorSettings,
+    registry: kopf.OperatorRegistry | None = None,
+    handler: HandlerFactory | None = None,
+) -> None:
     """Watch the kinds a rollout counts capacity from (every Node, every unfinished Pod).
     Registered at startup, before Kopf starts its watches (Kopf reads its registry only then);
     once per registry, though startup may be retried."""
     registry = registry if registry is not None else kopf.get_default_registry()
+    handler = handler if handler is not None else _watch_handler
     for read in CAPACITY_READS:
         if read.field_selector:
             settings.watching.field_selectors[read.group or read.version, read.plural] = read.field_selector
@@ -147,7 +166,7 @@ def watch_reads(settings: kopf.OperatorSettings, registry: kopf.OperatorRegistry
         return
     _reads_registered.add(registry)
     for read in CAPACITY_READS:
-        kopf.on.event(*_kopf_resource(read), id=f"{read.plural}-read", registry=registry)(_watch_handler(read))
+        kopf.on.event(*_kopf_resource(read), id=f"{read.plural}-read", registry=registry)(handler(read))
 
 
 def _kopf_resource(watch: Watch | Read) -> tuple[str, ...]:
@@ -163,12 +182,17 @@ def _watch_handler(watch: Watch | Read) -> Callable[..., Awaitable[None]]:
     return on_event
 
 
-# One ``on.event`` handler per watched kind, from the reconciler's own declaration of what wakes
-# it (the simulator's informers are wired from the same list). Children are filtered by their
-# owner label here too, besides the server-side selector set at startup.
-for _watch in WATCHES:
-    kopf.on.event(
-        *_kopf_resource(_watch),
-        id=f"{_watch.plural}-event",
-        labels={_watch.label_selector: kopf.PRESENT} if _watch.label_selector else None,
-    )(_watch_handler(_watch))
+def register_watches(registry: kopf.OperatorRegistry, handler: HandlerFactory) -> None:
+    """One ``on.event`` handler per watched kind, from the reconciler's own declaration of what
+    wakes it (the simulator's informers are wired from the same list). Children are filtered by
+    their owner label here too, besides the server-side selector :func:`configure` sets."""
+    for watch in WATCHES:
+        kopf.on.event(
+            *_kopf_resource(watch),
+            id=f"{watch.plural}-event",
+            labels={watch.label_selector: kopf.PRESENT} if watch.label_selector else None,
+            registry=registry,
+        )(handler(watch))
+
+
+register_watches(kopf.get_default_registry(), _watch_handler)

@@ -171,3 +171,17 @@ def test_the_cluster_benchmark_stops_what_it_started_and_removes_its_work_direct
         import shutil
 
         shutil.rmtree(works[0])
+
+
+@pytest.mark.parametrize("flag", ["--readme", "--record=/dev/null"])
+def test_a_cluster_run_beside_kopf_alone_is_refused_as_a_figure(flag: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/cluster.py", "--kopf-alone", flag],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "--kopf-alone" in done.stderr and "not with --readme or --record" in done.stderr

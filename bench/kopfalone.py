@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Kopf alone: the operator's watches and Kopf settings, with handlers that do nothing.
+
+What the operator costs before any work of its own: Kopf lists and watches the same kinds with
+the same selectors, page size and idle timeout (``operator.configure`` and
+``operator.register_watches``, the operator's own functions), parses every event and runs its
+per-object machinery up to a handler that returns at once. It never reconciles, caches or
+writes. ``bench/cluster.py --kopf-alone`` runs it beside the operator (:class:`KopfAlone`), so
+both see the same events, and prints its CPU per object and memory: the floor of the operator's.
+
+``--without-kubernetes`` hides the ``kubernetes`` package before Kopf is imported (Kopf imports
+it whenever it is installed and then logs in through it); Kopf then reads the kubeconfig itself.
+That shows what the package costs in memory.
+
+Usage: KUBECONFIG=... python bench/kopfalone.py [--without-kubernetes]
+(prints "kopf alone: started" once its startup handler ran)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTED = "kopf alone: started"
+
+
+class KopfAlone:
+    """This script as a child process, its output in ``log_path``."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, *, without_kubernetes: bool) -> None:
+        self.env = env
+        self.log_path = log_path
+        self.without_kubernetes = without_kubernetes
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def name(self) -> str:
+        return "kopf alone" + (" without kubernetes" if self.without_kubernetes else "")
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid if self.process is not None else 0
+
+    def start(self, timeout: float = 60) -> None:
+        """Start it and wait until its startup handler ran (the watches begin right after)."""
+        args = [sys.executable, str(Path(__file__).resolve())]
+        if self.without_kubernetes:
+            args.append("--without-kubernetes")
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.monotonic() + timeout
+        while STARTED not in self.log_path.read_text(errors="replace"):
+            if self.process.poll() is not None:
+                raise SystemExit(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{self.name} did not start within {timeout:.0f}s; see {self.log_path}")
+            time.sleep(0.1)  # polling a child's log, under the deadline above
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+            self.process = None
+
+
+def build(*, hidden: bool) -> Any:
+    """The registry Kopf runs: the operator's watches with handlers that return at once, its
+    settings at startup, and a login handler (``kopf.OperatorRegistry``; Kopf is imported
+    here, after ``main`` may have hidden the ``kubernetes`` package)."""
+    import kopf
+
+    from inference_operator.kube.config import OperatorConfig
+    from inference_operator.operator import configure, register_watches
+
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    def start(settings: kopf.OperatorSettings, **_: Any) -> None:
+        configure(settings, OperatorConfig.from_env(), registry, nothing)
+        print(f"{STARTED} ({'without' if hidden else 'with'} the kubernetes package)", flush=True)
+
+    # A registry of one's own has none of the login handlers Kopf puts in its default one.
+    kopf.on.login(registry=registry)(kopf.login_with_kubeconfig if hidden else kopf.login_via_client)
+    register_watches(registry, nothing)
+    return registry
+
+
+def nothing(_watch: object) -> Callable[..., Awaitable[None]]:
+    """The handler of every watched kind: Kopf has done all its work when it is called."""
+
+    async def on_event(**_: Any) -> None:
+        return None
+
+    return on_event
+
+
+def main() -> None:
+    hidden = "--without-kubernetes" in sys.argv
+    if hidden:
+        sys.modules["kubernetes"] = None  # type: ignore[assignment]  # `import kubernetes` raises ImportError
+    sys.path.insert(0, str(ROOT))
+    registry = build(hidden=hidden)
+
+    import kopf
+
+    from inference_operator.core.process import limit_malloc_arenas
+
+    limit_malloc_arenas()
+    kopf.configure(verbose=False)
+    kopf.run(registry=registry, clusterwide=True, standalone=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""bench/kopfalone.py, the floor of the operator's CPU and memory, watches what the operator watches.
+
+Its figures mean something only if Kopf does for it the work it does for the operator: the
+same resources, handler ids and label filters, the same settings (selectors, page size, idle
+timeout, no diff-base, standalone) and, in cluster mode, the same Node and Pod handlers; its
+handlers return at once; it logs in by the kubeconfig when the ``kubernetes`` package is hidden.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kopf
+import pytest
+from kopf._core.intents.causes import Activity
+
+from inference_operator import operator
+from inference_operator.kube.config import OperatorConfig
+from tests.shared.benchscripts import load_bench
+
+alone = load_bench("kopfalone")
+
+
+def watching(registry: kopf.OperatorRegistry) -> list[tuple[Any, ...]]:
+    return sorted(
+        (h.id, str(h.selector), repr(h.labels), repr(h.field), repr(h.when))
+        for h in registry._watching.get_all_handlers()
+    )
+
+
+def configured(registry: kopf.OperatorRegistry, handler: Any, env: dict[str, str]) -> kopf.OperatorSettings:
+    """The settings the operator's startup gives Kopf, in the environment ``env``."""
+    settings = kopf.OperatorSettings()
+    operator.configure(settings, OperatorConfig.from_env(env), registry, handler)
+    return settings
+
+
+def settings_of(settings: kopf.OperatorSettings) -> tuple[Any, ...]:
+    return (
+        settings.posting.enabled,
+        type(settings.persistence.diffbase_storage).__name__,
+        settings.queueing.idle_timeout,
+        settings.watching.chunk_size,
+        sorted(map(str, settings.watching.label_selectors.items())),
+        sorted(map(str, settings.watching.field_selectors.items())),
+        settings.peering.standalone,
+        settings.scanning.disabled,
+    )
+
+
+@pytest.mark.parametrize("env", [{}, {"INFERENCE_OPERATOR_NAMESPACES": "team-a"}], ids=["cluster", "namespaced"])
+def test_kopf_alone_watches_what_the_operator_watches(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ours = kopf.OperatorRegistry()
+    operator.register_watches(ours, operator._watch_handler)
+    ours_settings = configured(ours, operator._watch_handler, env)
+    theirs = alone.build(hidden=False)
+    theirs_settings = kopf.OperatorSettings()
+    monkeypatch.delenv("INFERENCE_OPERATOR_NAMESPACES", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (startup,) = [h.fn for h in theirs._activities.get_all_handlers() if h.activity == Activity.STARTUP]
+    startup(settings=theirs_settings)  # what Kopf runs before it starts watching
+    assert watching(theirs) == watching(ours)
+    assert settings_of(theirs_settings) == settings_of(ours_settings)
+    ids = {row[0] for row in watching(ours)}
+    assert {"inferenceservices-event", "deployments-event", "services-event"} <= ids
+    assert ({"nodes-read", "pods-read"} <= ids) is (not env)  # cluster mode reads capacity
+    assert theirs_settings.queueing.idle_timeout == 0.05 and theirs_settings.watching.label_selectors
+
+
+def test_its_handlers_return_at_once_and_it_logs_in_as_told() -> None:
+    registry = alone.build(hidden=True)
+    for handler in registry._watching.get_all_handlers():
+        assert asyncio.run(handler.fn(event={"type": "ADDED", "object": {}})) is None
+    assert logins(registry) == [kopf.login_with_kubeconfig]
+    assert logins(alone.build(hidden=False)) == [kopf.login_via_client]
+
+
+def logins(registry: kopf.OperatorRegistry) -> list[Any]:
+    return [h.fn for h in registry._activities.get_all_handlers() if h.activity == Activity.AUTHENTICATION]
