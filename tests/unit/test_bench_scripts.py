@@ -27,8 +27,12 @@ from tests.shared.benchscripts import load_bench
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+
+
 def run_bench(*args: str) -> str:
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    done = run_script(*args)
     assert done.returncode == 0, f"{args[0]} failed:\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -175,13 +179,6 @@ def test_the_cluster_benchmark_stops_what_it_started_and_removes_its_work_direct
 
 @pytest.mark.parametrize("flag", ["--readme", "--record=/dev/null"])
 def test_a_cluster_run_beside_kopf_alone_is_refused_as_a_figure(flag: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/cluster.py", "--kopf-alone", flag],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_script("bench/cluster.py", "--kopf-alone", flag)
     assert done.returncode == 2, done.stderr[-2000:]
     assert "--kopf-alone" in done.stderr and "not with --readme or --record" in done.stderr
