@@ -200,7 +200,19 @@ class Profiles:
         self.threads, self.spies = [], []
 
 
-def main() -> int:
+def print_kopf_alone(alone: list[kopfalone.KopfAlone], start: dict[str, float], operator_pid: int, n: int) -> None:
+    """Kopf alone's CPU per object and peak memory, and the operator's CPU over the same span:
+    from the first create until each has handled every event (Kopf alone may lag behind)."""
+    for process in alone:
+        process.wait_idle()
+    operator_ms = (cpu_seconds(operator_pid) - start["operator"]) / n * 1000
+    print(f"operator: CPU {operator_ms:.1f} ms per object from the first create until idle (its start excluded)")
+    for process in alone:
+        used = (cpu_seconds(process.pid) - start[process.name]) / n * 1000
+        print(f"{process.name}: CPU {used:.1f} ms per object, peak RSS {rss_mib(process.pid):.1f} MiB (the same span)")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
@@ -247,9 +259,14 @@ def main() -> int:
         action="store_true",
         help="rewrite the operator's figures in README.md from these runs (with their median and range)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.kopf_alone and (args.readme or args.record):
         parser.error("--kopf-alone: its two extra processes slow the operator's run; not with --readme or --record")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
     taken = figures.provenance()
     runs = []
     for i in range(args.repeat):
@@ -463,14 +480,6 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
         watch.close()
         profiles.wait()
         print(f"CPU during convergence {cpu_line(cpu1, cpu2)}")
-        if alone:
-            window = (cpu2["operator"] - cpu1["operator"]) / n * 1000
-            print(
-                f"operator: CPU {window:.1f} ms per object from the first create until all Ready (its start excluded)"
-            )
-        for process in alone:
-            used = (cpu2[process.name] - cpu1[process.name]) / n * 1000
-            print(f"{process.name}: CPU {used:.1f} ms per object to converge, peak RSS {rss_mib(process.pid):.1f} MiB")
         if args.trace:
             print("t, isvcs, finalized, deployments, deployments ready, isvcs ready")
             for row in trace[::5]:
@@ -479,6 +488,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
             print("milestones: " + ", ".join(f"{k} at {v:.1f}s" for k, v in milestones.items()))
         before = operator.stats()["reconcile_total"]
         operator.wait_idle(reconciles_at_least=before)
+        if alone:
+            print_kopf_alone(alone, cpu1, operator.process.pid if operator.process else 0, n)
         writes = audit.operator_writes_since(mark)
         by_verb: dict[str, int] = {}
         for w in writes:

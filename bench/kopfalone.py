@@ -12,6 +12,9 @@ both see the same events, and prints its CPU per object and memory: the floor of
 it whenever it is installed and then logs in through it); Kopf then reads the kubeconfig itself.
 That shows what the package costs in memory.
 
+It always runs cluster-wide (the benchmark's operator does too), without the operator's
+liveness endpoint and log options.
+
 Usage: KUBECONFIG=... python bench/kopfalone.py [--without-kubernetes]
 (prints "kopf alone: started" once its startup handler ran)
 """
@@ -23,7 +26,12 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from procstats import cpu_seconds
+
+if TYPE_CHECKING:
+    import kopf
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTED = "kopf alone: started"
@@ -47,19 +55,38 @@ class KopfAlone:
         return self.process.pid if self.process is not None else 0
 
     def start(self, timeout: float = 60) -> None:
-        """Start it and wait until its startup handler ran (the watches begin right after)."""
+        """Start it and wait until its startup handler ran (the watches begin right after); a
+        restart appends to the same log and waits for its own line."""
         args = [sys.executable, str(Path(__file__).resolve())]
         if self.without_kubernetes:
             args.append("--without-kubernetes")
         with self.log_path.open("ab") as log:
+            offset = log.tell()
             self.process = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + timeout
-        while STARTED not in self.log_path.read_text(errors="replace"):
+        while STARTED not in self._output(offset):
             if self.process.poll() is not None:
-                raise SystemExit(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
+                raise SystemExit(f"{self.name} exited with {self.process.returncode}:\n{self._output(offset)[-3000:]}")
             if time.monotonic() > deadline:
-                raise SystemExit(f"{self.name} did not start within {timeout:.0f}s; see {self.log_path}")
+                raise SystemExit(f"{self.name} did not start within {timeout:.0f}s:\n{self._output(offset)[-3000:]}")
             time.sleep(0.1)  # polling a child's log, under the deadline above
+
+    def _output(self, offset: int) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
+    def wait_idle(self, timeout: float = 120, quiet: float = 1.0) -> None:
+        """Wait until it used no CPU for ``quiet`` seconds: every event it was sent is handled."""
+        deadline = time.monotonic() + timeout
+        last, since = cpu_seconds(self.pid), time.monotonic()
+        while time.monotonic() - since < quiet:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{self.name} still busy {timeout:.0f}s after the operator converged")
+            time.sleep(0.1)  # sampling its CPU, under the deadline above
+            now = cpu_seconds(self.pid)
+            if now != last:
+                last, since = now, time.monotonic()
 
     def stop(self) -> None:
         if self.process is not None:
@@ -72,10 +99,10 @@ class KopfAlone:
             self.process = None
 
 
-def build(*, hidden: bool) -> Any:
+def build(*, hidden: bool) -> kopf.OperatorRegistry:
     """The registry Kopf runs: the operator's watches with handlers that return at once, its
-    settings at startup, and a login handler (``kopf.OperatorRegistry``; Kopf is imported
-    here, after ``main`` may have hidden the ``kubernetes`` package)."""
+    settings at startup, and a login handler (Kopf is imported here, after ``main`` may have
+    hidden the ``kubernetes`` package)."""
     import kopf
 
     from inference_operator.kube.config import OperatorConfig

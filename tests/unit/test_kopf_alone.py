@@ -9,6 +9,9 @@ handlers return at once; it logs in by the kubeconfig when the ``kubernetes`` pa
 from __future__ import annotations
 
 import asyncio
+import inspect
+import os
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -19,7 +22,13 @@ from inference_operator import operator
 from inference_operator.kube.config import OperatorConfig
 from tests.shared.benchscripts import load_bench
 
-alone = load_bench("kopfalone")
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def alone(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(BENCH))  # its neighbour procstats, as when run
+    return load_bench("kopfalone")
 
 
 def watching(registry: kopf.OperatorRegistry) -> list[tuple[Any, ...]]:
@@ -29,10 +38,10 @@ def watching(registry: kopf.OperatorRegistry) -> list[tuple[Any, ...]]:
     )
 
 
-def configured(registry: kopf.OperatorRegistry, handler: Any, env: dict[str, str]) -> kopf.OperatorSettings:
-    """The settings the operator's startup gives Kopf, in the environment ``env``."""
+def configured(registry: kopf.OperatorRegistry, handler: Any) -> kopf.OperatorSettings:
+    """The settings the operator's startup gives Kopf, in this environment."""
     settings = kopf.OperatorSettings()
-    operator.configure(settings, OperatorConfig.from_env(env), registry, handler)
+    operator.configure(settings, OperatorConfig.from_env(), registry, handler)
     return settings
 
 
@@ -50,15 +59,18 @@ def settings_of(settings: kopf.OperatorSettings) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("env", [{}, {"INFERENCE_OPERATOR_NAMESPACES": "team-a"}], ids=["cluster", "namespaced"])
-def test_kopf_alone_watches_what_the_operator_watches(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    ours = kopf.OperatorRegistry()
-    operator.register_watches(ours, operator._watch_handler)
-    ours_settings = configured(ours, operator._watch_handler, env)
-    theirs = alone.build(hidden=False)
-    theirs_settings = kopf.OperatorSettings()
-    monkeypatch.delenv("INFERENCE_OPERATOR_NAMESPACES", raising=False)
+def test_kopf_alone_watches_what_the_operator_watches(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, alone: Any
+) -> None:
+    for name in [name for name in os.environ if name.startswith("INFERENCE_OPERATOR_")]:
+        monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    ours = kopf.OperatorRegistry()
+    operator.register_watches(ours, operator._watch_handler)
+    ours_settings = configured(ours, operator._watch_handler)
+    theirs = alone.build(hidden=False)
+    theirs_settings = kopf.OperatorSettings()
     (startup,) = [h.fn for h in theirs._activities.get_all_handlers() if h.activity == Activity.STARTUP]
     startup(settings=theirs_settings)  # what Kopf runs before it starts watching
     assert watching(theirs) == watching(ours)
@@ -69,7 +81,21 @@ def test_kopf_alone_watches_what_the_operator_watches(env: dict[str, str], monke
     assert theirs_settings.queueing.idle_timeout == 0.05 and theirs_settings.watching.label_selectors
 
 
-def test_its_handlers_return_at_once_and_it_logs_in_as_told() -> None:
+def test_the_operator_registers_its_watches_at_import_and_sets_kopf_only_in_configure() -> None:
+    """What the test above compares is what the operator runs: its import registers
+    :func:`operator.register_watches`' handlers in Kopf's default registry, and its startup
+    leaves every Kopf setting to :func:`operator.configure`."""
+    fresh = kopf.OperatorRegistry()
+    operator.register_watches(fresh, operator._watch_handler)
+    imported = [row for row in watching(kopf.get_default_registry()) if row[0].endswith("-event")]
+    assert imported == watching(fresh)
+    body = inspect.getsource(operator.start)
+    assert [line.strip() for line in body.splitlines() if "settings." in line or "settings," in line] == [
+        "configure(settings, config)"
+    ]
+
+
+def test_its_handlers_return_at_once_and_it_logs_in_as_told(alone: Any) -> None:
     registry = alone.build(hidden=True)
     for handler in registry._watching.get_all_handlers():
         assert asyncio.run(handler.fn(event={"type": "ADDED", "object": {}})) is None
