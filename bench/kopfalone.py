@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,19 +56,26 @@ class KopfAlone:
     def start(self, timeout: float = 60) -> None:
         """Start it and wait until its startup handler ran (the watches begin right after); a
         restart appends to the same log and waits for its own line."""
+        from tests.e2e.harness import WaitTimeout, wait_until  # the launcher's, not the measured process's
+
         args = [sys.executable, str(Path(__file__).resolve())]
         if self.without_kubernetes:
             args.append("--without-kubernetes")
         with self.log_path.open("ab") as log:
             offset = log.tell()
-            self.process = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while STARTED not in self._output(offset):
-            if self.process.poll() is not None:
-                raise SystemExit(f"{self.name} exited with {self.process.returncode}:\n{self._output(offset)[-3000:]}")
-            if time.monotonic() > deadline:
-                raise SystemExit(f"{self.name} did not start within {timeout:.0f}s:\n{self._output(offset)[-3000:]}")
-            time.sleep(0.1)  # polling a child's log, under the deadline above
+            process = self.process = subprocess.Popen(
+                args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
+            )
+
+        def started() -> bool:
+            if process.poll() is not None:  # SystemExit passes through wait_until
+                raise SystemExit(f"{self.name} exited with {process.returncode}:\n{self._output(offset)[-3000:]}")
+            return STARTED in self._output(offset)
+
+        try:
+            wait_until(started, timeout=timeout, what=f"{self.name} to start", interval=0.1)
+        except WaitTimeout as err:
+            raise SystemExit(f"{err}:\n{self._output(offset)[-3000:]}") from None
 
     def _output(self, offset: int) -> str:
         with self.log_path.open("rb") as log:
@@ -78,15 +84,17 @@ class KopfAlone:
 
     def wait_idle(self, timeout: float = 120, quiet: float = 1.0) -> None:
         """Wait until it used no CPU for ``quiet`` seconds: every event it was sent is handled."""
-        deadline = time.monotonic() + timeout
-        last, since = cpu_seconds(self.pid), time.monotonic()
-        while time.monotonic() - since < quiet:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"{self.name} still busy {timeout:.0f}s after the operator converged")
-            time.sleep(0.1)  # sampling its CPU, under the deadline above
+        from tests.e2e.harness import wait_until
+
+        last: list[float] = []
+
+        def settled() -> bool:
             now = cpu_seconds(self.pid)
-            if now != last:
-                last, since = now, time.monotonic()
+            idle = bool(last) and now == last[-1]
+            last.append(now)
+            return idle
+
+        wait_until(settled, timeout=timeout, what=f"{self.name} to use no CPU for {quiet:.0f}s", interval=quiet)
 
     def stop(self) -> None:
         if self.process is not None:

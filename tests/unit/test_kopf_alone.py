@@ -105,3 +105,32 @@ def test_its_handlers_return_at_once_and_it_logs_in_as_told(alone: Any) -> None:
 
 def logins(registry: kopf.OperatorRegistry) -> list[Any]:
     return [h.fn for h in registry._activities.get_all_handlers() if h.activity == Activity.AUTHENTICATION]
+
+
+def test_a_start_that_fails_names_the_exit_code_and_shows_the_log(alone: Any, tmp_path: Path) -> None:
+    broken = alone.KopfAlone({"PYTHONHOME": str(tmp_path / "none")}, tmp_path / "a.log", without_kubernetes=False)
+    (tmp_path / "a.log").write_text(f"{alone.STARTED} (an earlier run's line)\n")  # a restart must not trust it
+    with pytest.raises(SystemExit, match=r"kopf alone exited with \d+:\n(?s:.*)(Python|encodings)"):
+        broken.start(timeout=30)
+
+
+def test_waiting_for_it_to_be_idle_returns_once_it_uses_no_cpu_and_names_it_when_busy(
+    alone: Any, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.e2e.harness import WaitTimeout
+
+    process = alone.KopfAlone({}, tmp_path / "a.log", without_kubernetes=True)
+    process.process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        process.wait_idle(timeout=30, quiet=0.3)
+    finally:
+        process.stop()
+    process.process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with pytest.raises(WaitTimeout, match="kopf alone without kubernetes to use no CPU"):
+            process.wait_idle(timeout=2, quiet=0.3)
+    finally:
+        process.stop()
