@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from itertools import compress, islice
 
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.nodefit import NodeStatus, allocatable, filter_node, scheduling_taints
@@ -64,10 +65,9 @@ class Scheduler:
         self._pending: set[str] = set()  # keys of pods waiting for room
         self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
         self._next_start = 0  # where the next search through the nodes begins
-        self._changes: dict[str, int] = {}  # node → how often what it holds changed
-        self._verdicts: dict[Any, NodeStatus | None] = {}  # (pod shape, *node version) → filter verdict
-        self._scores: dict[Any, tuple[float, int, str]] = {}  # (pod shape, *node version) → score
-        self._sorted: tuple[int, list[Obj]] = (-1, [])  # (node informer's changes, its nodes by name)
+        self._sorted = _Nodes(-1, [])  # the node informer's nodes by name, as of its changes
+        self._by_shape: dict[bytes, _Found] = {}  # pod shape → its verdicts and scores on the nodes
+        self._by_shape_of = -1  # the node informer's changes they were found at
         self.placement: Callable[[Obj], str | None] | None = None
         """The node to try first for a pod (None, or a name no node has: search as usual)."""
 
@@ -93,13 +93,13 @@ class Scheduler:
             node, requests = before
             self.used[node] = subtract(self.used.get(node, {}), requests)
             self.count[node] = self.count.get(node, 0) - 1
-            self._changes[node] = self._changes.get(node, 0) + 1
+            self._forget(node)
         if holds and new is not None:
             node, requests = podstate.node_of(new), pod_requests(new.get("spec") or {})
             self._held[uid] = (node, requests)
             self.used[node] = add(self.used.get(node, {}), requests)
             self.count[node] = self.count.get(node, 0) + 1
-            self._changes[node] = self._changes.get(node, 0) + 1
+            self._forget(node)
         key = key_of(pod["metadata"]["namespace"], pod["metadata"]["name"])
         if new is None or podstate.node_of(new) or not podstate.is_active(new):
             self._pending.discard(key)
@@ -130,68 +130,107 @@ class Scheduler:
             self._bind(pod, preferred)
             return Result()
         nodes = self._nodes_by_name()
-        wanted = feasible_nodes_to_find(len(nodes))
-        fitting: list[Obj] = []
-        statuses: list[NodeStatus] = []
-        start = self._next_start % len(nodes) if nodes else 0
-        processed = 0
+        count = len(nodes.objs)
+        wanted = feasible_nodes_to_find(count)
+        start = self._next_start % count if count else 0
         shape = _shape(spec, requests)
-        verdicts, changes = self._verdicts, self._changes
-        for node in nodes[start:] + nodes[:start]:
-            if len(fitting) >= wanted:
-                break
-            processed += 1
-            meta = node["metadata"]  # the verdict's key, as _version() spells it (inlined: per node per pod)
-            name = str(meta["name"])
-            remembered = (shape, name, str(meta.get("resourceVersion", "")), changes.get(name, 0))
-            status = verdicts[remembered] if remembered in verdicts else self._filter(spec, requests, node, shape)
-            if status is None:
-                fitting.append(node)
-            else:
-                statuses.append(status)
+        if shape:
+            fitting, processed, statuses = self._search_remembered(spec, requests, shape, nodes, start, wanted)
+        else:
+            fitting, processed, statuses = self._search(spec, requests, nodes, start, wanted)
         self._next_start = start + processed
         if fitting:
             self._pending.discard(key)
-            chosen = str(self._best(fitting, requests, shape)["metadata"]["name"])
-            self._bind(pod, chosen)
+            self._bind(pod, self._best(fitting, requests, shape))
             return Result()
         self._pending.add(key)
         self._unschedulable(pod, fit_error(statuses))
         return Result()
 
-    def _nodes_by_name(self) -> list[Obj]:
+    def _search(
+        self, spec: Obj, requests: Resources, nodes: _Nodes, start: int, wanted: int
+    ) -> tuple[list[str], int, list[NodeStatus]]:
+        """kube-scheduler's search: from ``start`` round the nodes by name, filtering each, until
+        ``wanted`` fit. The nodes that fit, how many were filtered, and why the others did not."""
+        fitting: list[str] = []
+        statuses: list[NodeStatus] = []
+        processed = 0
+        for node in nodes.objs[start:] + nodes.objs[:start]:
+            if len(fitting) >= wanted:
+                break
+            processed += 1
+            status = self._filter(spec, requests, node)
+            if status is None:
+                fitting.append(str(node["metadata"]["name"]))
+            else:
+                statuses.append(status)
+        return fitting, processed, statuses
+
+    def _search_remembered(
+        self, spec: Obj, requests: Resources, shape: bytes, nodes: _Nodes, start: int, wanted: int
+    ) -> tuple[list[str], int, list[NodeStatus]]:
+        """:meth:`_search`'s answer from the verdicts on each node kept for pods of ``shape``:
+        only the nodes whose holdings changed since (mostly the one the last pod went to) are
+        filtered again, and the search itself runs at C speed. A burst of pods alike meets a
+        hundred nodes each past 100 nodes, and almost none of them changed."""
+        found = self._found(shape)
+        if found.stale:
+            for name in found.stale & nodes.by_name.keys():
+                status = self._filter(spec, requests, nodes.by_name[name])
+                found.verdicts[name] = status
+                if status is None:
+                    found.fitting.add(name)
+            found.stale.clear()
+        order = nodes.names[start:] + nodes.names[:start]
+        fitting = list(islice(compress(order, map(found.fitting.__contains__, order)), wanted))
+        count = len(order)
+        if fitting and len(fitting) >= wanted:
+            return fitting, (nodes.position[fitting[-1]] - start) % count + 1, []
+        if fitting:
+            return fitting, count, []
+        return fitting, count, [status for name in order if (status := found.verdicts[name]) is not None]
+
+    def _found(self, shape: bytes) -> _Found:
+        """The verdicts and scores kept for pods of ``shape``: all of them go when a node event
+        came (a node added, changed or gone) or when too many shapes were seen."""
+        if self._by_shape_of != self.nodes.changes or len(self._by_shape) > _SHAPES:
+            self._by_shape = {}
+            self._by_shape_of = self.nodes.changes
+        found = self._by_shape.get(shape)
+        if found is None:
+            found = self._by_shape[shape] = _Found(stale=set(self._nodes_by_name().names))
+        return found
+
+    def _forget(self, node: str) -> None:
+        """What is kept about ``node`` no longer holds: what it holds changed."""
+        for found in self._by_shape.values():
+            found.verdicts.pop(node, None)
+            found.fitting.discard(node)
+            found.scores.pop(node, None)
+            found.stale.add(node)
+
+    def _nodes_by_name(self) -> _Nodes:
         """The cached nodes sorted by name, sorted again only when a node event came."""
         changes = self.nodes.changes
-        if self._sorted[0] != changes:
-            self._sorted = (changes, sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"])))
-        return self._sorted[1]
+        if self._sorted.changes != changes:
+            self._sorted = _Nodes(changes, sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"])))
+        return self._sorted
 
-    def _version(self, node: Obj) -> tuple[str, str, int]:
-        """What a verdict on ``node`` depends on besides the pod: the node's version, and how often
-        what it holds changed."""
-        name = str(node["metadata"]["name"])
-        return name, str(node["metadata"].get("resourceVersion", "")), self._changes.get(name, 0)
-
-    def _best(self, fitting: list[Obj], requests: Resources, shape: bytes) -> Obj:
-        """:func:`.fit.choose_node`, each node's score kept until the node or what it holds changes."""
+    def _best(self, fitting: list[str], requests: Resources, shape: bytes) -> str:
+        """:func:`.fit.choose_node` among the nodes that fit, each node's score kept (for pods of
+        ``shape``) until what it holds changes."""
         names = scored_resources(requests)
 
-        scores = self._scores
+        def score(name: str) -> tuple[float, int, str]:
+            capacity = self._node_info(self._sorted.by_name[name])[0]
+            return node_score(name, capacity, self.used.get(name, {}), self.count.get(name, 0), requests, names)
 
-        def score(node: Obj) -> tuple[float, int, str]:
-            meta = node["metadata"]
-            name = str(meta["name"])
-            remembered = (shape, name, str(meta.get("resourceVersion", "")), self._changes.get(name, 0))
-            if shape and remembered in scores:
-                return scores[remembered]
-
-            def work_out() -> tuple[float, int, str]:
-                capacity = self._node_info(node)[0]
-                return node_score(name, capacity, self.used.get(name, {}), self.count.get(name, 0), requests, names)
-
-            return _remembered(scores, remembered if shape else None, work_out)
-
-        return min(fitting, key=score)
+        if not shape:
+            return min(fitting, key=score)
+        scores = self._found(shape).scores
+        for name in set(fitting).difference(scores):
+            scores[name] = score(name)
+        return min(fitting, key=scores.__getitem__)
 
     def _preferred(self, pod: Obj, spec: Obj, requests: Resources) -> str | None:
         """The node :attr:`placement` names for ``pod``, if it passes every filter."""
@@ -201,20 +240,12 @@ class Scheduler:
             return None
         return wanted if self._filter(spec, requests, node) is None else None
 
-    def _filter(self, spec: Obj, requests: Resources, node: Obj, shape: bytes = b"") -> NodeStatus | None:
-        """Why ``node`` cannot take the pod now (None: it can). With the pod's ``shape``
-        (:func:`_shape`) the verdict is kept until the node or what it holds changes: a burst of
-        pods alike is filtered against a hundred nodes each, and most of them did not change."""
-
-        def work_out() -> NodeStatus | None:
-            name = str(node["metadata"]["name"])
-            capacity, taints = self._node_info(node)
-            used, pods = self.used.get(name, {}), self.count.get(name, 0)
-            return filter_node(
-                spec, requests, node, requested=used, pods_on_node=pods, capacity=capacity, taints=taints
-            )
-
-        return _remembered(self._verdicts, (shape, *self._version(node)) if shape else None, work_out)
+    def _filter(self, spec: Obj, requests: Resources, node: Obj) -> NodeStatus | None:
+        """Why ``node`` cannot take the pod now (None: it can)."""
+        name = str(node["metadata"]["name"])
+        capacity, taints = self._node_info(node)
+        used, pods = self.used.get(name, {}), self.count.get(name, 0)
+        return filter_node(spec, requests, node, requested=used, pods_on_node=pods, capacity=capacity, taints=taints)
 
     def _bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
@@ -249,21 +280,32 @@ class Scheduler:
         )
 
 
-_REMEMBERED = 100_000
-"""Verdicts and scores kept at most (all forgotten at once past it: they are cheap to redo)."""
-
-T = TypeVar("T")
+_SHAPES = 256
+"""Pod shapes whose verdicts are kept at most (all forgotten at once past it: cheap to redo)."""
 
 
-def _remembered(table: dict[Any, T], key: Any, work_out: Callable[[], T]) -> T:
-    """``table[key]``, worked out and kept if missing (``key`` None: worked out, not kept)."""
-    if key is None:
-        return work_out()
-    if key not in table:
-        if len(table) > _REMEMBERED:
-            table.clear()
-        table[key] = work_out()
-    return table[key]
+class _Nodes:
+    """The nodes by name, as of the node informer's ``changes``: objects, names, where each is."""
+
+    __slots__ = ("by_name", "changes", "names", "objs", "position")
+
+    def __init__(self, changes: int, objs: list[Obj]) -> None:
+        self.changes = changes
+        self.objs = objs
+        self.names = [str(node["metadata"]["name"]) for node in objs]
+        self.position = {name: i for i, name in enumerate(self.names)}
+        self.by_name = dict(zip(self.names, objs, strict=True))
+
+
+@dataclass
+class _Found:
+    """What the filters found on each node for pods of one shape (the nodes that fit among
+    them), the nodes' scores, and the nodes to filter again before the next search."""
+
+    stale: set[str]
+    verdicts: dict[str, NodeStatus | None] = field(default_factory=dict)
+    fitting: set[str] = field(default_factory=set)
+    scores: dict[str, tuple[float, int, str]] = field(default_factory=dict)
 
 
 def _shape(spec: Obj, requests: Resources) -> bytes:

@@ -365,19 +365,22 @@ def test_min_ready_seconds_delays_availability_and_the_old_pod_waits_for_it() ->
     assert [p["spec"]["containers"][0]["image"] for p in pods(sim)] == ["vllm:2"]
 
 
-def _placements(*, remember: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, str], list[str]]:
+def _placements(
+    *, remember: bool, monkeypatch: pytest.MonkeyPatch, plain_nodes: int = 12, replicas: int = 3
+) -> tuple[dict[str, str], list[str]]:
     """A burst of unlike pods on unlike nodes (taints, labels, sizes; one too big for any
-    node), then a Deployment removed: where each pod went, and the scheduler's words."""
+    node), then a Deployment removed: where each pod went, and the scheduler's words.
+    ``remember=False`` makes every pod look unlike every other, so nothing kept is used."""
     from inference_operator.sim.cluster import scheduler
 
     if not remember:
         monkeypatch.setattr(scheduler, "_shape", lambda spec, requests: b"")
-    nodes = [NodeShape(f"n{i}", gpus=2 + i % 3) for i in range(12)]
+    nodes = [NodeShape(f"n{i:03d}", gpus=2 + i % 3) for i in range(plain_nodes)]
     nodes += [NodeShape("tainted", gpus=8, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])]
     nodes += [NodeShape("labelled", gpus=4, labels={"pool": "a"})]
     sim = Simulation(node_layout=nodes, termination_seconds=5)
     for i in range(9):
-        manifest = deployment(f"d{i}", replicas=3, gpu=1 + i % 3)
+        manifest = deployment(f"d{i}", replicas=replicas, gpu=1 + i % 3)
         spec = manifest["spec"]["template"]["spec"]
         if i % 4 == 1:
             spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
@@ -395,13 +398,22 @@ def _placements(*, remember: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dic
     return placed, words
 
 
+@pytest.mark.parametrize(
+    ("plain_nodes", "replicas"),
+    [(12, 3), (130, 30)],
+    ids=["every-node-filtered", "past-100-nodes-the-search-stops-and-goes-round"],
+)
 def test_remembered_verdicts_and_scores_place_every_pod_where_working_them_out_does(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, plain_nodes: int, replicas: int
 ) -> None:
-    remembered = _placements(remember=True, monkeypatch=monkeypatch)
-    worked_out = _placements(remember=False, monkeypatch=monkeypatch)
+    remembered = _placements(remember=True, monkeypatch=monkeypatch, plain_nodes=plain_nodes, replicas=replicas)
+    worked_out = _placements(remember=False, monkeypatch=monkeypatch, plain_nodes=plain_nodes, replicas=replicas)
     assert remembered == worked_out
-    assert sum(1 for node in remembered[0].values() if node) > 10 and remembered[1]  # placed, and some not
+    placed = [node for node in remembered[0].values() if node]
+    assert len(placed) > 10 and remembered[1]  # placed, and some not
+    if plain_nodes > 100:  # the search went round: more nodes used than one search looks at
+        assert len(set(placed)) > 100, len(set(placed))
+        assert any(f"0/{plain_nodes + 2} nodes are available" in words for words in remembered[1])
 
 
 @pytest.mark.parametrize("race", ["bound", "deleted"])
