@@ -66,7 +66,7 @@ class Scheduler:
         self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
         self._next_start = 0  # where the next search through the nodes begins
         self._sorted = _Nodes(-1, [])  # the node informer's nodes by name, as of its changes
-        self._by_shape: dict[bytes, _Found] = {}  # pod shape → its verdicts and scores on the nodes
+        self._by_shape: dict[bytes, _ShapeVerdicts] = {}  # pod shape → its verdicts and scores on the nodes
         self._by_shape_of = -1  # the node informer's changes they were found at
         self.placement: Callable[[Obj], str | None] | None = None
         """The node to try first for a pod (None, or a name no node has: search as usual)."""
@@ -130,18 +130,19 @@ class Scheduler:
             self._bind(pod, preferred)
             return Result()
         nodes = self._nodes_by_name()
-        count = len(nodes.objs)
-        wanted = feasible_nodes_to_find(count)
-        start = self._next_start % count if count else 0
+        total = len(nodes.objs)
+        wanted = feasible_nodes_to_find(total)
+        start = self._next_start % total if total else 0
         shape = _shape(spec, requests)
-        if shape:
-            fitting, processed, statuses = self._search_remembered(spec, requests, shape, nodes, start, wanted)
+        kept = self._verdicts_of(shape, nodes) if shape else None
+        if kept is not None:
+            fitting, processed, statuses = self._search_remembered(spec, requests, kept, nodes, start, wanted)
         else:
             fitting, processed, statuses = self._search(spec, requests, nodes, start, wanted)
         self._next_start = start + processed
         if fitting:
             self._pending.discard(key)
-            self._bind(pod, self._best(fitting, requests, shape))
+            self._bind(pod, self._best(fitting, requests, nodes, kept))
             return Result()
         self._pending.add(key)
         self._unschedulable(pod, fit_error(statuses))
@@ -167,47 +168,50 @@ class Scheduler:
         return fitting, processed, statuses
 
     def _search_remembered(
-        self, spec: Obj, requests: Resources, shape: bytes, nodes: _Nodes, start: int, wanted: int
+        self, spec: Obj, requests: Resources, kept: _ShapeVerdicts, nodes: _Nodes, start: int, wanted: int
     ) -> tuple[list[str], int, list[NodeStatus]]:
-        """:meth:`_search`'s answer from the verdicts on each node kept for pods of ``shape``:
-        only the nodes whose holdings changed since (mostly the one the last pod went to) are
-        filtered again, and the search itself runs at C speed. A burst of pods alike meets a
-        hundred nodes each past 100 nodes, and almost none of them changed."""
-        found = self._found(shape)
-        if found.stale:
-            for name in found.stale & nodes.by_name.keys():
+        """:meth:`_search`'s answer from the verdicts ``kept`` for the pod's shape: only the
+        nodes whose holdings changed since they were filtered (mostly the one the last pod went
+        to) are filtered again, and the search itself runs at C speed. Past 100 nodes each pod of
+        a burst meets at least 100 nodes, and almost none of them changed since the last pod."""
+        if kept.to_refilter:
+            for name in kept.to_refilter & nodes.by_name.keys():  # (a pod's node may be no node)
                 status = self._filter(spec, requests, nodes.by_name[name])
-                found.verdicts[name] = status
+                kept.verdicts[name] = status
                 if status is None:
-                    found.fitting.add(name)
-            found.stale.clear()
+                    kept.fitting.add(name)
+            kept.to_refilter.clear()
         order = nodes.names[start:] + nodes.names[:start]
-        fitting = list(islice(compress(order, map(found.fitting.__contains__, order)), wanted))
-        count = len(order)
-        if fitting and len(fitting) >= wanted:
-            return fitting, (nodes.position[fitting[-1]] - start) % count + 1, []
+        fitting = list(islice(compress(order, map(kept.fitting.__contains__, order)), wanted))
+        total = len(order)
+        if fitting and len(fitting) >= wanted:  # (``fitting and``: with no nodes, nothing is wanted)
+            return fitting, (nodes.position[fitting[-1]] - start) % total + 1, []
         if fitting:
-            return fitting, count, []
-        return fitting, count, [status for name in order if (status := found.verdicts[name]) is not None]
+            return fitting, total, []
+        return fitting, total, [status for name in order if (status := kept.verdicts[name]) is not None]
 
-    def _found(self, shape: bytes) -> _Found:
-        """The verdicts and scores kept for pods of ``shape``: all of them go when a node event
-        came (a node added, changed or gone) or when too many shapes were seen."""
-        if self._by_shape_of != self.nodes.changes or len(self._by_shape) > _SHAPES:
+    def _verdicts_of(self, shape: bytes, nodes: _Nodes) -> _ShapeVerdicts:
+        """The verdicts and scores kept for pods of ``shape`` on ``nodes`` (the current ones):
+        all shapes' go when a node event came (a node added, changed or gone) or when a shape
+        past :data:`_SHAPES` is seen."""
+        if self._by_shape_of != nodes.changes:
             self._by_shape = {}
-            self._by_shape_of = self.nodes.changes
-        found = self._by_shape.get(shape)
-        if found is None:
-            found = self._by_shape[shape] = _Found(stale=set(self._nodes_by_name().names))
-        return found
+            self._by_shape_of = nodes.changes
+        kept = self._by_shape.get(shape)
+        if kept is None:
+            if len(self._by_shape) >= _SHAPES:
+                self._by_shape = {}
+            kept = self._by_shape[shape] = _ShapeVerdicts(to_refilter=set(nodes.names))
+        return kept
 
     def _forget(self, node: str) -> None:
-        """What is kept about ``node`` no longer holds: what it holds changed."""
-        for found in self._by_shape.values():
-            found.verdicts.pop(node, None)
-            found.fitting.discard(node)
-            found.scores.pop(node, None)
-            found.stale.add(node)
+        """What is kept about ``node`` no longer holds: what it holds changed (one pass over
+        the shapes kept, at most :data:`_SHAPES`)."""
+        for kept in self._by_shape.values():
+            kept.verdicts.pop(node, None)
+            kept.fitting.discard(node)
+            kept.scores.pop(node, None)
+            kept.to_refilter.add(node)
 
     def _nodes_by_name(self) -> _Nodes:
         """The cached nodes sorted by name, sorted again only when a node event came."""
@@ -216,18 +220,18 @@ class Scheduler:
             self._sorted = _Nodes(changes, sorted(self.nodes.list(), key=lambda n: str(n["metadata"]["name"])))
         return self._sorted
 
-    def _best(self, fitting: list[str], requests: Resources, shape: bytes) -> str:
-        """:func:`.fit.choose_node` among the nodes that fit, each node's score kept (for pods of
-        ``shape``) until what it holds changes."""
+    def _best(self, fitting: list[str], requests: Resources, nodes: _Nodes, kept: _ShapeVerdicts | None) -> str:
+        """:func:`.fit.choose_node` among the nodes that fit, each node's score ``kept`` (for
+        the pod's shape) until what it holds changes."""
         names = scored_resources(requests)
 
         def score(name: str) -> tuple[float, int, str]:
-            capacity = self._node_info(self._sorted.by_name[name])[0]
+            capacity = self._node_info(nodes.by_name[name])[0]
             return node_score(name, capacity, self.used.get(name, {}), self.count.get(name, 0), requests, names)
 
-        if not shape:
+        if kept is None:
             return min(fitting, key=score)
-        scores = self._found(shape).scores
+        scores = kept.scores
         for name in set(fitting).difference(scores):
             scores[name] = score(name)
         return min(fitting, key=scores.__getitem__)
@@ -298,11 +302,11 @@ class _Nodes:
 
 
 @dataclass
-class _Found:
-    """What the filters found on each node for pods of one shape (the nodes that fit among
+class _ShapeVerdicts:
+    """What the filters found on each node for pods of one shape (and the nodes that fit among
     them), the nodes' scores, and the nodes to filter again before the next search."""
 
-    stale: set[str]
+    to_refilter: set[str]
     verdicts: dict[str, NodeStatus | None] = field(default_factory=dict)
     fitting: set[str] = field(default_factory=set)
     scores: dict[str, tuple[float, int, str]] = field(default_factory=dict)

@@ -366,10 +366,11 @@ def test_min_ready_seconds_delays_availability_and_the_old_pod_waits_for_it() ->
 
 
 def _placements(
-    *, remember: bool, monkeypatch: pytest.MonkeyPatch, plain_nodes: int = 12, replicas: int = 3
+    *, remember: bool, monkeypatch: pytest.MonkeyPatch, plain_nodes: int, replicas: int, steps_before_a_node_comes: int
 ) -> tuple[dict[str, str], list[str]]:
     """A burst of unlike pods on unlike nodes (taints, labels, sizes; one too big for any
-    node), then a Deployment removed: where each pod went, and the scheduler's words.
+    node), a node added during it, then a Deployment removed: where each pod went, and the
+    scheduler's words on each.
     ``remember=False`` makes every pod look unlike every other, so nothing kept is used."""
     from inference_operator.sim.cluster import scheduler
 
@@ -388,32 +389,40 @@ def _placements(
             spec["nodeSelector"] = {"pool": "a"}
         sim.apply(manifest)
     sim.apply(deployment("huge", replicas=1, gpu=16))
+    for _ in range(steps_before_a_node_comes):  # part of the burst placed, then a node added
+        sim.step()
+    sim.api.create(build_node(NodeShape("late", gpus=2), now="2026-01-01T00:00:00Z"))
     sim.run_until_quiescent(until=60)
     sim.delete("Deployment", "default", "d0")
     sim.run_until_quiescent(until=sim.now + 60)
     placed = {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in pods(sim)}
     words = sorted(
-        str(c.get("message", "")) for p in pods(sim) for c in p["status"].get("conditions", []) if c.get("reason")
+        f"{p['metadata']['name']}: {c.get('message', '')}"
+        for p in pods(sim)
+        for c in p["status"].get("conditions", [])
+        if c.get("reason")
     )
     return placed, words
 
 
 @pytest.mark.parametrize(
-    ("plain_nodes", "replicas"),
-    [(12, 3), (130, 30)],
+    ("plain_nodes", "replicas", "steps"),
+    [(12, 3, 40), (130, 30, 400)],
     ids=["every-node-filtered", "past-100-nodes-the-search-stops-and-goes-round"],
 )
 def test_remembered_verdicts_and_scores_place_every_pod_where_working_them_out_does(
-    monkeypatch: pytest.MonkeyPatch, plain_nodes: int, replicas: int
+    monkeypatch: pytest.MonkeyPatch, plain_nodes: int, replicas: int, steps: int
 ) -> None:
-    remembered = _placements(remember=True, monkeypatch=monkeypatch, plain_nodes=plain_nodes, replicas=replicas)
-    worked_out = _placements(remember=False, monkeypatch=monkeypatch, plain_nodes=plain_nodes, replicas=replicas)
+    kwargs = {"plain_nodes": plain_nodes, "replicas": replicas, "steps_before_a_node_comes": steps}
+    remembered = _placements(remember=True, monkeypatch=monkeypatch, **kwargs)
+    worked_out = _placements(remember=False, monkeypatch=monkeypatch, **kwargs)
     assert remembered == worked_out
     placed = [node for node in remembered[0].values() if node]
     assert len(placed) > 10 and remembered[1]  # placed, and some not
+    assert "late" in placed  # the node added during the burst took pods
     if plain_nodes > 100:  # the search went round: more nodes used than one search looks at
         assert len(set(placed)) > 100, len(set(placed))
-        assert any(f"0/{plain_nodes + 2} nodes are available" in words for words in remembered[1])
+        assert any(f"0/{plain_nodes + 3} nodes are available" in words for words in remembered[1])
 
 
 @pytest.mark.parametrize("race", ["bound", "deleted"])
