@@ -176,7 +176,7 @@ def validate_list_types(obj: Obj, schema: Schema, old: Obj | None = None) -> lis
 
 
 def _list_types(node: Any, schema: Schema, path: str, errors: list[FieldError], old: Any) -> None:
-    if old is not ABSENT and old == node:
+    if (old is not ABSENT and old == node) or not _checks_lists(schema):
         return
     if isinstance(node, dict):
         properties = schema.get("properties") or {}
@@ -206,3 +206,27 @@ def _list_types(node: Any, schema: Schema, path: str, errors: list[FieldError], 
     if isinstance(items, Mapping):
         for index, item in enumerate(node):
             _list_types(item, items, item_path(path, index), errors, correlated_item(item, old, schema))
+
+
+def _checks_lists(schema: Schema) -> bool:
+    """Whether a ``map`` or ``set`` list type lies at or below ``schema``, along the edges
+    :func:`_list_types` follows: elsewhere it has nothing to find. A CRD's schema has a few such
+    lists (the conditions), so a write's walk goes to them only. Kept per schema object (by
+    identity: schemas are the stored CRD's, never modified)."""
+    known = _CHECKS_LISTS.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    extra, items = schema.get("additionalProperties"), schema.get("items")
+    below = [*(schema.get("properties") or {}).values(), *(s for s in (extra, items) if isinstance(s, Mapping))]
+    found = schema.get("x-kubernetes-list-type") in ("map", "set") or any(
+        _checks_lists(sub) for sub in below if isinstance(sub, Mapping)
+    )
+    if len(_CHECKS_LISTS) >= _CHECKS_LISTS_SIZE:
+        _CHECKS_LISTS.clear()
+    _CHECKS_LISTS[id(schema)] = (schema, found)
+    return found
+
+
+_CHECKS_LISTS: dict[int, tuple[Schema, bool]] = {}
+_CHECKS_LISTS_SIZE = 65_536
+"""Schema nodes whose answer is kept at most (all forgotten at once past it: cheap to redo)."""

@@ -194,6 +194,12 @@ def test_list_types_refuse_duplicate_map_keys_and_set_values() -> None:
     assert [e.text for e in errors] == ['status.conditions[1]: Duplicate value: {"type":"Ready"}']
     as_set = {"type": "object", "properties": {"s": {"type": "array", "x-kubernetes-list-type": "set"}}}
     assert pairs(validate_list_types({"s": [1, 2, 1]}, as_set)) == ["s[2]: Duplicate value"]
+    # found below additionalProperties and items too (the walk skips only schemas without such lists)
+    deep_set = {"type": "object", "properties": {"s": {"type": "array", "x-kubernetes-list-type": "set"}}}
+    deep = {"type": "object", "additionalProperties": {"type": "array", "items": deep_set}}
+    assert pairs(validate_list_types({"m": [{"s": [1]}, {"s": [2, 2]}]}, deep)) == ["m[1].s[1]: Duplicate value"]
+    atomic = {"type": "object", "properties": {"s": {"type": "array", "x-kubernetes-list-type": "atomic"}}}
+    assert validate_list_types({"s": [1, 1]}, atomic) == []
 
 
 # --- CEL ----------------------------------------------------------------------------------------
