@@ -35,7 +35,14 @@ from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.celfast import Fallback, compile_rule
 from inference_operator.sim.apiserver.celnames import unescape
 from inference_operator.sim.apiserver.celquantity import Quantity, is_quantity, quantity
-from inference_operator.sim.apiserver.crdschema import ABSENT, FieldError, child_path, correlated_item, item_path
+from inference_operator.sim.apiserver.crdschema import (
+    ABSENT,
+    FieldError,
+    PerSchemaNode,
+    child_path,
+    correlated_item,
+    item_path,
+)
 
 __all__ = ["check_rules", "compile_problem", "evaluate"]
 
@@ -154,20 +161,13 @@ def _run(rule: Mapping[str, Any], value: Any, old: Any, path: str, unchanged: bo
     errors.append(FieldError.of(where, _REASONS.get(str(rule.get("reason") or ""), "Invalid value"), message))
 
 
-_RULES_BELOW: dict[int, tuple[Schema, bool, bool]] = {}
-"""Whether a schema node has rules at or below it, and rules using ``oldSelf``, by ``id`` (the
-node is kept alongside, so the id cannot be reused while the entry lives)."""
+def _rules_found(schema: Schema) -> tuple[bool, bool]:
+    """Whether ``schema`` has rules at or below it, and rules using ``oldSelf``."""
+    text = _dump(schema)
+    return "x-kubernetes-validations" in text, bool(_OLD_SELF.search(text))
 
 
-def _rules_at_or_below(schema: Schema) -> tuple[bool, bool]:
-    found = _RULES_BELOW.get(id(schema))
-    if found is None or found[0] is not schema:
-        if len(_RULES_BELOW) >= 4096:  # each server's CRD brings its own nodes: stay bounded
-            _RULES_BELOW.clear()
-        text = _dump(schema)
-        found = (schema, "x-kubernetes-validations" in text, bool(_OLD_SELF.search(text)))
-        _RULES_BELOW[id(schema)] = found
-    return found[1], found[2]
+_rules_at_or_below: Final = PerSchemaNode(_rules_found)
 
 
 # --- celpy -----------------------------------------------------------------------------------

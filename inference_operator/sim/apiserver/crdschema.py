@@ -17,8 +17,8 @@ Errors are :class:`FieldError` values carrying the real server's field path and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from inference_operator.api.fielderrors import go_value
 from inference_operator.core.jsoncopy import copy_without_nulls, deep_copy
@@ -30,6 +30,7 @@ __all__ = [
     "BLOCKING",
     "OBJECT_META_FIELDS",
     "FieldError",
+    "PerSchemaNode",
     "apply_defaults",
     "child_path",
     "correlated_item",
@@ -290,3 +291,31 @@ def type_ok(value: Any, wanted: str) -> bool:
     if wanted == "integer" and actual == "number":
         return float(value).is_integer()
     return actual == wanted
+
+
+# --- answers per schema node -------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class PerSchemaNode(Generic[T]):
+    """A pure function of a schema node, worked out once per node object: the walks over a
+    written object ask it at every field they reach (are there CEL rules below here? lists to
+    check?), and the schema nodes are the stored CRD's, never modified. Kept by identity (the
+    node alongside, so its id cannot be reused while the answer lives) and bounded: each CRD
+    brings its own nodes, and past ``size`` all are forgotten at once (cheap to redo)."""
+
+    def __init__(self, work_out: Callable[[Mapping[str, Any]], T], size: int = 4096) -> None:
+        self._work_out = work_out
+        self._size = size
+        self._known: dict[int, tuple[Mapping[str, Any], T]] = {}
+
+    def __call__(self, schema: Mapping[str, Any]) -> T:
+        known = self._known.get(id(schema))
+        if known is not None and known[0] is schema:
+            return known[1]
+        answer = self._work_out(schema)
+        if len(self._known) >= self._size:
+            self._known.clear()
+        self._known[id(schema)] = (schema, answer)
+        return answer

@@ -13,12 +13,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.crdschema import (
     ABSENT,
     FieldError,
+    PerSchemaNode,
     child_path,
     correlated_item,
     go_value,
@@ -208,25 +209,15 @@ def _list_types(node: Any, schema: Schema, path: str, errors: list[FieldError], 
             _list_types(item, items, item_path(path, index), errors, correlated_item(item, old, schema))
 
 
-def _checks_lists(schema: Schema) -> bool:
+def _lists_below(schema: Schema) -> bool:
     """Whether a ``map`` or ``set`` list type lies at or below ``schema``, along the edges
     :func:`_list_types` follows: elsewhere it has nothing to find. A CRD's schema has a few such
-    lists (the conditions), so a write's walk goes to them only. Kept per schema object (by
-    identity: schemas are the stored CRD's, never modified)."""
-    known = _CHECKS_LISTS.get(id(schema))
-    if known is not None and known[0] is schema:
-        return known[1]
+    lists (the conditions), so a write's walk goes to them only."""
     extra, items = schema.get("additionalProperties"), schema.get("items")
     below = [*(schema.get("properties") or {}).values(), *(s for s in (extra, items) if isinstance(s, Mapping))]
-    found = schema.get("x-kubernetes-list-type") in ("map", "set") or any(
+    return schema.get("x-kubernetes-list-type") in ("map", "set") or any(
         _checks_lists(sub) for sub in below if isinstance(sub, Mapping)
     )
-    if len(_CHECKS_LISTS) >= _CHECKS_LISTS_SIZE:
-        _CHECKS_LISTS.clear()
-    _CHECKS_LISTS[id(schema)] = (schema, found)
-    return found
 
 
-_CHECKS_LISTS: dict[int, tuple[Schema, bool]] = {}
-_CHECKS_LISTS_SIZE = 65_536
-"""Schema nodes whose answer is kept at most (all forgotten at once past it: cheap to redo)."""
+_checks_lists: Final = PerSchemaNode(_lists_below, size=65_536)

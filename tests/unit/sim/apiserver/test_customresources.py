@@ -27,7 +27,7 @@ from inference_operator.api.crd import crd as project_crd
 from inference_operator.core.errors import Invalid
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver.cel import check_rules, evaluate
-from inference_operator.sim.apiserver.crdschema import apply_defaults, prune
+from inference_operator.sim.apiserver.crdschema import PerSchemaNode, apply_defaults, prune
 from inference_operator.sim.apiserver.crdvalidation import validate, validate_list_types
 from inference_operator.sim.apiserver.customresources import CustomResources, TypedPatchFailed
 from inference_operator.sim.apiserver.server import BadRequest, FakeApiServer
@@ -200,6 +200,17 @@ def test_list_types_refuse_duplicate_map_keys_and_set_values() -> None:
     assert pairs(validate_list_types({"m": [{"s": [1]}, {"s": [2, 2]}]}, deep)) == ["m[1].s[1]: Duplicate value"]
     atomic = {"type": "object", "properties": {"s": {"type": "array", "x-kubernetes-list-type": "atomic"}}}
     assert validate_list_types({"s": [1, 1]}, atomic) == []
+
+
+def test_an_answer_per_schema_node_is_worked_out_once_per_node_object_and_bounded() -> None:
+    asked: list[int] = []
+    answer = PerSchemaNode(lambda node: asked.append(id(node)) or len(node), size=2)
+    node, twin = {"type": "object"}, {"type": "object"}
+    assert [answer(node), answer(node), answer(twin)] == [1, 1, 1]
+    assert asked == [id(node), id(twin)]  # an equal node is another node: asked again
+    answer({"type": "string", "x": 1})  # a third node: past the bound, all are forgotten
+    answer(node)
+    assert asked[-1] == id(node) and len(asked) == 4
 
 
 # --- CEL ----------------------------------------------------------------------------------------
