@@ -51,6 +51,9 @@ class BalancerSync:
         # Registrations not yet recorded in status (their pass deferred its status write, or
         # it failed); the status is the durable record, this only saves calls.
         self._registered: dict[str, Registration] = {}
+        # Objects whose record could not be released (uids): status no longer names the record
+        # once the failed pass is written, so this is what makes the next pass try again.
+        self._unreleased: set[str] = set()
         self._resync_epoch = 0
         self._checked_epoch: dict[str, int] = {}
 
@@ -62,6 +65,7 @@ class BalancerSync:
     def forget(self, uid: str) -> None:
         self._registered.pop(uid, None)
         self._checked_epoch.pop(uid, None)
+        self._unreleased.discard(uid)
 
     def begin_resync(self) -> None:
         """A resync started: each object's next pass checks its load balancer record once.
@@ -186,17 +190,36 @@ class BalancerSync:
     def _released(self, isvc: InferenceService, obj: Obj, key: str, *, recorded: bool) -> tuple[LoadBalancerState, str]:
         """Registration disabled: release whatever the balancer holds. Status may lack the
         record (its write was deferred, or the last register failed midway), so the balancer
-        itself is asked once per resync; a release is cheap and idempotent."""
-        try:
-            remembered = self._registered.pop(isvc.uid, None) is not None
-            if recorded or remembered or (self._check_due(isvc.uid) and self.lb.lookup(key) is not None):
+        itself is asked once per resync; a release is cheap and idempotent. A record known to
+        exist that cannot be released fails the step, and is tried again until it goes; a
+        balancer that cannot answer whether it holds one is no evidence of a record: the object
+        stays as it is and the balancer is asked again :data:`LB_RECHECK_SECONDS` later."""
+        uid = isvc.uid
+        known = recorded or self._registered.pop(uid, None) is not None or uid in self._unreleased
+        if not known and self._check_due(uid):
+            try:
+                known = self.lb.lookup(key) is not None
+            except LoadBalancerError as err:
+                log.warning(
+                    "Failed to check for a load balancer record of a service with registration disabled, "
+                    "checking again in %gs name=%s namespace=%s error=%s",
+                    LB_RECHECK_SECONDS,
+                    isvc.name,
+                    isvc.namespace,
+                    describe(err),
+                )
+                return LoadBalancerState("disabled", recheck=True), ""
+        if known:
+            try:
                 self.release(obj, key)
-        except LoadBalancerError as err:
-            message = f"releasing the load balancer record of {key} failed: {describe(err)}; retrying with backoff"
-            log.warning("Failed to release load balancer key=%s error=%s", key, describe(err))
-            self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
-            return LoadBalancerState("failed", message=message), ""
-        self._checked_epoch[isvc.uid] = self._resync_epoch
+            except LoadBalancerError as err:
+                self._unreleased.add(uid)
+                message = f"releasing the load balancer record of {key} failed: {describe(err)}; retrying with backoff"
+                log.warning("Failed to release load balancer key=%s error=%s", key, describe(err))
+                self._record(obj, type="Warning", reason=EventReason.LB_FAILED, message=message)
+                return LoadBalancerState("failed", message=message), ""
+            self._unreleased.discard(uid)
+        self._checked_epoch[uid] = self._resync_epoch
         return LoadBalancerState("disabled"), ""
 
     def release(self, obj: Obj, key: str) -> None:

@@ -3,7 +3,9 @@
 Covers: a record the balancer lost (restored from a backup, restarted empty) is registered
 again on the next resync, and status follows; a record pointing elsewhere is corrected; the
 check costs one lookup per object per resync and none per event; a failed lookup changes
-nothing in status and is tried again 30 s later; status keeps a record the balancer holds while
+nothing in status and is tried again 30 s later, also for an object with registration off,
+which a balancer outage does not fail; a record that cannot be released fails the step until
+it goes (status no longer naming it); status keeps a record the balancer holds while
 the Service is missing, so disabling then releases it; disabling registration releases a
 record the status never knew about, also after an operator restart; a long outage is one Event
 with a count, as on a real cluster; a record registered again is what status names even when
@@ -126,6 +128,33 @@ def test_after_a_restart_a_disabled_object_checks_the_balancer_once() -> None:
     sim.api.patch(KIND, NS, NAME, {"metadata": {"labels": {"touch": "1"}}})
     sim.run_until_quiescent()
     assert sim.lb.lookup_calls == [KEY, KEY], "no lookup per event"
+
+
+def test_a_balancer_that_cannot_answer_does_not_fail_an_object_that_never_used_it() -> None:
+    sim = Simulation()
+    sim.lb.fail_next_lookups(3)  # the balancer is down while an object with registration off is created
+    sim.apply(llama(loadBalancer={"enabled": False}))
+    sim.run_until_quiescent(until=10)
+    assert status(sim)["phase"] == Phase.READY, status(sim)["conditions"]
+    assert not [e for e in sim.events if e.reason == EventReason.LB_FAILED]
+    sim.run_until_quiescent(until=sim.now + 120)  # it answers again: checked, nothing held
+    assert len(sim.lb.lookup_calls) == 4, "asked until it answered (30 s apart once converged)"
+    sim.api.patch(KIND, NS, NAME, {"metadata": {"labels": {"touch": "1"}}})
+    sim.run_until_quiescent(until=sim.now + 120)
+    assert len(sim.lb.lookup_calls) == 4, "checked: not asked again before the next resync"
+    assert status(sim)["phase"] == Phase.READY and sim.lb.release_calls == []
+
+
+def test_a_record_known_to_exist_that_cannot_be_released_fails_the_step() -> None:
+    sim = converged()
+    sim.lb.fail_next_releases(1000)  # down for good
+    sim.apply(llama(loadBalancer={"enabled": False}))
+    sim.run_until_quiescent(until=sim.now + 60)
+    ready = next(c for c in status(sim)["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "LoadBalancerFailed" and "releasing the load balancer record" in ready["message"]
+    sim.lb.fail_next_releases(0)  # back
+    sim.run_until_quiescent(until=sim.now + 600)
+    assert sim.lb.registrations == {} and status(sim)["phase"] == Phase.READY
 
 
 def test_a_long_outage_is_one_event_with_a_count_not_one_event_per_retry() -> None:
