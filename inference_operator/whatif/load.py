@@ -1,4 +1,4 @@
-"""A snapshot put into a simulation: the cluster as it was, converged, before the change.
+"""A snapshot put into a simulation: the cluster as it was, before the change.
 
 Why this exists: the change must meet the rollout state the cluster is in, and the simplest
 honest way to get there is the way the cluster got there. The snapshot's Nodes register, the
@@ -7,39 +7,54 @@ InferenceServices are applied as a user applied them, and the simulated operator
 make their Deployments, ReplicaSets and pods up to Ready — with the scheduler trying first,
 for each new pod of a service, a node the snapshot shows that service's pods on
 (:attr:`~inference_operator.sim.cluster.scheduler.Scheduler.placement`), so the service holds
-the same GPUs on the same nodes. The operator then sees a service it made itself, converged,
-and the change is a template change of a running rollout state, as on the real cluster.
-Loading the snapshot's Deployments and pods as they are was the alternative; it would make
-the operator meet children whose field ownership was stripped (managedFields cannot be
-created), a first pass that may write before the change, and pods the simulated kubelet
-never started. Pods of other workloads still waiting are created last, Pending: they compete
-for what the rollout frees, as they would.
+the same GPUs on the same nodes. The operator then sees a service it made itself, and the
+change is a template change of a running rollout state, as on the real cluster. A rollout
+the snapshot caught in progress is reached the same way: the older ReplicaSets that still
+hold replicas are created first, as they are, their pods put back on their nodes, and the
+Deployment the operator makes adopts them, as kube-controller-manager adopts a ReplicaSet its
+selector matches; its rollout then goes on, or stalls, as it did. Loading the snapshot's
+Deployments and pods as they are was the alternative; it would make the operator meet
+children whose field ownership was stripped (managedFields cannot be created), a first pass
+that may write before the change, and pods the simulated kubelet never started. Pods of
+other workloads still waiting are created last, Pending: they compete for what the rollout
+frees, as they would.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from inference_operator.api.constants import KIND, OWNER_LABEL
 from inference_operator.core.errors import ApiError
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.demo import ManifestRefused, refusal
+from inference_operator.reconcile.reconciler import STUCK_AFTER, STUCK_MARGIN
 from inference_operator.sim import Simulation
+from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER
 from inference_operator.sim.cluster import podstate
+from inference_operator.sim.cluster.replicasets import POD_TEMPLATE_HASH
 from inference_operator.whatif.snapshot import Snapshot
 
 __all__ = ["load_snapshot"]
 
 
 class _Slots:
-    """The nodes a snapshot shows each service's pods on, handed out one pod at a time."""
+    """The nodes a snapshot shows each service's pods on, handed out one pod at a time: a pod of
+    an earlier template (a rollout in progress) gets one of its own ReplicaSet's nodes."""
 
-    def __init__(self, placements: dict[str, Counter[str]]) -> None:
-        self._left = {key: Counter(nodes) for key, nodes in placements.items()}
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._left: dict[tuple[str, str], Counter[str]] = {
+            (key, ""): Counter(nodes) for key, nodes in snapshot.placements.items()
+        }
+        self._left.update({template: Counter(nodes) for template, nodes in snapshot.earlier.items()})
 
     def take(self, pod: Obj) -> str | None:
         meta = pod["metadata"]
-        left = self._left.get(key_of(meta["namespace"], str((meta.get("labels") or {}).get(OWNER_LABEL) or "")))
+        labels = meta.get("labels") or {}
+        service = key_of(meta["namespace"], str(labels.get(OWNER_LABEL) or ""))
+        template = (service, str(labels.get(POD_TEMPLATE_HASH) or ""))
+        left = self._left.get(template) or self._left.get((service, ""))
         node = next((n for n in sorted(left) if left[n] > 0), None) if left else None
         if left is not None and node is not None:
             left[node] -= 1
@@ -48,7 +63,14 @@ class _Slots:
 
 def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
     """Load ``snapshot`` into ``sim`` (a simulated cluster without nodes) and run it until the
-    services converged; returns lines saying how the loaded state compares with the snapshot.
+    services' pods are back and ready (a rollout in progress goes on, or stalls, as it would);
+    returns lines saying how the loaded state compares with the snapshot.
+
+    While the services' pods are put back, one the snapshot shows on no node waits (the
+    scheduler holds it) until all the others are back: else it could take a node the snapshot
+    shows another service's pods on, by being created first. Then, at the same moment (so that
+    the operator never sees it waiting without the scheduler's words), it is placed where there
+    is room, or left Pending.
 
     :class:`ManifestRefused` naming the snapshot file when the API server refuses an object."""
     cluster = sim.cluster
@@ -59,16 +81,21 @@ def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
         _create(sim, node, snapshot.source, manager="kubelet")
     for pod in snapshot.bound:
         _create(sim, pod, snapshot.source, manager="kubectl")
-    cluster.scheduler.placement = _Slots(snapshot.placements).take
+    cluster.scheduler.placement = _Slots(snapshot).take
+    cluster.scheduler.holding = True
     try:
+        for replicaset in snapshot.replicasets:  # ready before their Deployment adopts them, as they were
+            _create(sim, replicaset, snapshot.source, manager=GC_FIELD_MANAGER)
+        sim.run_until_quiescent()
         for service in snapshot.services:
             try:
                 sim.apply(service)
             except ApiError as err:
                 raise ManifestRefused(refusal(err, service, snapshot.source)) from None
-        sim.run_until_quiescent()
+        sim.run_until_quiescent(until=sim.now)  # every pod put back on its node, at this one moment
     finally:
-        cluster.scheduler.placement = None
+        cluster.scheduler.release()
+    _until_ready(sim)  # the pods held: placed where there is room now, or left Pending
     for pod in snapshot.waiting:
         _create(sim, pod, snapshot.source, manager="kubectl")
     sim.run_until_quiescent(until=sim.now)
@@ -76,6 +103,15 @@ def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
         *(_compared(sim, service, snapshot) for service in snapshot.services),
         *(_waited(sim, pod) for pod in snapshot.waiting),
     ]
+
+
+def _until_ready(sim: Simulation) -> None:
+    """Run until the pods bound now are ready and the operator would call a rollout that made
+    no progress since stuck, and say why; not beyond: a rollout stalled in the snapshot stalls
+    here too, and its progress deadline is not made to pass before the change (the snapshot
+    cannot say how long it had been stalled: here, just that long)."""
+    wait = sim.cluster.kubelet.start_seconds + STUCK_AFTER.total_seconds() + STUCK_MARGIN
+    sim.run_until_quiescent(until=math.ceil(sim.now + wait))  # a whole second: timestamps have no fraction
 
 
 def _waited(sim: Simulation, pod: Obj) -> str:
@@ -98,21 +134,28 @@ def _create(sim: Simulation, obj: Obj, source: str, *, manager: str) -> None:
 
 
 def _compared(sim: Simulation, service: Obj, snapshot: Snapshot) -> str:
-    """One line: the service as loaded (phase, ready, nodes), and where it differs from the snapshot."""
+    """One line: the service as loaded (phase, ready, nodes, pods on none), and where it differs
+    from the snapshot."""
     meta = service["metadata"]
     key = key_of(meta["namespace"], meta["name"])
     status = (sim.get(KIND, meta["namespace"], meta["name"]) or {}).get("status") or {}
     pods = sim.api.list("Pod", meta["namespace"], label_selector=f"{OWNER_LABEL}={meta['name']}")
     nodes = Counter(str(p["spec"]["nodeName"]) for p in pods if (p.get("spec") or {}).get("nodeName"))
+    waiting = sum(1 for p in pods if not (p.get("spec") or {}).get("nodeName") and podstate.is_active(p))
+    ready: Obj = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), {})
+    why = f" ({ready.get('reason')})" if ready.get("status") == "False" and ready.get("reason") else ""
     line = (
-        f"{key}: {status.get('phase')} {status.get('readyReplicas') or 0}/{service['spec'].get('replicas', 1)} "
-        f"on {_placed(nodes)}"
+        f"{key}: {status.get('phase')}{why} {status.get('readyReplicas') or 0}/{service['spec'].get('replicas', 1)} "
+        f"on {_placed(nodes, waiting)}"
     )
-    wanted = snapshot.placements.get(key, Counter())
-    if nodes == wanted:
+    wanted = snapshot.placements.get(key, Counter()) + sum(
+        (nodes for (owner, _), nodes in snapshot.earlier.items() if owner == key), Counter()
+    )
+    if nodes == wanted and waiting == snapshot.unplaced[key]:
         return line + ", as in the snapshot"
-    return line + f"; the snapshot shows its pods on {_placed(wanted)}"
+    return line + f"; the snapshot shows its pods on {_placed(wanted, snapshot.unplaced[key])}"
 
 
-def _placed(nodes: Counter[str]) -> str:
-    return ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(nodes.items()) if c) or "no node"
+def _placed(nodes: Counter[str], waiting: int = 0) -> str:
+    placed = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(nodes.items()) if c) or "no node"
+    return f"{placed} and {waiting} Pending" if waiting else placed

@@ -69,7 +69,7 @@ def run_whatif(
     print(f"snapshot {snapshot.source}: {counted(snapshot.counts)}", file=out)
     for line in snapshot.notes:
         print(f"  {line}", file=out)
-    print("before the change (loaded and converged in the simulator):", file=out)
+    print("before the change (as loaded in the simulator):", file=out)
     for line in loaded:
         print(f"  {line}", file=out)
     print(f"the change, {change.source} (time 0; pods ready {ready_after:g} s after binding):", file=out)

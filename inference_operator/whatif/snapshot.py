@@ -17,7 +17,12 @@ operator's and the cluster's to make. So each object is reduced to what decides 
   resources, overhead, node, node selector and tolerations, labels; nothing controls it in
   the simulator (its owner references are dropped), a bound one holds its requests;
 - Deployments and ReplicaSets are not loaded: an InferenceService's are made again from its
-  spec; another workload's pods are loaded without them;
+  spec; another workload's pods are loaded without them. Except a rollout in progress: a
+  ReplicaSet of an InferenceService's Deployment older than its newest (a lower revision) that
+  still has replicas is loaded as it is (name, labels, its revision and replica annotations,
+  replicas, selector, template; no owner), with its pods put back on their nodes, so that the
+  Deployment the operator makes adopts it, as the real controller adopts a ReplicaSet its
+  selector matches, and the rollout goes on from where the snapshot caught it;
 - finished pods (Succeeded, Failed) hold nothing and are left out, as is any other kind.
 
 What was left out is said, one line per reason (:attr:`Snapshot.notes`). Checks here are the
@@ -36,8 +41,9 @@ from inference_operator.api.models import SpecError, check_name, parse_spec
 from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.manifests import ManifestError, read_objects
+from inference_operator.sim.cluster.replicasets import DESIRED_REPLICAS, MAX_REPLICAS, POD_TEMPLATE_HASH, REVISION
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "counted", "read_snapshot"]
+__all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "counted", "read_snapshot", "service_of_rs"]
 
 MAX_SNAPSHOT_BYTES: Final = 64 << 20
 """A snapshot larger than this is refused (a Node with its image list is about 20 KiB)."""
@@ -47,6 +53,8 @@ _NODE_SPEC: Final = ("taints", "unschedulable")
 _NODE_STATUS: Final = ("capacity", "allocatable", "conditions")
 _POD_SPEC: Final = ("nodeName", "nodeSelector", "tolerations", "overhead")
 _CONTAINER: Final = ("name", "image", "resources")
+_RS_SPEC: Final = ("replicas", "selector", "template", "minReadySeconds")
+_RS_ANNOTATIONS: Final = (REVISION, DESIRED_REPLICAS, MAX_REPLICAS)
 
 
 @dataclass
@@ -57,7 +65,15 @@ class Snapshot:
     nodes: list[Obj] = field(default_factory=list)
     services: list[Obj] = field(default_factory=list)
     placements: dict[str, Counter[str]] = field(default_factory=dict)
-    """``namespace/name`` of an InferenceService → how many of its pods each node ran."""
+    """``namespace/name`` of an InferenceService → how many of its pods each node ran (but those
+    of :attr:`replicasets`)."""
+    unplaced: Counter[str] = field(default_factory=Counter)
+    """``namespace/name`` of an InferenceService → how many of its pods were on no node."""
+    replicasets: list[Obj] = field(default_factory=list)
+    """Earlier ReplicaSets of InferenceServices caught mid-rollout, still holding replicas."""
+    earlier: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    """(``namespace/name`` of an InferenceService, ``pod-template-hash`` of one of its
+    :attr:`replicasets`) → how many of that ReplicaSet's pods each node ran."""
     bound: list[Obj] = field(default_factory=list)
     """Pods of other workloads, bound to a node: they hold their requests."""
     waiting: list[Obj] = field(default_factory=list)
@@ -87,6 +103,9 @@ def read_snapshot(path: str) -> Snapshot:
     children: Counter[str] = Counter()
     finished = elsewhere = 0
     nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
+    earlier = _earlier_replicasets(objects, services, path)
+    snapshot.replicasets = [rs for _, rs in sorted(earlier.items())]
+    hashes = {(service_of_rs(rs), _template_hash(rs)) for rs in snapshot.replicasets}
     owners: Counter[str] = Counter()
     for obj in objects:
         kind, meta = obj["kind"], obj["metadata"]
@@ -103,7 +122,12 @@ def read_snapshot(path: str) -> Snapshot:
                 finished += 1
             elif owner in services:
                 node = (obj.get("spec") or {}).get("nodeName")
-                if isinstance(node, str) and node:
+                template = (owner, str((meta.get("labels") or {}).get(POD_TEMPLATE_HASH) or ""))
+                if not isinstance(node, str) or not node:
+                    snapshot.unplaced[owner] += 1
+                elif template in hashes:
+                    snapshot.earlier.setdefault(template, Counter())[node] += 1
+                else:
                     snapshot.placements.setdefault(owner, Counter())[node] += 1
             elif (obj.get("spec") or {}).get("nodeName") and obj["spec"]["nodeName"] not in nodes:
                 elsewhere += 1
@@ -141,12 +165,71 @@ def _say(
             f"{len(snapshot.waiting)} waiting to be scheduled (only containers' resources, node selector and "
             f"tolerations kept{dropped})"
         )
+    if snapshot.replicasets:
+        listed = ", ".join(
+            f"{key_of(rs['metadata']['namespace'], rs['metadata']['name'])} ({rs['spec'].get('replicas', 1)} replicas)"
+            for rs in snapshot.replicasets
+        )
+        notes.append(
+            f"rollouts in progress: ReplicaSets of an earlier template still holding replicas, loaded as they are "
+            f"for the Deployment the operator makes to adopt: {listed}"
+        )
+        children["ReplicaSet"] -= len(snapshot.replicasets)
+        children = +children
     if children:
         notes.append(f"not loaded: {counted(children)} (made again for InferenceServices; other workloads' pods kept)")
     if finished:
         notes.append(f"not loaded: {finished} finished pod(s) (Succeeded or Failed: they hold nothing)")
     if skipped:
         notes.append(f"skipped, kinds the simulator does not model: {counted(skipped)}")
+
+
+def service_of_rs(rs: Obj) -> str:
+    """``namespace/name`` of the InferenceService whose pods ``rs`` makes (its owner label)."""
+    meta = rs["metadata"]
+    return key_of(meta["namespace"], str((meta.get("labels") or {}).get(OWNER_LABEL) or ""))
+
+
+def _template_hash(rs: Obj) -> str:
+    return str((rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) or "")
+
+
+def _revision(rs: Obj) -> int:
+    text = str((rs["metadata"].get("annotations") or {}).get(REVISION) or "0")
+    return int(text) if text.isdigit() else 0
+
+
+def _earlier_replicasets(objects: list[Obj], services: set[str], path: str) -> dict[str, Obj]:
+    """The ReplicaSets of a rollout in progress, by ``namespace/name``: of each InferenceService's,
+    those older than the newest (by revision) that still have replicas, reduced to what the
+    Deployment controller reads."""
+    by_service: dict[str, list[Obj]] = {}
+    for obj in objects:
+        if obj["kind"] == "ReplicaSet" and _template_hash(obj) and service_of_rs(obj) in services:
+            by_service.setdefault(service_of_rs(obj), []).append(obj)
+    out: dict[str, Obj] = {}
+    for found in by_service.values():
+        newest = max(found, key=_revision)
+        for rs in found:
+            spec = rs.get("spec") or {}
+            replicas = spec.get("replicas", 1)
+            if rs is newest or not isinstance(replicas, int) or replicas <= 0:
+                continue
+            meta = rs["metadata"]
+            what = f"{path}: ReplicaSet {meta['namespace']}/{meta['name']}"
+            if not isinstance(spec.get("template"), dict) or not isinstance(spec.get("selector"), dict):
+                raise ManifestError(f"{what}: spec.selector and spec.template must be objects")
+            annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k in _RS_ANNOTATIONS}
+            reduced: Obj = {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta["labels"])}
+            if annotations:
+                reduced["annotations"] = annotations
+            out[key_of(meta["namespace"], meta["name"])] = {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": reduced,
+                "spec": {k: spec[k] for k in _RS_SPEC if k in spec},
+            }
+    return out
 
 
 def counted(counts: Counter[str]) -> str:

@@ -163,8 +163,7 @@ class SimulatedCluster:
         )
 
         def replicaset_event(old: Obj | None, new: Obj | None) -> None:
-            key = self.deployment_logic.observe_replicaset(old, new)
-            if key is not None:
+            for key in self.deployment_logic.observe_replicaset(old, new):
                 self.deployment_controller.enqueue(key)
             if new is not None:
                 self.replicaset_controller.enqueue(obj_key(new))

@@ -31,8 +31,10 @@ __all__ = [
     "build_pod",
     "build_replicaset",
     "controller_of",
+    "controller_reference",
     "pod_template_hash",
     "safe_encode",
+    "selector_matches",
     "template_without_hash",
 ]
 
@@ -82,7 +84,8 @@ def template_without_hash(template: Mapping[str, Any]) -> Obj:
     return out
 
 
-def _owner(obj: Mapping[str, Any]) -> Obj:
+def controller_reference(obj: Mapping[str, Any]) -> Obj:
+    """The owner reference a controller puts on what it makes (and on what it adopts)."""
     return {
         "apiVersion": obj["apiVersion"],
         "kind": obj["kind"],
@@ -99,6 +102,30 @@ def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if ref.get("controller"):
             return dict(ref)
     return None
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a ``LabelSelector`` (``matchLabels`` and ``matchExpressions``, ANDed) selects
+    ``labels``. An empty selector selects nothing here: ``LabelSelectorAsSelector`` makes it
+    match everything, but no controller claims by one (a Deployment's may not be empty)."""
+    expressions = selector.get("matchExpressions") or ()
+    match = selector.get("matchLabels") or {}
+    if not match and not expressions:
+        return False
+    if any(labels.get(k) != v for k, v in match.items()):
+        return False
+    for expression in expressions:
+        key, operator, values = expression.get("key", ""), expression.get("operator"), expression.get("values") or ()
+        held = key in labels
+        if operator == "In" and not (held and labels[key] in values):
+            return False
+        if operator == "NotIn" and held and labels[key] in values:
+            return False
+        if (operator == "Exists") != held and operator in ("Exists", "DoesNotExist"):
+            return False
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
 
 
 def build_replicaset(
@@ -127,7 +154,7 @@ def build_replicaset(
                 MAX_REPLICAS: str(int(spec.get("replicas", 1)) + max_surge),
                 REVISION: str(revision),
             },
-            "ownerReferences": [_owner(deployment)],
+            "ownerReferences": [controller_reference(deployment)],
         },
         "spec": rs_spec,
     }
@@ -140,6 +167,10 @@ def build_pod(replicaset: Mapping[str, Any]) -> Obj:
     meta = replicaset["metadata"]
     pod_meta = deep_copy(template.get("metadata") or {})
     pod_meta.update(
-        {"generateName": f"{meta['name']}-", "namespace": meta["namespace"], "ownerReferences": [_owner(replicaset)]}
+        {
+            "generateName": f"{meta['name']}-",
+            "namespace": meta["namespace"],
+            "ownerReferences": [controller_reference(replicaset)],
+        }
     )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": deep_copy(template["spec"])}

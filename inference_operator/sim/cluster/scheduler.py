@@ -11,7 +11,9 @@ as kube-scheduler binds it, through the ``pods/binding`` subresource (:meth:`.Fa
 
 :attr:`Scheduler.placement` names a node to try first for a pod, as kube-scheduler tries a
 pod's nominated node first: how a cluster loaded from a snapshot puts each service's pods back
-on the nodes they ran on. The node must still pass every filter; else the search goes on as usual.
+on the nodes they ran on. The node must still pass every filter; else the search goes on as usual,
+unless :attr:`Scheduler.holding` keeps such a pod waiting until every pod the snapshot placed is
+back (a pod the snapshot shows Pending must not take another's node first).
 """
 
 from __future__ import annotations
@@ -70,6 +72,10 @@ class Scheduler:
         self._by_shape_of = -1  # the node informer's changes they were found at
         self.placement: Callable[[Obj], str | None] | None = None
         """The node to try first for a pod (None, or a name no node has: search as usual)."""
+        self.holding = False
+        """While True, a pod :attr:`placement` names no node for waits, unscheduled and with no
+        condition written, instead of being searched for (one whose named node cannot take it
+        is searched for as usual); :meth:`release` ends it."""
 
     def _node_info(self, node: Obj) -> tuple[Resources, list[Obj]]:
         """A node's allocatable and scheduling taints, parsed once per version of it."""
@@ -108,6 +114,12 @@ class Scheduler:
         if before is not None and not holds:
             self.retry_pending()
 
+    def release(self) -> None:
+        """End :attr:`holding` and :attr:`placement`: the pods held are searched for, as any."""
+        self.holding = False
+        self.placement = None
+        self.retry_pending()
+
     def retry_pending(self) -> None:
         """Queue every pod waiting for room (a node came, changed, or a pod left one)."""
         for key in sorted(self._pending):
@@ -124,7 +136,11 @@ class Scheduler:
         spec = pod.get("spec") or {}
         requests = pod_requests(spec)
         key = key_of(namespace, name)
-        preferred = self._preferred(pod, spec, requests)
+        named = self.placement(pod) if self.placement is not None else None
+        if named is None and self.holding:
+            self._pending.add(key)
+            return Result()
+        preferred = self._preferred(named, spec, requests)
         if preferred is not None:
             self._pending.discard(key)
             self._bind(pod, preferred)
@@ -236,9 +252,8 @@ class Scheduler:
             scores[name] = score(name)
         return min(fitting, key=scores.__getitem__)
 
-    def _preferred(self, pod: Obj, spec: Obj, requests: Resources) -> str | None:
-        """The node :attr:`placement` names for ``pod``, if it passes every filter."""
-        wanted = self.placement(pod) if self.placement is not None else None
+    def _preferred(self, wanted: str | None, spec: Obj, requests: Resources) -> str | None:
+        """``wanted`` (the node :attr:`placement` names), if it passes every filter."""
         node = self.nodes.get("", wanted) if wanted else None
         if node is None or wanted is None:
             return None

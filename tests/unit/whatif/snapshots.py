@@ -7,6 +7,9 @@ from typing import Any
 
 import yaml
 
+from inference_operator.api.models import InferenceService
+from inference_operator.reconcile.builders import desired_deployment
+
 Obj = dict[str, Any]
 OWNER_LABEL = "serving.inference-operator.dev/inferenceservice"
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,10 +41,19 @@ def service(name: str, *, image: str = "vllm:1", replicas: int = 2, gpu: int = 4
     }
 
 
-def pod(name: str, *, namespace: str = "default", node: str | None = None, gpus: int = 0, owner: str = "") -> Obj:
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    node: str | None = None,
+    gpus: int = 0,
+    owner: str = "",
+    template: str = "",
+) -> Obj:
+    """A pod; ``owner``: of that InferenceService (``template``: its ReplicaSet's pod-template-hash)."""
     meta: Obj = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "9"}
     if owner:
-        meta["labels"] = {OWNER_LABEL: owner}
+        meta["labels"] = {OWNER_LABEL: owner, **({"pod-template-hash": template} if template else {})}
     else:
         meta["ownerReferences"] = [
             {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "x", "controller": True}
@@ -55,6 +67,34 @@ def pod(name: str, *, namespace: str = "default", node: str | None = None, gpus:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Running"}}
 
 
+def replicaset(service_obj: Obj, *, template: str, revision: int, replicas: int) -> Obj:
+    """A ReplicaSet of ``service_obj``'s Deployment as the cluster holds it: the operator's pod
+    template for that spec (its own builder), labelled with ``template`` as its hash."""
+    isvc = InferenceService.from_object({**service_obj, "metadata": {**service_obj["metadata"], "uid": "u1"}})
+    pod_template = desired_deployment(isvc)["spec"]["template"]
+    labels = {**pod_template["metadata"]["labels"], "pod-template-hash": template}
+    pod_template["metadata"]["labels"] = labels
+    name = service_obj["metadata"]["name"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"{name}-{template}",
+            "namespace": "default",
+            "uid": f"uid-rs-{template}",
+            "resourceVersion": "11",
+            "labels": labels,
+            "annotations": {"deployment.kubernetes.io/revision": str(revision), "other": "dropped"},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": "uid-dep", "controller": True}
+            ],
+            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update"}],
+        },
+        "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": pod_template},
+        "status": {"replicas": replicas, "readyReplicas": replicas},
+    }
+
+
 def write_list(path: Path, *items: Obj) -> str:
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(items)}))
     return str(path)
@@ -65,3 +105,27 @@ def write_change(path: Path, obj: Obj) -> str:
     change["metadata"] = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
     path.write_text(yaml.safe_dump(change))
     return str(path)
+
+
+def mid_rollout(path: Path) -> str:
+    """A full pool caught in a stalled rollout: ``big``'s two 8-GPU replicas of vllm:1 on n1 and n2
+    (revision 1), its image changed to vllm:2 with the default rolling update, whose one new pod
+    (revision 2) is Pending, no node having 8 GPUs free; ``small``'s two 2-GPU pods on n3."""
+    old, new = service("big", image="vllm:1", gpu=8), service("big", image="vllm:2", gpu=8)
+    small = service("small", image="vllm:1", gpu=2)
+    return write_list(
+        path,
+        node("n1"),
+        node("n2"),
+        node("n3"),
+        new,
+        small,
+        replicaset(old, template="oldhash", revision=1, replicas=2),
+        replicaset(new, template="newhash", revision=2, replicas=1),
+        replicaset(small, template="smallhash", revision=1, replicas=2),
+        pod("big-old-1", node="n1", owner="big", template="oldhash"),
+        pod("big-old-2", node="n2", owner="big", template="oldhash"),
+        pod("big-new-1", owner="big", template="newhash"),
+        pod("small-1", node="n3", owner="small", template="smallhash"),
+        pod("small-2", node="n3", owner="small", template="smallhash"),
+    )

@@ -18,7 +18,7 @@ from inference_operator.demo import ManifestRefused
 from inference_operator.sim import Simulation
 from inference_operator.whatif import read_snapshot
 from inference_operator.whatif.load import load_snapshot
-from tests.unit.whatif.snapshots import OWNER_LABEL, node, pod, service, write_list
+from tests.unit.whatif.snapshots import OWNER_LABEL, mid_rollout, node, pod, service, write_list
 
 
 def _nodes_of(sim: Simulation, name: str) -> list[str]:
@@ -78,3 +78,40 @@ def test_an_object_the_api_server_refuses_names_the_snapshot_file(tmp_path: Path
     path = write_list(tmp_path / "s.yaml", bad)
     with pytest.raises(ManifestRefused, match=r"s\.yaml: Error from server \(Invalid\): error when applying Node"):
         load_snapshot(Simulation(node_layout=[]), read_snapshot(path))
+
+
+def test_a_rollout_in_progress_is_loaded_where_the_snapshot_caught_it(tmp_path: Path) -> None:
+    sim = Simulation(node_layout=[])
+    lines = load_snapshot(sim, read_snapshot(mid_rollout(tmp_path / "s.yaml")))
+    assert lines == [
+        "default/big: Failed (RolloutBlocked) 2/2 on n1, n2 and 1 Pending, as in the snapshot",
+        "default/small: Ready 2/2 on n3 x2, as in the snapshot",
+    ]
+    deployment = sim.api.get("Deployment", "default", "big")
+    by_image: dict[str, list[str]] = {}
+    for found in sim.api.list("Pod", "default", label_selector=f"{OWNER_LABEL}=big"):
+        by_image.setdefault(found["spec"]["containers"][0]["image"], []).append(str(found["spec"].get("nodeName")))
+    assert {image: sorted(nodes) for image, nodes in by_image.items()} == {"vllm:1": ["n1", "n2"], "vllm:2": ["None"]}
+    adopted = sim.api.get("ReplicaSet", "default", "big-oldhash")
+    assert adopted["metadata"]["ownerReferences"][0]["uid"] == deployment["metadata"]["uid"]
+    status = sim.api.get("InferenceService", "default", "big")["status"]
+    assert "set spec.rollout.strategy to Replace or Auto" in status["conditions"][0]["message"]
+
+
+def test_a_pod_the_snapshot_shows_pending_does_not_take_the_node_of_a_service_loaded_after_it(tmp_path: Path) -> None:
+    path = write_list(
+        tmp_path / "s.yaml",
+        node("n1"),
+        node("n2"),
+        service("first", replicas=2, gpu=8),  # two of 8 GPUs: one runs on n1, one waits
+        service("second", replicas=2, gpu=4),
+        pod("first-1", node="n1", owner="first"),
+        pod("first-2", owner="first"),
+        pod("second-1", node="n2", owner="second"),
+        pod("second-2", node="n2", owner="second"),
+    )
+    sim = Simulation(node_layout=[])
+    lines = load_snapshot(sim, read_snapshot(path))
+    assert _nodes_of(sim, "second") == ["n2", "n2"] and _nodes_of(sim, "first") == ["None", "n1"]
+    assert lines[0].startswith("default/first: ") and lines[0].endswith("on n1 and 1 Pending, as in the snapshot")
+    assert lines[1] == "default/second: Ready 2/2 on n2 x2, as in the snapshot"

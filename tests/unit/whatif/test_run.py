@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from inference_operator.cli import main
-from tests.unit.whatif.snapshots import ROOT, SAMPLES, node, pod, service, write_change, write_list
+from tests.unit.whatif.snapshots import ROOT, SAMPLES, mid_rollout, node, pod, service, write_change, write_list
 
 SNAPSHOT = str(SAMPLES / "whatif-snapshot.yaml")
 
@@ -128,3 +128,22 @@ def test_the_readmes_what_if_example_is_what_its_command_prints(capsys: pytest.C
     code, out = run(capsys, *argv)
     assert code == 0
     assert out == shown
+
+
+def test_switching_a_stalled_rollout_to_auto_replaces_the_old_pods_it_was_stuck_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot = mid_rollout(tmp_path / "s.yaml")
+    auto = write_change(tmp_path / "auto.yaml", service("big", image="vllm:2", gpu=8, rollout={"strategy": "Auto"}))
+    code, out = run(capsys, "-f", auto, "--cluster", snapshot, "--ready-after", "60", "--stop-after", "10")
+    assert "default/big: Failed (RolloutBlocked) 2/2 on n1, n2 and 1 Pending, as in the snapshot" in out
+    big = section(out, "default/big")
+    assert code == 0
+    # The old pods hold every GPU the new ones need: one stops (10 s), a new one starts (60 s), twice.
+    assert "serving: lowest 1/2 pods, for 140 s (first at 0 s)" in big
+    assert "finished: Ready on the new spec at 140 s" in big
+    assert "plan=Replace maxSurge=0 maxUnavailable=1" in big
+    # The same spec applied again (the default rolling update) stays where it is.
+    again = write_change(tmp_path / "again.yaml", service("big", image="vllm:2", gpu=8))
+    code, out = run(capsys, "-f", again, "--cluster", snapshot, "--horizon", "600")
+    assert code == 1 and "finished: no, not Ready on the new spec within 600 s" in section(out, "default/big")

@@ -20,7 +20,7 @@ import pytest
 
 from inference_operator.cli import main
 from inference_operator.whatif import read_snapshot
-from tests.unit.whatif.snapshots import SAMPLES, node, pod, service, write_change, write_list
+from tests.unit.whatif.snapshots import SAMPLES, mid_rollout, node, pod, service, write_change, write_list
 
 
 def test_what_cannot_be_created_again_is_stripped_and_said(tmp_path: Path) -> None:
@@ -150,3 +150,24 @@ def test_a_bad_what_if_command_is_one_line_and_exit_code_two(
     out, err = capsys.readouterr()
     assert code == 2 and out == "", out
     assert len(err.splitlines()) == 1 and expected in err, err
+
+
+def test_an_earlier_replicaset_of_a_rollout_in_progress_is_kept_with_its_pods_nodes(tmp_path: Path) -> None:
+    snapshot = read_snapshot(mid_rollout(tmp_path / "s.yaml"))
+    (rs,) = snapshot.replicasets  # the older of big's two; small's only one and big's newest are made again
+    assert rs["metadata"]["name"] == "big-oldhash" and set(rs["metadata"]) == {
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+    }
+    assert rs["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "1"}
+    assert set(rs["spec"]) == {"replicas", "selector", "template"} and rs["spec"]["replicas"] == 2
+    assert rs["spec"]["template"]["spec"]["containers"][0]["image"] == "vllm:1"
+    assert snapshot.earlier == {("default/big", "oldhash"): Counter({"n1": 1, "n2": 1})}
+    assert snapshot.placements == {"default/small": Counter({"n3": 2})}
+    assert snapshot.unplaced == Counter({"default/big": 1})
+    notes = "\n".join(snapshot.notes)
+    assert "rollouts in progress: ReplicaSets of an earlier template still holding replicas" in notes
+    assert "default/big-oldhash (2 replicas)" in notes
+    assert "not loaded: 2 ReplicaSets (made again" in notes
