@@ -287,3 +287,18 @@ def namespace(cluster: Cluster, operator: OperatorProcess) -> Iterator[str]:
         what=f"InferenceServices in {name} to be deleted",
     )
     cluster.kubectl.run("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture()
+def cluster_world(
+    cluster: Cluster, namespace: str, registry: RegistryServer, operator: OperatorProcess
+) -> Iterator[Any]:
+    """The scenario world (``clusterworld.py``) in the test's namespace, closed after it (its GPU
+    pool taken away). Imported here, not at the top: ``clusterworld`` imports this module."""
+    from .clusterworld import ClusterWorld
+
+    world = ClusterWorld(cluster, namespace, registry=registry, operator=operator)
+    try:
+        yield world
+    finally:
+        world.close()

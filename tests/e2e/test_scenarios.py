@@ -61,12 +61,9 @@ without the nodes' names.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
 
 import pytest
 import yaml
-
-from inference_operator.lb.registry import RegistryServer
 
 from ..shared.scenarios.catalogue import (
     ANY_PLACEMENT,
@@ -79,18 +76,6 @@ from ..shared.scenarios.catalogue import (
 from ..shared.scenarios.simworld import SimWorld
 from .clusterworld import ClusterWorld
 from .conftest import Cluster
-from .harness import OperatorProcess
-
-
-@pytest.fixture()
-def cluster_world(
-    cluster: Cluster, namespace: str, registry: RegistryServer, operator: OperatorProcess
-) -> Iterator[ClusterWorld]:
-    world = ClusterWorld(cluster, namespace, registry=registry, operator=operator)
-    try:
-        yield world
-    finally:
-        world.close()
 
 
 def _diff(sim: object, real: object) -> str:

@@ -15,7 +15,6 @@ new image.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,24 +22,11 @@ import yaml
 
 from inference_operator.api.constants import Reason
 from inference_operator.cli import main
-from inference_operator.lb.registry import RegistryServer
 
 from ..shared.scenarios.common import NAME, check, created, llama, ready_replicas, ready_with
 from ..shared.scenarios.gpu_scenarios import NEW_IMAGE, TWO_NODES, pending, replicasets_seen
 from .clusterworld import ClusterWorld
 from .conftest import Cluster
-from .harness import OperatorProcess
-
-
-@pytest.fixture()
-def world(
-    cluster: Cluster, namespace: str, registry: RegistryServer, operator: OperatorProcess
-) -> Iterator[ClusterWorld]:
-    made = ClusterWorld(cluster, namespace, registry=registry, operator=operator)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def snapshot_of(cluster: Cluster, namespace: str, path: Path) -> str:
@@ -54,8 +40,9 @@ def snapshot_of(cluster: Cluster, namespace: str, path: Path) -> str:
 
 
 def test_a_what_if_on_a_stalled_rollout_predicts_what_switching_it_to_auto_does_on_the_cluster(
-    cluster: Cluster, world: ClusterWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Cluster, cluster_world: ClusterWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    world = cluster_world
     pool = world.gpu_pool(TWO_NODES)
     created(world, replicas=2, gpu=8, **pool)
     world.apply(llama(replicas=2, gpu=8, image=NEW_IMAGE, **pool))
