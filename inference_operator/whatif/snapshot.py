@@ -23,7 +23,9 @@ operator's and the cluster's to make. So each object is reduced to what decides 
   replicas, selector, template; no owner), with its pods put back on their nodes, so that the
   Deployment the operator makes adopts it, as the real controller adopts a ReplicaSet its
   selector matches, and the rollout goes on from where the snapshot caught it;
-- finished pods (Succeeded, Failed) hold nothing and are left out, as is any other kind.
+- finished pods (Succeeded, Failed) hold nothing and are left out, as is any other kind; so
+  are terminating pods (a ``deletionTimestamp``): they are on their way out, and a service's
+  must not count as a place for one of its running pods.
 
 What was left out is said, one line per reason (:attr:`Snapshot.notes`). Checks here are the
 envelope's (kind, apiVersion, name, namespace) and an InferenceService's spec (the operator's
@@ -101,7 +103,7 @@ def read_snapshot(path: str) -> Snapshot:
         raise ManifestError(f"{path}: no Node in it; a snapshot is what kubectl get nodes,pods,... -A -o yaml prints")
     skipped: Counter[str] = Counter()
     children: Counter[str] = Counter()
-    finished = elsewhere = 0
+    finished = elsewhere = terminating = 0
     nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
     earlier = _earlier_replicasets(objects, services, path)
     snapshot.replicasets = [rs for _, rs in sorted(earlier.items())]
@@ -120,6 +122,8 @@ def read_snapshot(path: str) -> Snapshot:
             phase = (obj.get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):
                 finished += 1
+            elif meta.get("deletionTimestamp"):
+                terminating += 1
             elif owner in services:
                 node = (obj.get("spec") or {}).get("nodeName")
                 template = (owner, str((meta.get("labels") or {}).get(POD_TEMPLATE_HASH) or ""))
@@ -142,6 +146,11 @@ def read_snapshot(path: str) -> Snapshot:
     _say(snapshot, skipped=skipped, children=children, finished=finished, owners=owners)
     if elsewhere:
         snapshot.notes.append(f"not loaded: {elsewhere} pod(s) of other workloads bound to nodes not in the snapshot")
+    if terminating:
+        snapshot.notes.append(
+            f"not loaded: {terminating} terminating pod(s) (being deleted: what they hold is free here at once, "
+            "not after their grace period)"
+        )
     return snapshot
 
 

@@ -171,3 +171,21 @@ def test_an_earlier_replicaset_of_a_rollout_in_progress_is_kept_with_its_pods_no
     assert "rollouts in progress: ReplicaSets of an earlier template still holding replicas" in notes
     assert "default/big-oldhash (2 replicas)" in notes
     assert "not loaded: 2 ReplicaSets (made again" in notes
+
+
+def test_a_terminating_pod_is_left_out_and_said(tmp_path: Path) -> None:
+    going, job = pod("llama-old", node="n2", owner="llama"), pod("job-old", namespace="batch", node="n2", gpus=8)
+    for obj in (going, job):
+        obj["metadata"]["deletionTimestamp"] = "2026-12-07T05:00:00Z"
+    path = write_list(
+        tmp_path / "s.yaml",
+        node("n1"),
+        node("n2"),
+        service("llama"),
+        pod("llama-1", node="n1", owner="llama"),
+        going,
+        job,
+    )
+    snapshot = read_snapshot(path)
+    assert snapshot.placements == {"default/llama": Counter({"n1": 1})} and not snapshot.bound
+    assert "not loaded: 2 terminating pod(s)" in "\n".join(snapshot.notes)
