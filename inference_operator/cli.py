@@ -10,6 +10,7 @@ objects did not become Ready, ``run`` that found no API server within --connect-
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -50,6 +51,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from inference_operator.manifests import ManifestError, read_manifests
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
+    # The simulated operator's log lines are the timeline's actions and events; left to Python's
+    # last-resort handler, its warnings would land on stderr in the middle of the report.
+    logging.getLogger("inference_operator").addHandler(logging.NullHandler())
     if args.trace is not None:
         names = [args.file] if args.file else list(args.scenario or SCENARIO_NAMES)
         for path in trace_paths(args.trace, names).values():

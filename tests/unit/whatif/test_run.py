@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,29 @@ def test_switching_a_stalled_rollout_to_auto_replaces_the_old_pods_it_was_stuck_
     again = write_change(tmp_path / "again.yaml", service("big", image="vllm:2", gpu=8))
     code, out = run(capsys, "-f", again, "--cluster", snapshot, "--horizon", "600")
     assert code == 1 and "finished: no, not Ready on the new spec within 600 s" in section(out, "default/big")
+
+
+def test_the_simulated_operators_log_lines_stay_out_of_the_report(tmp_path: Path) -> None:
+    small = [pod(f"small-{i}", node="n2", owner="small") for i in range(4)]
+    snapshot = write_list(
+        tmp_path / "s.yaml",
+        node("n1"),
+        node("n2"),
+        service("big", gpu=8, replicas=1),
+        service("small", replicas=5, gpu=2),  # one pod more than n2 holds: it passes its progress deadline
+        pod("big-1", node="n1", owner="big"),
+        *small,
+        pod("small-4", owner="small"),
+    )
+    change = write_change(tmp_path / "c.yaml", service("big", gpu=8, replicas=1, image="vllm:2"))
+    # A process of its own: pytest's log capture would stand in for the last-resort handler.
+    done = subprocess.run(
+        [sys.executable, "-m", "inference_operator", "demo", "-f", change, "--cluster", snapshot],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 1 and "pod small-" in done.stdout
+    assert done.stderr == ""
