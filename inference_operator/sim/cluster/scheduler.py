@@ -5,7 +5,9 @@ requests of the pods bound to it that have not finished, terminating ones includ
 containers still run), updated from the pod watch. A pod that fits no node gets
 ``PodScheduled=False``, reason ``Unschedulable``, with :func:`.fit.fit_error`'s message; it is
 tried again when something could make room or change the answer: a pod leaving a node, a node
-added or changed (the real scheduler's queueing hints, without their fine print). A pod is bound
+added or changed (the real scheduler's queueing hints, without their fine print), the pods
+waiting longest first (kube-scheduler orders pods of one priority by the time of their last
+failed attempt; its per-pod backoff is not modelled). A pod is bound
 as kube-scheduler binds it, through the ``pods/binding`` subresource (:meth:`.FakeApiServer.bind`):
 ``spec.nodeName`` and ``PodScheduled=True`` in one write.
 
@@ -64,7 +66,7 @@ class Scheduler:
         self._held: dict[str, tuple[str, Resources]] = {}  # pod uid → (node, requests)
         self.used: dict[str, Resources] = {}  # node → requests of the pods it holds
         self.count: dict[str, int] = {}  # node → pods it holds
-        self._pending: set[str] = set()  # keys of pods waiting for room
+        self._pending: dict[str, None] = {}  # keys of pods waiting for room, the longest waiting first
         self._nodes: dict[str, tuple[str, Resources, list[Obj]]] = {}  # name → (rv, allocatable, taints)
         self._next_start = 0  # where the next search through the nodes begins
         self._sorted = _Nodes(-1, [])  # the node informer's nodes by name, as of its changes
@@ -108,7 +110,7 @@ class Scheduler:
             self._forget(node)
         key = key_of(pod["metadata"]["namespace"], pod["metadata"]["name"])
         if new is None or podstate.node_of(new) or not podstate.is_active(new):
-            self._pending.discard(key)
+            self._pending.pop(key, None)
         elif new is not None:
             self.retry(key)
         if before is not None and not holds:
@@ -121,8 +123,10 @@ class Scheduler:
         self.retry_pending()
 
     def retry_pending(self) -> None:
-        """Queue every pod waiting for room (a node came, changed, or a pod left one)."""
-        for key in sorted(self._pending):
+        """Queue every pod waiting for room (a node came, changed, or a pod left one), the one
+        whose last attempt failed first at the head, as kube-scheduler's ``PrioritySort`` does
+        among pods of one priority (their ``Timestamp``): the pod waiting longest gets the room."""
+        for key in list(self._pending):
             self.retry(key)
 
     # --- scheduling ---------------------------------------------------------------------------
@@ -138,11 +142,11 @@ class Scheduler:
         key = key_of(namespace, name)
         named = self.placement(pod) if self.placement is not None else None
         if named is None and self.holding:
-            self._pending.add(key)
+            self._waits(key)
             return Result()
         preferred = self._preferred(named, spec, requests)
         if preferred is not None:
-            self._pending.discard(key)
+            self._pending.pop(key, None)
             self._bind(pod, preferred)
             return Result()
         nodes = self._nodes_by_name()
@@ -157,12 +161,18 @@ class Scheduler:
             fitting, processed, statuses = self._search(spec, requests, nodes, start, wanted)
         self._next_start = start + processed
         if fitting:
-            self._pending.discard(key)
+            self._pending.pop(key, None)
             self._bind(pod, self._best(fitting, requests, nodes, kept))
             return Result()
-        self._pending.add(key)
+        self._waits(key)
         self._unschedulable(pod, fit_error(statuses))
         return Result()
+
+    def _waits(self, key: str) -> None:
+        """``key`` failed an attempt now: last in line, as kube-scheduler's queue orders pods of
+        one priority by the time of their last failed attempt."""
+        self._pending.pop(key, None)
+        self._pending[key] = None
 
     def _search(
         self, spec: Obj, requests: Resources, nodes: _Nodes, start: int, wanted: int

@@ -42,6 +42,8 @@ ANY_PLACEMENT: Final[dict[str, str]] = {
     "by name",
     "gpu-rollout-auto-switch": "four identical nodes for two replicas and two training pods: where each lands is a "
     "tie kube-scheduler breaks at random; the simulator breaks it by name",
+    "gpu-freed-node-to-the-longest-waiting": "two identical nodes: which one the first replica lands on is a tie "
+    "kube-scheduler breaks at random; the simulator breaks it by name",
 }
 """Scenarios whose pods may land on any of several identical nodes, with the reason: they are
 compared with the bound pods counted per node, node names left out (``placement_blind``)."""

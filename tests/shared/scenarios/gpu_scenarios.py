@@ -212,6 +212,49 @@ def auto_switches_when_the_counted_nodes_are_taken(world: World) -> None:
         world.delete("Pod", name)
 
 
+@scenario("gpu-freed-node-to-the-longest-waiting", nodes=True)
+def freed_node_goes_to_the_pod_waiting_longest(world: World) -> None:
+    """One replica of 8 GPUs and a training pod fill a pool of two 8-GPU nodes; a new image (the
+    default rolling update) leaves its surge pod Pending; then another training pod, whose name
+    sorts first, waits too. The first training pod is deleted: the freed node goes to the pod
+    that has waited longest (kube-scheduler orders pods of one priority by their last failed
+    attempt), the surge pod, so the rollout completes, and the other training pod then takes
+    the node the old replica left."""
+    pool = world.gpu_pool(TWO_NODES)
+    created(world, replicas=1, gpu=8, **pool)
+    world.create(training_pod("train-0", pool))
+    world.settle(
+        "a training pod takes the other node",
+        NAME,
+        lambda s: _others_bound(s) == 1 and ready_replicas(s) == 1,
+        what="the training pod bound, the replica serving",
+    )
+    world.apply(llama(replicas=1, gpu=8, image=NEW_IMAGE, **pool))
+    world.settle(
+        "a new image, the default strategy",
+        NAME,
+        lambda s: s.stalled_with(Reason.ROLLOUT_BLOCKED) and short_of_gpus(1)(s),
+        what="RolloutBlocked: the surge pod Pending",
+    )
+    world.create(training_pod("batch-0", pool))  # sorts before the surge pod's name
+    world.settle(
+        "another training pod waits too",
+        NAME,
+        lambda s: short_of_gpus(2)(s) and s.stalled_with(Reason.ROLLOUT_BLOCKED),
+        what="two pods Pending for GPUs",
+    )
+    world.delete("Pod", "train-0")
+    s = world.settle(
+        "the first training pod deleted",
+        NAME,
+        lambda s: ready_with(1)(s) and pending(s) == [] and _others_bound(s) == 1,
+        what="the surge pod took the freed node, the rollout completed, the other training pod took the old node",
+    )
+    check(sum(n.get("r2", 0) for n in bound(s).values()) == 1, f"the new replica runs: {bound(s)}")
+    check(replicasets_seen(world)[-1] == "r1=0 r2=1", f"rolled out: {replicasets_seen(world)}")
+    world.delete("Pod", "batch-0")
+
+
 SURGE_ALL: Final = "Surge"
 SWITCHED: Final = ["r1=2 r2=2", "r1=1 r2=2", "r1=0 r2=2"]
 """Both new pods at once (maxSurge 2), Pending; after the switch the old ones stop one at a time."""

@@ -207,6 +207,19 @@ def test_a_pending_pod_is_scheduled_when_another_pod_frees_the_gpus() -> None:
     assert bound is not None and bound["spec"]["nodeName"] == "a"
 
 
+def test_the_gpus_a_pod_frees_go_to_the_pod_that_has_waited_longest_not_the_first_by_name() -> None:
+    sim = Simulation(node_layout=[NodeShape("a", gpus=8)], termination_seconds=10)
+    sim.apply(deployment("holder", replicas=1, gpu=8))
+    sim.run_until_quiescent(until=30)
+    for name in ("zeta", "alpha"):  # zeta waits first; alpha, which sorts first, waits later
+        sim.apply(deployment(name, replicas=1, gpu=8))
+        sim.run_until_quiescent(until=sim.now + 30)
+    sim.delete("Deployment", "default", "holder")
+    sim.run_until_quiescent(until=sim.now + 60)
+    placed = {p["metadata"]["name"].split("-")[0]: p["spec"].get("nodeName") for p in pods(sim)}
+    assert placed == {"zeta": "a", "alpha": None}
+
+
 def test_deleting_the_inference_service_collects_replicasets_and_pods() -> None:
     sim = Simulation(termination_seconds=5)
     serve(sim, replicas=2, gpu=1)
