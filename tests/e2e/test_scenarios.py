@@ -8,9 +8,10 @@ deleted by hand, a Service port edited by hand into a clash, the owner label tak
 a balancer outage after a lost record, a balancer refusing releases during a deletion, more GPUs
 than a node has) and the GPU pools (a fleet that fits, a full pool, a template change on a full
 pool with the default strategy, with Replace and with Auto, Auto switching to replacing when
-another workload takes the nodes it counted (the rollout paused meanwhile), a scale-up past capacity, a pod
-that fits one node of three, a freed node going to the pod that has waited longest (not the first by name), a node deleted under a full pool: kube-controller-manager's PodGC
-and the simulator's both collect its pod after 40 s and the replacement waits), each on kwok
+another workload takes the nodes it counted (the rollout paused meanwhile), a scale-up past
+capacity, a pod that fits one node of three, a freed node going to the pod that has waited
+longest (not the first by name), a node deleted under a full pool: kube-controller-manager's
+PodGC and the simulator's both collect its pod after 40 s and the replacement waits), each on kwok
 Nodes of its own with the simulator's node shapes, beside the cluster's other nodes, which the
 simulator's layout mirrors. Each run also checks its own expected outcome, so agreeing on a
 wrong outcome fails too. What is compared: per step, the Ready transitions, phase and
