@@ -51,9 +51,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from inference_operator.manifests import ManifestError, read_manifests
 
     tune_gc()  # the simulator holds every object several times over; see runtime.py
-    # The simulated operator's log lines are the timeline's actions and events; left to Python's
-    # last-resort handler, its warnings would land on stderr in the middle of the report.
-    logging.getLogger("inference_operator").addHandler(logging.NullHandler())
+    # The simulated operator's account of its actions and events is the timeline's; left to
+    # Python's last-resort handler, its warnings would land on stderr in the middle of the report.
+    # The control loop's own (a pass that failed) still reach stderr.
+    told = logging.getLogger("inference_operator.reconcile")
+    if not any(isinstance(h, logging.NullHandler) for h in told.handlers):
+        told.addHandler(logging.NullHandler())
     if args.trace is not None:
         names = [args.file] if args.file else list(args.scenario or SCENARIO_NAMES)
         for path in trace_paths(args.trace, names).values():

@@ -34,31 +34,37 @@ from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER
 from inference_operator.sim.cluster import podstate
 from inference_operator.sim.cluster.replicasets import POD_TEMPLATE_HASH
-from inference_operator.whatif.snapshot import Snapshot
+from inference_operator.whatif.snapshot import Snapshot, service_of
 
 __all__ = ["load_snapshot"]
 
 
 class _Slots:
     """The nodes a snapshot shows each service's pods on, handed out one pod at a time: a pod of
-    an earlier template (a rollout in progress) gets one of its own ReplicaSet's nodes."""
+    an earlier template (a rollout in progress) gets one of its own ReplicaSet's nodes or none,
+    never one the current template's pods were on."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._left: dict[tuple[str, str], Counter[str]] = {
             (key, ""): Counter(nodes) for key, nodes in snapshot.placements.items()
         }
         self._left.update({template: Counter(nodes) for template, nodes in snapshot.earlier.items()})
+        self._earlier = snapshot.earlier_templates
 
     def take(self, pod: Obj) -> str | None:
-        meta = pod["metadata"]
-        labels = meta.get("labels") or {}
-        service = key_of(meta["namespace"], str(labels.get(OWNER_LABEL) or ""))
-        template = (service, str(labels.get(POD_TEMPLATE_HASH) or ""))
-        left = self._left.get(template) or self._left.get((service, ""))
+        template = _template_of(pod, self._earlier)
+        left = self._left.get(template)
         node = next((n for n in sorted(left) if left[n] > 0), None) if left else None
         if left is not None and node is not None:
             left[node] -= 1
         return node
+
+
+def _template_of(pod: Obj, earlier: set[tuple[str, str]]) -> tuple[str, str]:
+    """(``namespace/name`` of the pod's InferenceService, its earlier template's hash, or "" for
+    the current template)."""
+    template = (service_of(pod), str((pod["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) or ""))
+    return template if template in earlier else (template[0], "")
 
 
 def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
@@ -68,9 +74,9 @@ def load_snapshot(sim: Simulation, snapshot: Snapshot) -> list[str]:
 
     While the services' pods are put back, one the snapshot shows on no node waits (the
     scheduler holds it) until all the others are back: else it could take a node the snapshot
-    shows another service's pods on, by being created first. Then, at the same moment (so that
-    the operator never sees it waiting without the scheduler's words), it is placed where there
-    is room, or left Pending.
+    shows another service's pods on, by being created first. Then, at the same moment (no time
+    passes while it waits without the scheduler's words), it is placed where there is room, or
+    left Pending.
 
     :class:`ManifestRefused` naming the snapshot file when the API server refuses an object."""
     cluster = sim.cluster
@@ -135,25 +141,32 @@ def _create(sim: Simulation, obj: Obj, source: str, *, manager: str) -> None:
 
 def _compared(sim: Simulation, service: Obj, snapshot: Snapshot) -> str:
     """One line: the service as loaded (phase, ready, nodes, pods on none), and where it differs
-    from the snapshot."""
+    from the snapshot, template by template (an earlier ReplicaSet's pods, the current one's)."""
     meta = service["metadata"]
     key = key_of(meta["namespace"], meta["name"])
     status = (sim.get(KIND, meta["namespace"], meta["name"]) or {}).get("status") or {}
     pods = sim.api.list("Pod", meta["namespace"], label_selector=f"{OWNER_LABEL}={meta['name']}")
-    nodes = Counter(str(p["spec"]["nodeName"]) for p in pods if (p.get("spec") or {}).get("nodeName"))
-    waiting = sum(1 for p in pods if not (p.get("spec") or {}).get("nodeName") and podstate.is_active(p))
+    earlier = snapshot.earlier_templates
+    placed: dict[tuple[str, str], Counter[str]] = {}
+    waiting = 0
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            placed.setdefault(_template_of(pod, earlier), Counter())[str(node)] += 1
+        elif podstate.is_active(pod):
+            waiting += 1
+    wanted = {(key, ""): snapshot.placements.get(key, Counter())}
+    wanted.update({template: nodes for template, nodes in snapshot.earlier.items() if template[0] == key})
     ready: Obj = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), {})
     why = f" ({ready.get('reason')})" if ready.get("status") == "False" and ready.get("reason") else ""
     line = (
         f"{key}: {status.get('phase')}{why} {status.get('readyReplicas') or 0}/{service['spec'].get('replicas', 1)} "
-        f"on {_placed(nodes, waiting)}"
+        f"on {_placed(sum(placed.values(), Counter()), waiting)}"
     )
-    wanted = snapshot.placements.get(key, Counter()) + sum(
-        (nodes for (owner, _), nodes in snapshot.earlier.items() if owner == key), Counter()
-    )
-    if nodes == wanted and waiting == snapshot.unplaced[key]:
+    same = all(placed.get(t, Counter()) == +n for t, n in wanted.items()) and set(placed) <= set(wanted)
+    if same and waiting == snapshot.unplaced[key]:
         return line + ", as in the snapshot"
-    return line + f"; the snapshot shows its pods on {_placed(wanted, snapshot.unplaced[key])}"
+    return line + f"; the snapshot shows its pods on {_placed(sum(wanted.values(), Counter()), snapshot.unplaced[key])}"
 
 
 def _placed(nodes: Counter[str], waiting: int = 0) -> str:

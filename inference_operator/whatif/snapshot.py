@@ -19,7 +19,7 @@ operator's and the cluster's to make. So each object is reduced to what decides 
 - Deployments and ReplicaSets are not loaded: an InferenceService's are made again from its
   spec; another workload's pods are loaded without them. Except a rollout in progress: a
   ReplicaSet of an InferenceService's Deployment older than its newest (a lower revision) that
-  still has replicas is loaded as it is (name, labels, its revision and replica annotations,
+  still has replicas is loaded as it is (name, labels, its numeric revision and replica annotations,
   replicas, selector, template; no owner), with its pods put back on their nodes, so that the
   Deployment the operator makes adopts it, as the real controller adopts a ReplicaSet its
   selector matches, and the rollout goes on from where the snapshot caught it;
@@ -45,7 +45,7 @@ from inference_operator.core.objects import Obj, key_of
 from inference_operator.manifests import ManifestError, read_objects
 from inference_operator.sim.cluster.replicasets import DESIRED_REPLICAS, MAX_REPLICAS, POD_TEMPLATE_HASH, REVISION
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "counted", "read_snapshot", "service_of_rs"]
+__all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "counted", "read_snapshot", "service_of", "template_hash"]
 
 MAX_SNAPSHOT_BYTES: Final = 64 << 20
 """A snapshot larger than this is refused (a Node with its image list is about 20 KiB)."""
@@ -86,6 +86,12 @@ class Snapshot:
     """Objects read, by kind."""
 
     @property
+    def earlier_templates(self) -> set[tuple[str, str]]:
+        """(``namespace/name`` of an InferenceService, ``pod-template-hash``) of each of
+        :attr:`replicasets`."""
+        return {(service_of(rs), template_hash(rs)) for rs in self.replicasets}
+
+    @property
     def namespaces(self) -> list[str]:
         found = {str(o["metadata"]["namespace"]) for o in [*self.services, *self.bound, *self.waiting]}
         return sorted(found)
@@ -107,7 +113,7 @@ def read_snapshot(path: str) -> Snapshot:
     nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
     earlier = _earlier_replicasets(objects, services, path)
     snapshot.replicasets = [rs for _, rs in sorted(earlier.items())]
-    hashes = {(service_of_rs(rs), _template_hash(rs)) for rs in snapshot.replicasets}
+    hashes = snapshot.earlier_templates
     owners: Counter[str] = Counter()
     for obj in objects:
         kind, meta = obj["kind"], obj["metadata"]
@@ -118,7 +124,7 @@ def read_snapshot(path: str) -> Snapshot:
         elif kind in ("Deployment", "ReplicaSet"):
             children[kind] += 1
         elif kind == "Pod":
-            owner = key_of(meta["namespace"], str((meta.get("labels") or {}).get(OWNER_LABEL) or ""))
+            owner = service_of(obj)
             phase = (obj.get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):
                 finished += 1
@@ -193,42 +199,54 @@ def _say(
         notes.append(f"skipped, kinds the simulator does not model: {counted(skipped)}")
 
 
-def service_of_rs(rs: Obj) -> str:
-    """``namespace/name`` of the InferenceService whose pods ``rs`` makes (its owner label)."""
-    meta = rs["metadata"]
+def service_of(obj: Obj) -> str:
+    """``namespace/name`` of the InferenceService a pod or ReplicaSet is of (its owner label)."""
+    meta = obj["metadata"]
     return key_of(meta["namespace"], str((meta.get("labels") or {}).get(OWNER_LABEL) or ""))
 
 
-def _template_hash(rs: Obj) -> str:
+def template_hash(rs: Obj) -> str:
+    """The ``pod-template-hash`` label of ``rs`` ("" without one)."""
     return str((rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) or "")
 
 
 def _revision(rs: Obj) -> int:
     text = str((rs["metadata"].get("annotations") or {}).get(REVISION) or "0")
-    return int(text) if text.isdigit() else 0
+    return int(text) if text.isdecimal() else 0
+
+
+def _of_deployment(rs: Obj) -> bool:
+    """``rs`` is controlled by the Deployment named as the InferenceService its label names."""
+    name = str((rs["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
+    return any(
+        isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "Deployment" and ref.get("name") == name
+        for ref in rs["metadata"].get("ownerReferences") or ()
+    )
 
 
 def _earlier_replicasets(objects: list[Obj], services: set[str], path: str) -> dict[str, Obj]:
-    """The ReplicaSets of a rollout in progress, by ``namespace/name``: of each InferenceService's,
-    those older than the newest (by revision) that still have replicas, reduced to what the
-    Deployment controller reads."""
+    """The ReplicaSets of a rollout in progress, by ``namespace/name``: of each InferenceService's
+    Deployment, those older than the newest (by revision, then creation) that still have
+    replicas, reduced to what the Deployment controller reads (the numeric annotations only)."""
     by_service: dict[str, list[Obj]] = {}
     for obj in objects:
-        if obj["kind"] == "ReplicaSet" and _template_hash(obj) and service_of_rs(obj) in services:
-            by_service.setdefault(service_of_rs(obj), []).append(obj)
+        if obj["kind"] == "ReplicaSet" and template_hash(obj) and _of_deployment(obj) and service_of(obj) in services:
+            by_service.setdefault(service_of(obj), []).append(obj)
     out: dict[str, Obj] = {}
     for found in by_service.values():
-        newest = max(found, key=_revision)
+        newest = max(found, key=lambda rs: (_revision(rs), str(rs["metadata"].get("creationTimestamp") or "")))
         for rs in found:
             spec = rs.get("spec") or {}
             replicas = spec.get("replicas", 1)
-            if rs is newest or not isinstance(replicas, int) or replicas <= 0:
+            if rs is newest or type(replicas) is not int or replicas <= 0:
                 continue
             meta = rs["metadata"]
             what = f"{path}: ReplicaSet {meta['namespace']}/{meta['name']}"
             if not isinstance(spec.get("template"), dict) or not isinstance(spec.get("selector"), dict):
                 raise ManifestError(f"{what}: spec.selector and spec.template must be objects")
-            annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k in _RS_ANNOTATIONS}
+            annotations = {
+                k: v for k, v in (meta.get("annotations") or {}).items() if k in _RS_ANNOTATIONS and v.isdecimal()
+            }
             reduced: Obj = {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta["labels"])}
             if annotations:
                 reduced["annotations"] = annotations

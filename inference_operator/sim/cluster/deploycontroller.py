@@ -10,8 +10,9 @@ Recreate (old ReplicaSets to 0, wait until their pods are gone, then the new one
 RollingUpdate (grow the new ReplicaSet, else shrink the old ones), then the status with its
 ``Progressing`` condition (``NewReplicaSetCreated``, ``FoundNewReplicaSet``, ``ReplicaSetUpdated``,
 ``NewReplicaSetAvailable``, ``ProgressDeadlineExceeded``), ``Available`` and ``ReplicaFailure``.
-Before all that, a ReplicaSet no controller owns whose labels the selector matches is adopted
-(``ClaimReplicaSets``; releasing one whose labels stopped matching is not modelled).
+First (after the paused condition), a ReplicaSet no controller owns whose labels the selector
+matches is adopted (``ClaimReplicaSets``; releasing one whose labels stopped matching is not
+modelled).
 The numbers come from :mod:`.deployments`; this module reads the caches and writes. The
 revision annotation rides on the status write (the real controller writes it through
 ``UpdateStatus`` too). Old ReplicaSets beyond ``revisionHistoryLimit`` are not cleaned up.
@@ -23,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from inference_operator.core.clock import format_timestamp, parse_timestamp
-from inference_operator.core.errors import AlreadyExists, Conflict, NotFound
+from inference_operator.core.errors import AlreadyExists, NotFound
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
@@ -65,6 +66,13 @@ def _view(rs: Obj) -> RSView:
     )
 
 
+def _revision(rs: Obj) -> int:
+    """A ReplicaSet's revision annotation; 0 when it is missing or no number (``MaxRevision``
+    skips those)."""
+    text = str((rs["metadata"].get("annotations") or {}).get(REVISION) or "")
+    return int(text) if text.isdecimal() else 0
+
+
 class DeploymentController:
     """Reconciles one Deployment per key (``namespace/name``)."""
 
@@ -95,8 +103,8 @@ class DeploymentController:
     def observe_replicaset(self, old: Obj | None, new: Obj | None) -> list[str]:
         """Keep the owner and orphan indexes; the keys of the Deployments to look at again: the
         owner, before and after (``addReplicaSet``, ``updateReplicaSet``, ``deleteReplicaSet``),
-        or, for a ReplicaSet no controller owns, every Deployment whose selector matches its
-        labels: one may adopt it."""
+        or, for a ReplicaSet no controller owns that is new, just orphaned or relabelled, every
+        Deployment whose selector matches its labels: one may adopt it."""
         for rs, present in ((old, False), (new, True)):
             ref = controller_of(rs) if rs is not None else None
             if rs is None or ref is None or ref.get("kind") != "Deployment":
@@ -112,16 +120,18 @@ class DeploymentController:
             keys.append(key_of(old["metadata"]["namespace"], str(old_ref["name"])))
         if new is None:
             if old is not None:
-                self._orphans[old["metadata"]["namespace"]].discard(old["metadata"]["name"])
+                self._orphans.get(old["metadata"]["namespace"], set()).discard(old["metadata"]["name"])
             return keys
         meta = new["metadata"]
         if new_ref is not None:
-            self._orphans[meta["namespace"]].discard(meta["name"])
+            self._orphans.get(meta["namespace"], set()).discard(meta["name"])
             if new_ref.get("kind") == "Deployment":
                 keys.append(key_of(meta["namespace"], str(new_ref["name"])))
             return keys
         self._orphans[meta["namespace"]].add(meta["name"])
         labels = meta.get("labels") or {}
+        if old is not None and old_ref is None and (old["metadata"].get("labels") or {}) == labels:
+            return keys  # an orphan's other changes: no Deployment's claim can have changed
         for dep in self.deployments.list(meta["namespace"]):
             if selector_matches(dep["spec"].get("selector") or {}, labels):
                 keys.append(key_of(meta["namespace"], dep["metadata"]["name"]))
@@ -206,8 +216,8 @@ class DeploymentController:
         """``ClaimReplicaSets``' adoption: a ReplicaSet of the namespace that no controller owns,
         is not being deleted, and whose labels the Deployment's selector matches becomes this
         Deployment's, by a patch adding the controller reference (the ReplicaSet's uid a
-        precondition), as the real controller does. A ReplicaSet gone or changed meanwhile is
-        left to its own event."""
+        precondition), as the real controller does. A ReplicaSet gone meanwhile is skipped; any
+        other refusal fails the pass, which is retried with backoff (``ClaimObject``)."""
         meta = dep["metadata"]
         namespace = meta["namespace"]
         selector = dep["spec"].get("selector") or {}
@@ -221,8 +231,8 @@ class DeploymentController:
             patch = {"metadata": {"ownerReferences": references, "uid": rs["metadata"]["uid"]}}
             try:
                 self.api.patch("ReplicaSet", namespace, name, patch, field_manager=CONTROLLER_MANAGER)
-            except (NotFound, Conflict):
-                continue
+            except NotFound:
+                continue  # gone meanwhile: nothing to adopt (any other refusal fails the pass)
             self._orphans[namespace].discard(name)
             self._owned[str(meta["uid"])].add(name)
 
@@ -258,7 +268,7 @@ class DeploymentController:
         status = dep.get("status") or {}
         collisions = status.get("collisionCount")
         template_hash = pod_template_hash(dep["spec"]["template"], collision_count=collisions)
-        revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in olds]
+        revisions = [_revision(rs) for rs in olds]
         replicas = int(dep["spec"].get("replicas", 1))
         size = arithmetic.new_rs_replicas(
             replicas=replicas,

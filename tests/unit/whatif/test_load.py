@@ -18,7 +18,7 @@ from inference_operator.demo import ManifestRefused
 from inference_operator.sim import Simulation
 from inference_operator.whatif import read_snapshot
 from inference_operator.whatif.load import load_snapshot
-from tests.unit.whatif.snapshots import OWNER_LABEL, mid_rollout, node, pod, service, write_list
+from tests.unit.whatif.snapshots import OWNER_LABEL, mid_rollout, node, pod, replicaset, service, write_list
 
 
 def _nodes_of(sim: Simulation, name: str) -> list[str]:
@@ -115,3 +115,24 @@ def test_a_pod_the_snapshot_shows_pending_does_not_take_the_node_of_a_service_lo
     assert _nodes_of(sim, "second") == ["n2", "n2"] and _nodes_of(sim, "first") == ["None", "n1"]
     assert lines[0].startswith("default/first: ") and lines[0].endswith("on n1 and 1 Pending, as in the snapshot")
     assert lines[1] == "default/second: Ready 2/2 on n2 x2, as in the snapshot"
+
+
+def test_an_earlier_templates_pods_never_take_the_nodes_the_current_ones_were_on(tmp_path: Path) -> None:
+    old, new = service("big", image="vllm:1", gpu=8), service("big", image="vllm:2", gpu=8, replicas=1)
+    path = write_list(
+        tmp_path / "s.yaml",
+        node("n1"),
+        new,
+        replicaset(old, template="oldhash", revision=1, replicas=2),  # both its pods lost their node
+        replicaset(new, template="newhash", revision=2, replicas=1),
+        pod("big-old-1", owner="big", template="oldhash"),
+        pod("big-old-2", owner="big", template="oldhash"),
+        pod("big-new-1", node="n1", owner="big", template="newhash"),
+    )
+    sim = Simulation(node_layout=[])
+    (line,) = load_snapshot(sim, read_snapshot(path))
+    pods = sim.api.list("Pod", "default", label_selector=f"{OWNER_LABEL}=big")
+    on_n1 = [p["spec"]["containers"][0]["image"] for p in pods if p["spec"].get("nodeName") == "n1"]
+    assert on_n1 == ["vllm:2"]
+    # The new pod is ready, so the rollout goes on and the old ReplicaSet's waiting pods go: said.
+    assert line == "default/big: Ready 1/1 on n1; the snapshot shows its pods on n1 and 2 Pending"

@@ -20,7 +20,7 @@ import pytest
 
 from inference_operator.cli import main
 from inference_operator.whatif import read_snapshot
-from tests.unit.whatif.snapshots import SAMPLES, mid_rollout, node, pod, service, write_change, write_list
+from tests.unit.whatif.snapshots import SAMPLES, mid_rollout, node, pod, replicaset, service, write_change, write_list
 
 
 def test_what_cannot_be_created_again_is_stripped_and_said(tmp_path: Path) -> None:
@@ -189,3 +189,18 @@ def test_a_terminating_pod_is_left_out_and_said(tmp_path: Path) -> None:
     snapshot = read_snapshot(path)
     assert snapshot.placements == {"default/llama": Counter({"n1": 1})} and not snapshot.bound
     assert "not loaded: 2 terminating pod(s)" in "\n".join(snapshot.notes)
+
+
+def test_a_replicaset_with_no_number_for_revision_or_of_no_deployment_of_the_service_is_read_safely(
+    tmp_path: Path,
+) -> None:
+    old, new = service("big", image="vllm:1", gpu=8), service("big", image="vllm:2", gpu=8)
+    odd = replicaset(old, template="oddhash", revision=1, replicas=2)
+    odd["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "x1"  # sorts as 0: the oldest
+    stray = replicaset(old, template="strayhash", revision=9, replicas=2)
+    stray["metadata"]["ownerReferences"][0]["name"] = "someone-else"  # not the service's Deployment
+    path = write_list(
+        tmp_path / "s.yaml", node("n1"), new, odd, stray, replicaset(new, template="newhash", revision=2, replicas=1)
+    )
+    (rs,) = read_snapshot(path).replicasets
+    assert rs["metadata"]["name"] == "big-oddhash" and "annotations" not in rs["metadata"]

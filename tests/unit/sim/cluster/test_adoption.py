@@ -92,6 +92,19 @@ def test_a_deployment_adopts_an_orphan_its_selector_matches_and_rolls_out_from_i
     assert steps.index(("v2", 1)) < steps.index(("v1", 1)) < steps.index(("v2", 2)) < steps.index(("v1", 0))
 
 
+def test_an_adopted_replicaset_whose_revision_is_no_number_counts_as_none() -> None:
+    sim = Simulation(ready_after=5.0)
+    odd = orphan("web-odd", labels=LABELS)
+    odd["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "x1"
+    sim.api.create(odd, field_manager="kubectl")
+    sim.run_until_quiescent()
+    sim.api.create(deployment("v2"), field_manager="kubectl")
+    sim.run_until_quiescent()
+    (new,) = [rs for rs in sim.api.list("ReplicaSet", "default") if rs["metadata"]["name"] != "web-odd"]
+    assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    assert sizes(sim) == {"v1": 0, "v2": 2}
+
+
 def test_an_orphan_that_comes_after_its_deployment_is_adopted_too() -> None:
     sim = Simulation(ready_after=5.0)
     sim.api.create(deployment("v1"), field_manager="kubectl")
