@@ -163,7 +163,7 @@ class SimulatedCluster:
         )
 
         def replicaset_event(old: Obj | None, new: Obj | None) -> None:
-            for key in self.deployment_logic.observe_replicaset(old, new):
+            for key in self.deployment_logic.claims.observe(old, new):
                 self.deployment_controller.enqueue(key)
             if new is not None:
                 self.replicaset_controller.enqueue(obj_key(new))

@@ -11,8 +11,7 @@ RollingUpdate (grow the new ReplicaSet, else shrink the old ones), then the stat
 ``Progressing`` condition (``NewReplicaSetCreated``, ``FoundNewReplicaSet``, ``ReplicaSetUpdated``,
 ``NewReplicaSetAvailable``, ``ProgressDeadlineExceeded``), ``Available`` and ``ReplicaFailure``.
 First (after the paused condition), a ReplicaSet no controller owns whose labels the selector
-matches is adopted (``ClaimReplicaSets``; releasing one whose labels stopped matching is not
-modelled).
+matches is adopted (:mod:`.claims`).
 The numbers come from :mod:`.deployments`; this module reads the caches and writes. The
 revision annotation rides on the status write (the real controller writes it through
 ``UpdateStatus`` too). Old ReplicaSets beyond ``revisionHistoryLimit`` are not cleaned up.
@@ -20,27 +19,24 @@ revision annotation rides on the status write (the real controller writes it thr
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 
 from inference_operator.core.clock import format_timestamp, parse_timestamp
-from inference_operator.core.errors import AlreadyExists, NotFound
+from inference_operator.core.errors import AlreadyExists
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.core.ports import Result
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER as CONTROLLER_MANAGER
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import deployments as arithmetic
+from inference_operator.sim.cluster.claims import ReplicaSetClaims
 from inference_operator.sim.cluster.deployments import RSView
 from inference_operator.sim.cluster.replicasets import (
     DESIRED_REPLICAS,
     MAX_REPLICAS,
     REVISION,
     build_replicaset,
-    controller_of,
-    controller_reference,
     pod_template_hash,
-    selector_matches,
     template_without_hash,
 )
 from inference_operator.sim.cluster.tracing import trace_status
@@ -97,50 +93,8 @@ class DeploymentController:
         """Takes a Deployment's pending progress-deadline check out of the queue (key given)."""
         self.tracer = tracer
         """Told each status this controller writes (pods becoming ready, a rollout's progress)."""
-        self._owned: defaultdict[str, set[str]] = defaultdict(set)  # Deployment uid → ReplicaSet names
-        self._orphans: defaultdict[str, set[str]] = defaultdict(set)  # namespace → ReplicaSets no controller owns
-
-    def observe_replicaset(self, old: Obj | None, new: Obj | None) -> list[str]:
-        """Keep the owner and orphan indexes; the keys of the Deployments to look at again: the
-        owner, before and after (``addReplicaSet``, ``updateReplicaSet``, ``deleteReplicaSet``),
-        or, for a ReplicaSet no controller owns that is new, just orphaned or relabelled, every
-        Deployment whose selector matches its labels: one may adopt it."""
-        for rs, present in ((old, False), (new, True)):
-            ref = controller_of(rs) if rs is not None else None
-            if rs is None or ref is None or ref.get("kind") != "Deployment":
-                continue
-            if present:
-                self._owned[str(ref["uid"])].add(rs["metadata"]["name"])
-            elif new is None or controller_of(new) != ref:
-                self._owned[str(ref["uid"])].discard(rs["metadata"]["name"])
-        keys: list[str] = []
-        old_ref = controller_of(old) if old is not None else None
-        new_ref = controller_of(new) if new is not None else None
-        if old is not None and old_ref is not None and old_ref != new_ref and old_ref.get("kind") == "Deployment":
-            keys.append(key_of(old["metadata"]["namespace"], str(old_ref["name"])))
-        if new is None:
-            if old is not None:
-                self._orphans.get(old["metadata"]["namespace"], set()).discard(old["metadata"]["name"])
-            return keys
-        meta = new["metadata"]
-        if new_ref is not None:
-            self._orphans.get(meta["namespace"], set()).discard(meta["name"])
-            if new_ref.get("kind") == "Deployment":
-                keys.append(key_of(meta["namespace"], str(new_ref["name"])))
-            return keys
-        self._orphans[meta["namespace"]].add(meta["name"])
-        labels = meta.get("labels") or {}
-        if old is not None and old_ref is None and (old["metadata"].get("labels") or {}) == labels:
-            return keys  # an orphan's other changes: no Deployment's claim can have changed
-        for dep in self.deployments.list(meta["namespace"]):
-            if selector_matches(dep["spec"].get("selector") or {}, labels):
-                keys.append(key_of(meta["namespace"], dep["metadata"]["name"]))
-        return keys
-
-    def replicasets_of(self, dep: Obj) -> list[Obj]:
-        namespace = dep["metadata"]["namespace"]
-        found = [self.replicasets.get(namespace, n) for n in sorted(self._owned.get(dep["metadata"]["uid"], ()))]
-        return [rs for rs in found if rs is not None]
+        self.claims = ReplicaSetClaims(api=api, deployments=deployments, replicasets=replicasets)
+        """Which ReplicaSets are each Deployment's (fed by the ReplicaSet watch), and adoption."""
 
     # --- one pass -----------------------------------------------------------------------------
 
@@ -150,11 +104,11 @@ class DeploymentController:
             self.withdraw(key_of(namespace, name))
             return Result()
         dep = self._paused_condition(dep)
-        self._adopt_orphans(dep)
+        self.claims.adopt_orphans(dep)
         spec = dep["spec"]
         replicas = int(spec.get("replicas", 1))
         surge, unavailable = arithmetic.fenceposts(spec)
-        all_rs = self.replicasets_of(dep)
+        all_rs = self.claims.owned_by(dep)
         template = spec["template"]
         new_obj = next((rs for rs in all_rs if template_without_hash(rs["spec"]["template"]) == template), None)
         olds = [rs for rs in all_rs if rs is not new_obj]
@@ -211,30 +165,6 @@ class DeploymentController:
         return self._sync_status(dep, new_obj, olds, estimate=True, extra=status_extra)
 
     # --- writes -------------------------------------------------------------------------------
-
-    def _adopt_orphans(self, dep: Obj) -> None:
-        """``ClaimReplicaSets``' adoption: a ReplicaSet of the namespace that no controller owns,
-        is not being deleted, and whose labels the Deployment's selector matches becomes this
-        Deployment's, by a patch adding the controller reference (the ReplicaSet's uid a
-        precondition), as the real controller does. A ReplicaSet gone meanwhile is skipped; any
-        other refusal fails the pass, which is retried with backoff (``ClaimObject``)."""
-        meta = dep["metadata"]
-        namespace = meta["namespace"]
-        selector = dep["spec"].get("selector") or {}
-        for name in sorted(self._orphans.get(namespace, ())):
-            rs = self.replicasets.get(namespace, name)
-            if rs is None or controller_of(rs) is not None or "deletionTimestamp" in rs["metadata"]:
-                continue
-            if not selector_matches(selector, rs["metadata"].get("labels") or {}):
-                continue
-            references = [*(rs["metadata"].get("ownerReferences") or ()), controller_reference(dep)]
-            patch = {"metadata": {"ownerReferences": references, "uid": rs["metadata"]["uid"]}}
-            try:
-                self.api.patch("ReplicaSet", namespace, name, patch, field_manager=CONTROLLER_MANAGER)
-            except NotFound:
-                continue  # gone meanwhile: nothing to adopt (any other refusal fails the pass)
-            self._orphans[namespace].discard(name)
-            self._owned[str(meta["uid"])].add(name)
 
     def _paused_condition(self, dep: Obj) -> Obj:
         """``checkPausedConditions``: with a progress deadline, pausing sets ``Progressing`` to
