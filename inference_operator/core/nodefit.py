@@ -31,6 +31,7 @@ __all__ = [
     "filter_node",
     "is_ready",
     "matches_node_selector",
+    "requirement_holds",
     "scheduling_taints",
     "tolerates",
 ]
@@ -118,12 +119,14 @@ def matches_node_selector(pod_spec: Mapping[str, Any], labels: Mapping[str, str]
     if not required:
         return True
     return any(
-        all(_expression_holds(e, labels) for e in term.get("matchExpressions") or ())
+        all(requirement_holds(e, labels) for e in term.get("matchExpressions") or ())
         for term in required.get("nodeSelectorTerms") or ()
     )
 
 
-def _expression_holds(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def requirement_holds(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether ``labels`` meet one requirement of a node selector term or a label selector
+    (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``; a node selector's ``Gt`` and ``Lt`` too)."""
     key, operator, values = expression.get("key", ""), expression.get("operator"), expression.get("values") or []
     if operator == "In":
         return key in labels and labels[key] in values

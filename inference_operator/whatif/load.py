@@ -33,8 +33,7 @@ from inference_operator.reconcile.reconciler import STUCK_AFTER, STUCK_MARGIN
 from inference_operator.sim import Simulation
 from inference_operator.sim.apiserver.managedfields import GC_FIELD_MANAGER
 from inference_operator.sim.cluster import podstate
-from inference_operator.sim.cluster.replicasets import POD_TEMPLATE_HASH
-from inference_operator.whatif.snapshot import Snapshot, service_of
+from inference_operator.whatif.snapshot import Snapshot, service_of, template_hash
 
 __all__ = ["load_snapshot"]
 
@@ -63,7 +62,7 @@ class _Slots:
 def _template_of(pod: Obj, earlier: set[tuple[str, str]]) -> tuple[str, str]:
     """(``namespace/name`` of the pod's InferenceService, its earlier template's hash, or "" for
     the current template)."""
-    template = (service_of(pod), str((pod["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) or ""))
+    template = (service_of(pod), template_hash(pod))
     return template if template in earlier else (template[0], "")
 
 

@@ -43,7 +43,13 @@ from inference_operator.api.models import SpecError, check_name, parse_spec
 from inference_operator.api.quantity import parse_quantity
 from inference_operator.core.objects import Obj, key_of
 from inference_operator.manifests import ManifestError, read_objects
-from inference_operator.sim.cluster.replicasets import DESIRED_REPLICAS, MAX_REPLICAS, POD_TEMPLATE_HASH, REVISION
+from inference_operator.sim.cluster.replicasets import (
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    POD_TEMPLATE_HASH,
+    REVISION,
+    revision_of,
+)
 
 __all__ = ["MAX_SNAPSHOT_BYTES", "Snapshot", "counted", "read_snapshot", "service_of", "template_hash"]
 
@@ -132,7 +138,7 @@ def read_snapshot(path: str) -> Snapshot:
                 terminating += 1
             elif owner in services:
                 node = (obj.get("spec") or {}).get("nodeName")
-                template = (owner, str((meta.get("labels") or {}).get(POD_TEMPLATE_HASH) or ""))
+                template = (owner, template_hash(obj))
                 if not isinstance(node, str) or not node:
                     snapshot.unplaced[owner] += 1
                 elif template in hashes:
@@ -205,14 +211,9 @@ def service_of(obj: Obj) -> str:
     return key_of(meta["namespace"], str((meta.get("labels") or {}).get(OWNER_LABEL) or ""))
 
 
-def template_hash(rs: Obj) -> str:
-    """The ``pod-template-hash`` label of ``rs`` ("" without one)."""
-    return str((rs["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) or "")
-
-
-def _revision(rs: Obj) -> int:
-    text = str((rs["metadata"].get("annotations") or {}).get(REVISION) or "0")
-    return int(text) if text.isdecimal() else 0
+def template_hash(obj: Obj) -> str:
+    """The ``pod-template-hash`` label of a pod or ReplicaSet ("" without one)."""
+    return str((obj["metadata"].get("labels") or {}).get(POD_TEMPLATE_HASH) or "")
 
 
 def _of_deployment(rs: Obj) -> bool:
@@ -234,7 +235,7 @@ def _earlier_replicasets(objects: list[Obj], services: set[str], path: str) -> d
             by_service.setdefault(service_of(obj), []).append(obj)
     out: dict[str, Obj] = {}
     for found in by_service.values():
-        newest = max(found, key=lambda rs: (_revision(rs), str(rs["metadata"].get("creationTimestamp") or "")))
+        newest = max(found, key=lambda rs: (revision_of(rs), str(rs["metadata"].get("creationTimestamp") or "")))
         for rs in found:
             spec = rs.get("spec") or {}
             replicas = spec.get("replicas", 1)

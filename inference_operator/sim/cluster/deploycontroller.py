@@ -37,6 +37,7 @@ from inference_operator.sim.cluster.replicasets import (
     REVISION,
     build_replicaset,
     pod_template_hash,
+    revision_of,
     template_without_hash,
 )
 from inference_operator.sim.cluster.tracing import trace_status
@@ -60,13 +61,6 @@ def _view(rs: Obj) -> RSView:
         created=str(rs["metadata"].get("creationTimestamp") or ""),
         desired_annotation=int(annotation) if annotation is not None and str(annotation).isdigit() else None,
     )
-
-
-def _revision(rs: Obj) -> int:
-    """A ReplicaSet's revision annotation; 0 when it is missing or no number (``MaxRevision``
-    skips those)."""
-    text = str((rs["metadata"].get("annotations") or {}).get(REVISION) or "")
-    return int(text) if text.isdecimal() else 0
 
 
 class DeploymentController:
@@ -198,7 +192,7 @@ class DeploymentController:
         status = dep.get("status") or {}
         collisions = status.get("collisionCount")
         template_hash = pod_template_hash(dep["spec"]["template"], collision_count=collisions)
-        revisions = [_revision(rs) for rs in olds]
+        revisions = [revision_of(rs) for rs in olds]
         replicas = int(dep["spec"].get("replicas", 1))
         size = arithmetic.new_rs_replicas(
             replicas=replicas,

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from inference_operator.core.jsoncopy import deep_copy
+from inference_operator.core.nodefit import requirement_holds
 from inference_operator.core.objects import Obj
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "controller_of",
     "controller_reference",
     "pod_template_hash",
+    "revision_of",
     "safe_encode",
     "selector_matches",
     "template_without_hash",
@@ -112,20 +114,14 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
     match = selector.get("matchLabels") or {}
     if not match and not expressions:
         return False
-    if any(labels.get(k) != v for k, v in match.items()):
-        return False
-    for expression in expressions:
-        key, operator, values = expression.get("key", ""), expression.get("operator"), expression.get("values") or ()
-        held = key in labels
-        if operator == "In" and not (held and labels[key] in values):
-            return False
-        if operator == "NotIn" and held and labels[key] in values:
-            return False
-        if (operator == "Exists") != held and operator in ("Exists", "DoesNotExist"):
-            return False
-        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False
-    return True
+    return all(labels.get(k) == v for k, v in match.items()) and all(requirement_holds(e, labels) for e in expressions)
+
+
+def revision_of(rs: Mapping[str, Any]) -> int:
+    """A ReplicaSet's revision annotation; 0 when it is missing or no number (``MaxRevision``
+    skips those)."""
+    text = str(((rs.get("metadata") or {}).get("annotations") or {}).get(REVISION) or "")
+    return int(text) if text.isdecimal() else 0
 
 
 def build_replicaset(
