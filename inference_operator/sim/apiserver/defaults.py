@@ -24,8 +24,12 @@ from inference_operator.sim.apiserver.crdschema import metadata_copy, request_co
 from inference_operator.sim.apiserver.kinds import traits_of
 from inference_operator.sim.apiserver.knownfields import prune_unknown
 from inference_operator.sim.apiserver.nodevalidation import validate_node
-from inference_operator.sim.apiserver.podtemplate import canonical_quantity, default_deployment
-from inference_operator.sim.apiserver.validation import validate_deployment, validate_service
+from inference_operator.sim.apiserver.podtemplate import canonical_quantity, default_deployment, default_replicaset
+from inference_operator.sim.apiserver.validation import (
+    validate_deployment,
+    validate_replicaset,
+    validate_service,
+)
 
 __all__ = [
     "Allocator",
@@ -125,6 +129,8 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
     """
     if kind == "Deployment":
         default_deployment(obj)
+    elif kind == "ReplicaSet":
+        default_replicaset(obj)
     elif kind == "Service":
         _default_service(obj, old, allocator)
     elif kind in ("ConfigMap", "Secret"):
@@ -137,6 +143,8 @@ def prepare(kind: str, obj: Obj, old: Obj | None, allocator: Allocator, extra: D
         extra(obj)
     if kind == "Deployment":
         validate_deployment(obj, old)
+    elif kind == "ReplicaSet":
+        validate_replicaset(obj, old)
     elif kind == "Service":
         validate_service(obj)
     elif kind == "Node":

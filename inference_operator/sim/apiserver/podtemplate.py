@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from inference_operator.core.objects import Obj
 
-__all__ = ["canonical_quantity", "default_deployment", "default_pod_spec"]
+__all__ = ["canonical_quantity", "default_deployment", "default_pod_spec", "default_replicaset"]
 
 
 DEFAULT_MODE: Final = 0o644
@@ -35,6 +35,14 @@ def default_deployment(obj: Obj) -> None:
         rolling.setdefault("maxSurge", "25%")
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
+    default_pod_spec(_child(_child(spec, "template"), "spec"))
+
+
+def default_replicaset(obj: Obj) -> None:
+    """Fill a ReplicaSet's defaults in place, pod template included (one the Deployment
+    controller makes has them from its Deployment already; one created as it is may not)."""
+    spec = _child(obj, "spec")
+    spec.setdefault("replicas", 1)
     default_pod_spec(_child(_child(spec, "template"), "spec"))
 
 

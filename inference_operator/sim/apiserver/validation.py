@@ -27,6 +27,7 @@ __all__ = [
     "validate_deployment",
     "validate_metadata",
     "validate_name",
+    "validate_replicaset",
     "validate_service",
     "validate_status",
 ]
@@ -178,6 +179,16 @@ def _valid_label_key(key: str) -> bool:
 
 def validate_deployment(obj: Obj, old: Obj | None) -> None:
     """Reject a defaulted Deployment the real API server rejects (``old`` on update: selector immutable)."""
+    _validate_workload("Deployment", obj, old)
+
+
+def validate_replicaset(obj: Obj, old: Obj | None) -> None:
+    """Reject a ReplicaSet the real API server rejects: its selector, template and replicas are
+    checked as a Deployment's (a snapshot's ReplicaSets are created as they are)."""
+    _validate_workload("ReplicaSet", obj, old)
+
+
+def _validate_workload(kind: str, obj: Obj, old: Obj | None) -> None:
     name = _name(obj)
     spec = obj["spec"]
     problems: list[str] = []
@@ -185,7 +196,7 @@ def validate_deployment(obj: Obj, old: Obj | None) -> None:
     match_labels = selector.get("matchLabels", {}) if isinstance(selector, dict) else {}
     if not isinstance(selector, dict) or not (match_labels or selector.get("matchExpressions")):
         problems.append("spec.selector: Required value")
-    template_labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     if any(template_labels.get(k) != v for k, v in match_labels.items()):
         problems.append(
             "spec.template.metadata.labels: Invalid value: "
@@ -193,7 +204,8 @@ def validate_deployment(obj: Obj, old: Obj | None) -> None:
         )
     if old is not None and old.get("spec", {}).get("selector") != selector:
         problems.append(f"spec.selector: Invalid value: {selector!r}: field is immutable")
-    pod = spec["template"]["spec"]
+    template = spec.get("template")
+    pod = (template.get("spec") if isinstance(template, dict) else None) or {}
     if not pod.get("containers"):
         problems.append("spec.template.spec.containers: Required value")
     problems += pod_spec_problems(pod, "spec.template.spec")
@@ -201,7 +213,7 @@ def validate_deployment(obj: Obj, old: Obj | None) -> None:
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         problems.append(f"spec.replicas: Invalid value: {replicas!r}: must be greater than or equal to 0")
     if problems:
-        raise Invalid(f'Deployment.apps "{name}" is invalid: {_listed(problems)}', kind="Deployment", name=name)
+        raise Invalid(f'{kind}.apps "{name}" is invalid: {_listed(problems)}', kind=kind, name=name)
 
 
 def _listed(problems: list[str]) -> str:

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from inference_operator.cli import main
 from inference_operator.whatif import read_snapshot
@@ -204,3 +205,17 @@ def test_a_replicaset_with_no_number_for_revision_or_of_no_deployment_of_the_ser
     )
     (rs,) = read_snapshot(path).replicasets
     assert rs["metadata"]["name"] == "big-oddhash" and "annotations" not in rs["metadata"]
+
+
+def test_a_snapshots_replicaset_the_api_server_refuses_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = yaml.safe_load(Path(mid_rollout(tmp_path / "s.yaml")).read_text())["items"]
+    (old,) = [o for o in items if o["kind"] == "ReplicaSet" and o["metadata"]["name"] == "big-oldhash"]
+    del old["spec"]["template"]["spec"]["containers"][0]["name"]  # the kubelet had nothing to call it
+    bad = write_list(tmp_path / "bad.yaml", *items)
+    change = write_change(tmp_path / "c.yaml", service("big", image="vllm:2", gpu=8, rollout={"strategy": "Auto"}))
+    assert main(["demo", "-f", change, "--cluster", bad]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"error: {bad}: ") and "spec.template.spec.containers[0].name: Required value" in err, err

@@ -162,3 +162,15 @@ def test_what_a_cluster_would_refuse_in_the_pod_template_is_refused_at_admission
     with pytest.raises(Invalid) as refused:
         Simulation().apply(make_inference_service("x", image="vllm/vllm-openai:v0.7.0", model="m", **spec))
     assert f"{field}: Invalid value" in str(refused.value)
+
+
+def test_a_replicaset_created_as_it_is_has_its_template_checked_as_a_deployments() -> None:
+    replicaset = {**deployment(), "kind": "ReplicaSet", "metadata": {"name": "r", "namespace": "default"}}
+    del replicaset["spec"]["template"]["spec"]["containers"][0]["name"]
+    assert refusal(replicaset) == (
+        'ReplicaSet.apps "r" is invalid: spec.template.spec.containers[0].name: Required value'
+    )
+    valid = {**deployment(), "kind": "ReplicaSet", "metadata": {"name": "r", "namespace": "default"}}
+    del valid["spec"]["replicas"]
+    stored = FakeApiServer(FakeClock()).create(valid)
+    assert stored["spec"]["replicas"] == 1 and stored["spec"]["template"]["spec"]["dnsPolicy"] == "ClusterFirst"

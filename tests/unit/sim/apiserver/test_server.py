@@ -625,8 +625,8 @@ class TestGarbageCollection:
         replica_set = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
-            "metadata": {"name": "llama-abc", "ownerReferences": [owner_ref(dep)]},
-            "spec": {},
+            "metadata": {"name": "llama-abc", "labels": {"app": "llama"}, "ownerReferences": [owner_ref(dep)]},
+            "spec": {"selector": {"matchLabels": {"app": "llama"}}, "template": dep["spec"]["template"]},
         }
         api.create(replica_set)
         watch = api.watch()
