@@ -3,6 +3,13 @@
 On a real cluster worker threads block on their queues and time passes by itself. In the
 simulator nothing moves until told to: :func:`run_until_quiescent` lets each controller take its
 ready keys in turn, and when only delayed keys remain, jumps the clock to the earliest due time.
+
+Turns, not single keys: on a real cluster a controller busy with one key does not see the next
+event for another until it is done, so events pile up in its queue and a key that changed five
+times is synced once. Taking every key that is ready when a controller's turn comes gives the
+simulator the same coalescing (a ReplicaSet whose two pods became ready at one instant is synced
+once, not twice), where one key at a time, the first controller first, would sync each step of
+every cascade on its own.
 """
 
 from __future__ import annotations
@@ -25,13 +32,16 @@ def run_until_quiescent(
     max_steps: int = 1_000_000,
     until: float | None = None,
 ) -> int:
-    """Drive controllers on a fake clock until no work is left; returns steps processed.
+    """Drive controllers on a fake clock until no work is left; returns steps (keys) processed.
 
-    Each round first delivers pending watch events (``pump``), then lets the first controller
-    with a ready key process it (earlier controllers in the list act first at equal times:
-    the simulated cluster moves before the operator observes it). When nothing is ready but
-    delayed keys remain, the clock jumps to the earliest due time: time passing, as on a real
-    cluster, without waiting. ``until`` stops the clock from passing that time.
+    Each round first delivers pending watch events (``pump``), then gives the controllers a
+    turn each, in order: a turn takes the keys ready when it starts, with pending events
+    delivered after each key (every pass reads the cache as it is). The last controller is the
+    observer (the operator, after the simulated cluster): it has its turn only in a round where
+    none before it has a ready key, so at equal times the cluster settles before the operator
+    looks. When nothing is ready but delayed keys remain, the clock jumps to the earliest due
+    time: time passing, as on a real cluster, without waiting. ``until`` stops the clock from
+    passing that time.
 
     A run that cannot converge ends too: when no ``until`` is given and the only work left is
     retrying keys whose backoff has reached its maximum (``Controller.stalled`` says which, and
@@ -40,8 +50,9 @@ def run_until_quiescent(
     steps = 0
     while True:
         pump()
-        if any(c.step() for c in controllers):
-            steps += 1
+        taken = _round(controllers, pump)
+        if taken:
+            steps += taken
             if steps >= max_steps:
                 raise HotLoop(f"no quiescence after {steps} steps at t={clock.now():.1f}s: something requeues forever")
             continue
@@ -53,3 +64,23 @@ def run_until_quiescent(
             clock.set(max(until, clock.now()))
             return steps
         clock.set(max(due, clock.now()))
+
+
+def _round(controllers: Sequence[Controller], pump: Callable[[], int]) -> int:
+    """One round: a turn for each controller before the observer (each takes what is ready when
+    its turn comes, so a key the one before it just queued is in it), or, when none of them had
+    anything ready, the observer's turn. Returns the keys processed (0: nothing was ready)."""
+    *acting, observer = controllers
+    return sum(_turn(c, pump) for c in acting) or _turn(observer, pump)
+
+
+def _turn(controller: Controller, pump: Callable[[], int]) -> int:
+    """The keys ready as the turn starts, each processed with the events before it delivered.
+    A key re-added during the turn waits for the next: a turn always ends."""
+    taken = 0
+    for _ in range(controller.queue.ready_len()):
+        if not controller.step():
+            break
+        taken += 1
+        pump()
+    return taken

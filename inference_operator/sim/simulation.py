@@ -286,7 +286,8 @@ class Simulation:
 
     def step(self) -> bool:
         """Deliver pending watch events, then process one ready key (the cluster's first);
-        False when no key is ready. Time does not move."""
+        False when no key is ready. Time does not move. The finest interleaving, one key at a
+        time, for those who explore them; ``run_until_quiescent`` gives turns instead."""
         self.pump()
         return any(c.step() for c in self._controllers())
 

@@ -4,8 +4,8 @@ What kube-controller-manager, kube-scheduler and the kubelets are to a real clus
 object the :class:`~inference_operator.sim.simulation.Simulation` drives: four controllers on
 the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pods, ReplicaSets
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the pod garbage
-collector (a deleted node's pods), the scheduler and the kubelets, in that order (at equal times,
-the earlier acts first), and the taint eviction controller (NoExecute taints) after them. Pods,
+collector (a deleted node's pods), the scheduler and the kubelets, in that order (each round,
+each takes its turn in it), and the taint eviction controller (NoExecute taints) after them. Pods,
 ReplicaSets and the scheduler's words are stored objects, so the operator reads them as it
 would on a cluster. It also keeps the test hook :meth:`crash_pods` (pods that crash-loop), and
 tells its ``tracer`` each change of a Node's or Pod's capacity facts (:mod:`.capacity`) and each

@@ -4,8 +4,10 @@ Covers: an error goes back with per-key exponential backoff; requeue_after forge
 failures and schedules the key; requeue brings it back rate-limited (after its backoff, which
 keeps doubling, as controller-runtime's AddRateLimited); success forgets it;
 run_until_quiescent advances the fake clock to the earliest due key and stops when nothing
-is left, and detects a reconciler that requeues forever; a worker loop finishes the item in
-hand and stops once the queue shuts down.
+is left, and detects a reconciler that requeues forever; it gives each controller a turn with
+every key ready as the turn comes (a key queued by several of another controller's keys is
+synced once), and the last controller only when the others have nothing ready; a worker loop
+finishes the item in hand and stops once the queue shuts down.
 """
 
 from __future__ import annotations
@@ -120,6 +122,44 @@ def test_earlier_controllers_act_first_at_equal_times() -> None:
     first.enqueue("ns/a")
     run_until_quiescent([first, second], clock=clock, pump=lambda: 0)
     assert order == ["platform", "operator"]
+
+
+def test_a_key_queued_by_several_passes_of_a_later_controller_is_synced_once_for_all() -> None:
+    clock = FakeClock()
+    synced: list[str] = []
+    owner = Controller("owner", lambda ns, n: synced.append(n) or Result(), RateLimitingQueue(clock))
+
+    def child(namespace: str, name: str) -> Result:
+        owner.enqueue("ns/parent")  # each child's change concerns its owner
+        return Result()
+
+    children = Controller("children", child, RateLimitingQueue(clock))
+    for name in ("a", "b", "c"):
+        children.enqueue(f"ns/{name}")
+    observer = Controller("operator", lambda ns, n: Result(), RateLimitingQueue(clock))
+    run_until_quiescent([owner, children, observer], clock=clock, pump=lambda: 0)
+    assert synced == ["parent"] and children.reconcile_total == 3
+
+
+def test_the_last_controller_waits_while_the_ones_before_it_keep_queueing_work() -> None:
+    clock = FakeClock()
+    order: list[str] = []
+    chain = iter(["ns/b", "ns/c"])
+
+    def platform(namespace: str, name: str) -> Result:
+        order.append(f"platform {name}")
+        following = next(chain, None)
+        if following is not None:
+            first.enqueue(following)
+        return Result()
+
+    first = Controller("platform", platform, RateLimitingQueue(clock))
+    second = Controller("operator", lambda ns, n: order.append(f"operator {n}") or Result(), RateLimitingQueue(clock))
+    second.enqueue("ns/x")
+    second.enqueue("ns/y")
+    first.enqueue("ns/a")
+    steps = run_until_quiescent([first, second], clock=clock, pump=lambda: 0)
+    assert order == ["platform a", "platform b", "platform c", "operator x", "operator y"] and steps == 5
 
 
 def test_a_worker_loop_finishes_the_item_in_hand_and_stops_once_the_queue_shuts_down() -> None:
