@@ -20,7 +20,7 @@ from typing import Any
 from inference_operator.control.controller import Controller
 from inference_operator.control.workqueue import RateLimitingQueue
 from inference_operator.core.clock import format_timestamp
-from inference_operator.core.objects import Obj, key_of, obj_key
+from inference_operator.core.objects import Obj, changed_beyond_status, key_of, obj_key
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.clock import FakeClock
 from inference_operator.sim.cluster import podstate
@@ -148,7 +148,7 @@ class SimulatedCluster:
                 return
             if new is None:
                 self.kubelet.forget(pod["metadata"]["uid"])
-            elif podstate.node_of(new):
+            elif podstate.node_of(new) and (old is None or _kubelet_reacts(old, new)):
                 self.kubelet_controller.enqueue(obj_key(new))
                 self._check_taints(podstate.node_of(new))
             if new is None and rs_key is not None:  # Recreate waits for the last old pod to go
@@ -250,3 +250,10 @@ class SimulatedCluster:
         _, _, name = deployment.partition("/")
         live = [p for p in self.pods_of_deployment(namespace, name) if podstate.is_active(p)]
         return pod["metadata"]["name"] in {p["metadata"]["name"] for p in live[:count]}
+
+
+def _kubelet_reacts(old: Obj, new: Obj) -> bool:
+    """Whether a pod's update is one a kubelet acts on: its spec or metadata changed (bound,
+    deleted, relabelled). A change of status alone (the kubelet's own report, most often) is
+    not: kubelet's pod config hands those to its status manager, not to the pod's worker."""
+    return old.get("spec") != new.get("spec") or changed_beyond_status(old, new)

@@ -2,7 +2,9 @@
 become ReplicaSets and Pods with owner references and the pod-template-hash, pods are scheduled,
 started and made ready, old pods hold their GPUs while they terminate, pending pods are retried
 when room appears, crash loops show, and the rolling update that deadlocks on a full GPU pool
-is reported with kube-scheduler's words; a completed rollout leaves no wait that moves the clock,
+is reported with kube-scheduler's words; a kubelet acts on a pod when it is bound, when its
+start is due and when its spec or metadata change, not on a change of its status alone (its own
+report, or anyone's); a completed rollout leaves no wait that moves the clock,
 and a fleet larger than the default nodes stays Pending, fails at its progress deadline and the
 run ends there. Time is the fake clock throughout."""
 
@@ -218,6 +220,21 @@ def test_the_gpus_a_pod_frees_go_to_the_pod_that_has_waited_longest_not_the_firs
     sim.run_until_quiescent(until=sim.now + 60)
     placed = {p["metadata"]["name"].split("-")[0]: p["spec"].get("nodeName") for p in pods(sim)}
     assert placed == {"zeta": "a", "alpha": None}
+
+
+def test_a_kubelet_acts_on_a_pods_binding_start_and_metadata_not_on_a_status_change_alone() -> None:
+    sim = Simulation()
+    serve(sim, replicas=2, gpu=4)
+    sim.run_until_quiescent(until=60)
+    kubelet = sim.cluster.kubelet_controller
+    assert isvc(sim)["status"]["phase"] == "Ready" and kubelet.reconcile_total == 4  # bound, started; each pod
+    pod = pods(sim)[0]["metadata"]["name"]
+    sim.api.patch_status("Pod", "default", pod, {"status": {"message": "noted"}}, field_manager="someone")
+    sim.run_until_quiescent(until=120)
+    assert kubelet.reconcile_total == 4
+    sim.api.patch("Pod", "default", pod, {"metadata": {"labels": {"audited": "yes"}}})
+    sim.run_until_quiescent(until=180)
+    assert kubelet.reconcile_total == 5
 
 
 def test_deleting_the_inference_service_collects_replicasets_and_pods() -> None:
