@@ -37,20 +37,24 @@ def run_until_quiescent(
     Each round first delivers pending watch events (``pump``), then gives the controllers a
     turn each, in order: a turn takes the keys ready when it starts, with pending events
     delivered after each key (every pass reads the cache as it is). The last controller is the
-    observer (the operator, after the simulated cluster): it has its turn only in a round where
-    none before it has a ready key, so at equal times the cluster settles before the operator
-    looks. When nothing is ready but delayed keys remain, the clock jumps to the earliest due
-    time: time passing, as on a real cluster, without waiting. ``until`` stops the clock from
-    passing that time.
+    observer (the operator, after the simulated cluster): its turn comes only in a round where
+    none before it had a ready key, so at equal times the cluster settles before the operator
+    looks. Its turn, like any, takes all its ready keys back to back, as its workers would: the
+    cluster reacts to the writes of the first only after the last. When nothing is ready but
+    delayed keys remain, the clock jumps to the earliest due time: time passing, as on a real
+    cluster, without waiting. ``until`` stops the clock from passing that time.
 
     A run that cannot converge ends too: when no ``until`` is given and the only work left is
     retrying keys whose backoff has reached its maximum (``Controller.stalled`` says which, and
-    why), jumping through their backoff would replay the same error forever.
+    why), jumping through their backoff would replay the same error forever; and after
+    ``max_steps`` keys, :class:`HotLoop`.
     """
     steps = 0
     while True:
         pump()
-        taken = _round(controllers, pump)
+        if not controllers:
+            return steps
+        taken = _round(controllers, pump, budget=max_steps - steps)
         if taken:
             steps += taken
             if steps >= max_steps:
@@ -66,19 +70,23 @@ def run_until_quiescent(
         clock.set(max(due, clock.now()))
 
 
-def _round(controllers: Sequence[Controller], pump: Callable[[], int]) -> int:
+def _round(controllers: Sequence[Controller], pump: Callable[[], int], *, budget: int) -> int:
     """One round: a turn for each controller before the observer (each takes what is ready when
     its turn comes, so a key the one before it just queued is in it), or, when none of them had
-    anything ready, the observer's turn. Returns the keys processed (0: nothing was ready)."""
+    anything ready, the observer's turn. At most ``budget`` keys; returns the keys processed
+    (0: nothing was ready)."""
     *acting, observer = controllers
-    return sum(_turn(c, pump) for c in acting) or _turn(observer, pump)
-
-
-def _turn(controller: Controller, pump: Callable[[], int]) -> int:
-    """The keys ready as the turn starts, each processed with the events before it delivered.
-    A key re-added during the turn waits for the next: a turn always ends."""
     taken = 0
-    for _ in range(controller.queue.ready_len()):
+    for controller in acting:
+        taken += _turn(controller, pump, budget=budget - taken)
+    return taken or _turn(observer, pump, budget=budget)
+
+
+def _turn(controller: Controller, pump: Callable[[], int], *, budget: int) -> int:
+    """The keys ready as the turn starts (at most ``budget``), each processed with the events
+    before it delivered. A key re-added during the turn waits for the next: a turn always ends."""
+    taken = 0
+    for _ in range(min(controller.queue.ready_len(), budget)):
         if not controller.step():
             break
         taken += 1

@@ -1,7 +1,7 @@
 """The simulated cluster assembled: Nodes from a layout, the controllers, their watches.
 
 What kube-controller-manager, kube-scheduler and the kubelets are to a real cluster, in one
-object the :class:`~inference_operator.sim.simulation.Simulation` drives: four controllers on
+object the :class:`~inference_operator.sim.simulation.Simulation` drives: six controllers on
 the shared fake clock, each with its own workqueue, fed by watches of Nodes, Pods, ReplicaSets
 and (given) Deployments — the Deployment controller, the ReplicaSet controller, the pod garbage
 collector (a deleted node's pods), the scheduler and the kubelets, in that order (each round,
@@ -254,6 +254,9 @@ class SimulatedCluster:
 
 def _kubelet_reacts(old: Obj, new: Obj) -> bool:
     """Whether a pod's update is one a kubelet acts on: its spec or metadata changed (bound,
-    deleted, relabelled). A change of status alone (the kubelet's own report, most often) is
-    not: kubelet's pod config hands those to its status manager, not to the pod's worker."""
+    deleted, relabelled; :func:`changed_beyond_status` for the metadata). A change of status
+    alone (the kubelet's own report, most often) is not: kubelet's pod config hands those to its
+    status manager, not to the pod's worker. Not modelled: that status manager writing the
+    kubelet's status back over someone else's within about 10 s; here it waits for the
+    kubelet's next pass on the pod."""
     return old.get("spec") != new.get("spec") or changed_beyond_status(old, new)

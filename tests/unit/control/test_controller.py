@@ -4,10 +4,11 @@ Covers: an error goes back with per-key exponential backoff; requeue_after forge
 failures and schedules the key; requeue brings it back rate-limited (after its backoff, which
 keeps doubling, as controller-runtime's AddRateLimited); success forgets it;
 run_until_quiescent advances the fake clock to the earliest due key and stops when nothing
-is left, and detects a reconciler that requeues forever; it gives each controller a turn with
-every key ready as the turn comes (a key queued by several of another controller's keys is
-synced once), and the last controller only when the others have nothing ready; a worker loop
-finishes the item in hand and stops once the queue shuts down.
+is left, and detects a reconciler that requeues forever (after exactly its step budget,
+even inside one turn), and with no controllers is quiet at once; it gives each controller a
+turn with every key ready as the turn comes (a key queued by several of another controller's
+keys is synced once), and the last controller only when the others have nothing ready; a
+worker loop finishes the item in hand and stops once the queue shuts down.
 """
 
 from __future__ import annotations
@@ -111,6 +112,26 @@ def test_a_reconciler_that_requeues_forever_is_reported_as_a_hot_loop() -> None:
     ctl.enqueue("ns/a")
     with pytest.raises(HotLoop, match="requeues forever"):
         run_until_quiescent([ctl], clock=clock, pump=lambda: 0, max_steps=100)
+
+
+def test_the_step_budget_counts_every_key_even_within_one_turn() -> None:
+    clock = FakeClock()
+
+    def again(namespace: str, name: str) -> Result:
+        ctl.enqueue(f"{namespace}/{name}")  # every key wakes itself: it never settles
+        return Result()
+
+    ctl = Controller("operator", again, RateLimitingQueue(clock))
+    for i in range(50):
+        ctl.enqueue(f"ns/k{i}")
+    with pytest.raises(HotLoop, match="after 10 steps"):
+        run_until_quiescent([ctl], clock=clock, pump=lambda: 0, max_steps=10)
+    assert ctl.reconcile_total == 10
+
+
+def test_no_controllers_is_quiet_at_once() -> None:
+    pumped: list[int] = []
+    assert run_until_quiescent([], clock=FakeClock(), pump=lambda: pumped.append(1) or 0) == 0 and pumped == [1]
 
 
 def test_earlier_controllers_act_first_at_equal_times() -> None:

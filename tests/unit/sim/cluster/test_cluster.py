@@ -4,7 +4,7 @@ started and made ready, old pods hold their GPUs while they terminate, pending p
 when room appears, crash loops show, and the rolling update that deadlocks on a full GPU pool
 is reported with kube-scheduler's words; a kubelet acts on a pod when it is bound, when its
 start is due and when its spec or metadata change, not on a change of its status alone (its own
-report, or anyone's); a completed rollout leaves no wait that moves the clock,
+report most often); a completed rollout leaves no wait that moves the clock,
 and a fleet larger than the default nodes stays Pending, fails at its progress deadline and the
 run ends there. Time is the fake clock throughout."""
 
