@@ -11,7 +11,11 @@ concerns:
 - :class:`EnqueueForOwner` (``EnqueueRequestForOwner`` with ``OnlyControllerOwner``): the key of
   the object's controlling owner of a given group and kind, for the kinds a controller *owns*.
   On an update the owners of the old *and* the new object are both woken, so an owner whose
-  child was re-pointed at another owner learns it at once, not at the next resync.
+  child was re-pointed at another owner learns it at once, not at the next resync;
+- :class:`EnqueueForLabel` (``EnqueueRequestsFromMapFunc`` with an update predicate): the key a
+  label of the object names, in its namespace, for a kind a controller only reads, and only on
+  the updates its predicate picks: a pod whose scheduler's words changed wakes the service its
+  owner label names, every other change of it wakes nothing.
 
 A backend hands every event over as a :class:`WatchEvent` (what the cache held before, what it
 holds now) and enqueues what :meth:`EventHandler.keys` returns, in that order.
@@ -27,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from inference_operator.core.objects import Obj, controller_owner_key, obj_key
+from inference_operator.core.objects import Obj, controller_owner_key, key_of, obj_key
 
 EventType = Literal["create", "update", "delete"]
 
@@ -89,3 +93,21 @@ class EnqueueForOwner:
             if key is not None and key not in found:
                 found.append(key)
         return tuple(found)
+
+
+@dataclass(frozen=True)
+class EnqueueForLabel:
+    """The key ``namespace/<value of label>`` of an updated object, when ``changed(old, new)``
+    says the update matters; creates, deletes and objects without the label wake nothing."""
+
+    label: str
+    changed: Callable[[Obj, Obj], bool]
+
+    def keys(self, event: WatchEvent) -> tuple[str, ...]:
+        if event.type != "update" or event.old is None or event.new is None:
+            return ()
+        meta = event.new.get("metadata") or {}
+        value = (meta.get("labels") or {}).get(self.label)
+        if not value or not self.changed(event.old, event.new):
+            return ()
+        return (key_of(str(meta.get("namespace") or ""), str(value)),)

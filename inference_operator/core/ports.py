@@ -69,6 +69,12 @@ class Backend(Protocol):
         (namespaced mode cannot read Nodes). Never a request: read-only objects, not copies."""
         ...
 
+    def cached_owned(self, kind: str, namespace: str, owner: str) -> list[Obj] | None:
+        """The cached objects of ``kind`` in ``namespace`` whose owner label names ``owner`` (an
+        InferenceService's own pods), by name, found by the cache's index; None when the
+        operator cannot read that kind. Never a request: read-only objects, not copies."""
+        ...
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         """Post a Kubernetes Event about ``obj`` (type is Normal or Warning)."""
         ...

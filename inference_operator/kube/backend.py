@@ -136,6 +136,11 @@ class KubeBackend:
             return None  # namespaced mode, or READ_CAPACITY=false: not watched, so not known
         return self.cache.objects(kind)
 
+    def cached_owned(self, kind: str, namespace: str, owner: str) -> list[Obj] | None:
+        if kind not in self.readable:
+            return None
+        return self.cache.labelled(kind, namespace, owner)
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         term = self.fence.term() if self.fence is not None else None

@@ -26,6 +26,7 @@ from typing import Any
 
 from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.core.clock import Clock, RealClock
+from inference_operator.core.labelindex import LabelIndex
 from inference_operator.core.objects import Obj
 from inference_operator.kube.compact import compact
 
@@ -89,9 +90,12 @@ class ObjectCache:
         tombstone_limit: int = TOMBSTONE_LIMIT,
         tombstone_seconds: float = TOMBSTONE_SECONDS,
         transforms: Mapping[str, Callable[[Obj], Obj]] | None = None,
+        indexes: Mapping[str, str] | None = None,
     ) -> None:
-        """``transforms``: per kind, what is kept of an object (default: ``slim``)."""
+        """``transforms``: per kind, what is kept of an object (default: ``slim``); ``indexes``:
+        per kind, a label its objects are also found by (:meth:`labelled`)."""
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._indexes = {kind: LabelIndex(label) for kind, label in (indexes or {}).items()}
         self._transforms = dict(transforms or {})
         self._lock = threading.Lock()
         self._clock = clock or RealClock()
@@ -125,6 +129,7 @@ class ObjectCache:
                     self._bury_locked(uid, version)
                 if current is None or same_object:
                     objects.pop(key, None)
+                    self._reindex_locked(kind, current, None)
                     return current, None
                 return current, current
             if self._buried_locked(uid, version):
@@ -134,7 +139,13 @@ class ObjectCache:
                 # (names are unique at any one time, so a newer version of the name wins).
                 return current, current
             objects[key] = obj
+            self._reindex_locked(kind, current, obj)
         return current, obj
+
+    def _reindex_locked(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+        index = self._indexes.get(kind)
+        if index is not None:
+            index.replaced(old, new)
 
     def slimmed(self, kind: str, obj: Obj) -> Obj:
         """``obj`` as this cache keeps it: what the kind's transform keeps, stored compactly.
@@ -178,6 +189,7 @@ class ObjectCache:
                     continue
                 if _uid(cached) not in present and resource_version(cached) < floor:
                     del objects[key]
+                    self._reindex_locked(kind, cached, None)
                     if _uid(cached):
                         self._bury_locked(_uid(cached), floor)
                     dropped.append(cached)
@@ -195,6 +207,15 @@ class ObjectCache:
         """Every cached object of ``kind`` (READ-ONLY: shared, never mutate them)."""
         with self._lock:
             return list(self._objects.get(kind, {}).values())
+
+    def labelled(self, kind: str, namespace: str, value: str) -> list[Obj] | None:
+        """The cached objects of ``kind`` in ``namespace`` whose indexed label is ``value``, by
+        name (READ-ONLY); None when ``kind`` has no index."""
+        index = self._indexes.get(kind)
+        if index is None:
+            return None
+        with self._lock:
+            return index.get(namespace, value)
 
     def count(self, kind: str) -> int:
         with self._lock:

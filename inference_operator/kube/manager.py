@@ -42,7 +42,7 @@ from inference_operator.kube.slimming import SLIMMERS
 from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
-from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch, watch_of
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch, read_of, watch_of
 from inference_operator.trace.recorder import Tracer
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,14 @@ class OperatorRuntime:
         self.config = config
         self.client = client
         self.clock = clock or RealClock()
-        self.cache = ObjectCache(self.clock, transforms=SLIMMERS)
         self.reads: tuple[Read, ...] = CAPACITY_READS if config.reads_capacity else ()
-        """The kinds cached only to be read (Nodes and Pods, for the rollouts' GPU count)."""
+        """The kinds cached to be read (Nodes and Pods, for the rollouts' GPU count and a
+        service's own pods), which wake only what their rule names."""
+        self.cache = ObjectCache(
+            self.clock,
+            transforms=SLIMMERS,
+            indexes={r.kind: r.index_label for r in self.reads if r.index_label is not None},
+        )
         self._read_kinds = frozenset(r.kind for r in self.reads)
         sources: tuple[Watch | Read, ...] = (*WATCHES, *self.reads)
         self._listed: dict[str, Watch | Read] = {source.kind: source for source in sources}
@@ -188,11 +193,12 @@ class OperatorRuntime:
         if event_type is None:
             self.housekeeper.relisted(kind)
         before, after = self.cache.apply_event(kind, event_type, obj)
-        if kind in self._read_kinds:
-            return  # read when a rollout counts, never a reason for a pass
+        handler = read_of(kind).handler if kind in self._read_kinds else watch_of(kind).handler
+        if handler is None:
+            return  # read when a rollout counts (a Node), never a reason for a pass
         event = watch_event(event_type, obj, before=before, after=after)
-        keys = watch_of(kind).handler.keys(event) if event is not None else ()
-        if self.tracer.enabled:
+        keys = handler.keys(event) if event is not None else ()
+        if self.tracer.enabled and (keys or kind not in self._read_kinds):  # a read's events: those that wake
             self.tracer.event(kind, event_type or "LISTED", obj, enqueued=keys[-1] if keys else None)
         for key in keys:
             self.controller.enqueue(key)

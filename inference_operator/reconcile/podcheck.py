@@ -1,8 +1,10 @@
 """How long the reconciler trusts what it last learned from a Deployment's pods.
 
 Asking the pods is a LIST: 1,000 objects that stay unready must not do it on every pass. Yet
-nothing announces a change in the pods that leaves the Deployment's status where it was (a
-crash loop never moves it), so each kind of answer is kept for as long as it can stay true:
+a change in the pods can leave the Deployment's status where it was (a crash loop never moves
+it). The scheduler's words are followed: where the operator caches pods, a change of them wakes
+the service (``watches.SCHEDULING_WORDS``) and ends the diagnosis. Any other answer is kept for
+as long as it can stay true:
 a problem that needs a person for ``POD_RECHECK``, "nothing wrong found" until the next
 resync, and "still starting" only ``STARTING_RECHECK``: a loading server may crash instead.
 """
@@ -29,15 +31,20 @@ class PodsRead:
     epoch: int
     stall: Stall | None = None
     """New pods left Pending for GPUs old pods hold, among the pods read."""
+    words: tuple[str, ...] = ()
+    """The scheduler's words for the pods read (``all_scheduling_words``)."""
 
     @property
     def starting(self) -> bool:
         return self.problem is not None and self.problem.reason == Reason.SERVER_STARTING
 
-    def still_holds(self, *, version: str, now: float, epoch: int) -> bool:
-        """Whether this diagnosis may answer for the Deployment at ``version`` (resync ``epoch``)."""
+    def still_holds(self, *, version: str, now: float, epoch: int, words: tuple[str, ...] | None) -> bool:
+        """Whether this diagnosis may answer for the Deployment at ``version`` (resync ``epoch``),
+        its pods in the Pod cache having the scheduler's ``words`` (None: there is no Pod cache)."""
         if version != self.version:
             return False  # the Deployment moved: its pods did
+        if words is not None and words != self.words:
+            return False  # the scheduler said something new (a node came, went or changed)
         if self.starting:
             return now - self.at < STARTING_RECHECK
         fresh = self.problem is not None and now - self.at < POD_RECHECK

@@ -10,10 +10,12 @@ words to find a stall.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from inference_operator.api.constants import Reason
 from inference_operator.core.objects import Obj
+from inference_operator.reconcile.capacity import FINISHED_PHASES
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,27 @@ def unschedulable_message(pod: Obj) -> str | None:
         if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
             return str(c.get("message") or "no node fits")
     return None
+
+
+def scheduling_words(pod: Obj) -> str | None:
+    """The scheduler's words for a pod the diagnosis counts (not deleted, not finished), if it
+    could not place it: what a diagnosis depends on that moves no Deployment's status."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    if (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
+        return None
+    return unschedulable_message(pod)
+
+
+def all_scheduling_words(pods: Iterable[Obj]) -> tuple[str, ...]:
+    """The scheduler's words for each of ``pods`` it could not place, sorted: equal for two
+    readings of the same pods exactly when the scheduler said nothing new between them."""
+    return tuple(sorted(words for pod in pods if (words := scheduling_words(pod)) is not None))
+
+
+def scheduling_words_changed(old: Obj, new: Obj) -> bool:
+    """Whether an update of a pod changed the scheduler's words a diagnosis counts."""
+    return scheduling_words(old) != scheduling_words(new)
 
 
 def pod_problem(pods: list[Obj]) -> PodProblem | None:

@@ -44,7 +44,7 @@ from inference_operator.reconcile.builders import desired_service, selector_stri
 from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.deferral import StatusDeferral
 from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
-from inference_operator.reconcile.podproblems import PodProblem, pod_problem
+from inference_operator.reconcile.podproblems import PodProblem, all_scheduling_words, pod_problem
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
 from inference_operator.reconcile.rollout import RolloutPlan
 from inference_operator.reconcile.rolloutpods import Stall, detect_stall
@@ -196,20 +196,24 @@ class Reconciler:
     def _pod_problem(self, isvc: InferenceService, view: DeploymentView) -> PodProblem | None:
         """Ask the pods why replicas are missing, or why a rollout does not finish, once it has
         made no progress for ``STUCK_AFTER`` (most young pods are simply starting). The answer is kept until the
-        Deployment's status moves, or as long as ``PodsRead.still_holds`` says (podcheck.py):
-        1,000 Degraded objects must not LIST their pods on every pass."""
+        Deployment's status moves or the scheduler's words for its pods in the Pod cache change, or as long as
+        ``PodsRead.still_holds`` says (podcheck.py): 1,000 Degraded objects must not LIST their pods on every
+        pass."""
         rolling = view.total > view.updated  # old pods still run: a new one may be stuck behind them
         if not view.observed or (view.ready >= isvc.spec.replicas and not rolling) or self._stuck_in(view) is not None:
             self._pods_read.pop(isvc.uid, None)
             return None
         now = self.clock.now()
         seen = self._pods_read.get(isvc.uid)
-        if seen is not None and seen.still_holds(version=view.version, now=now, epoch=self.balancer.resync_epoch):
+        cached = self.backend.cached_owned("Pod", isvc.namespace, isvc.name)
+        words = all_scheduling_words(cached) if cached is not None else None
+        epoch = self.balancer.resync_epoch
+        if seen is not None and seen.still_holds(version=view.version, now=now, epoch=epoch, words=words):
             return seen.problem
         pods = self.backend.list_pods(isvc.namespace, selector_string(isvc.name))
         problem = pod_problem(pods)
         stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods, image=isvc.spec.image)
-        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, self.balancer.resync_epoch, stall)
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, epoch, stall, all_scheduling_words(pods))
         return problem
 
     def _diagnosed_stall(self, uid: str) -> Stall | None:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Collection
 from dataclasses import replace
 
-from inference_operator.api.constants import DEPLOYMENT, OWNER_LABEL, EventReason, Reason
+from inference_operator.api.constants import DEPLOYMENT, EventReason, Reason
 from inference_operator.api.constants import ConditionType as CT
 from inference_operator.api.models import InferenceService
 from inference_operator.core.conditions import Cond
@@ -29,15 +29,6 @@ from inference_operator.reconcile.rolloutpods import Stall, detect_stall, new_po
 from inference_operator.reconcile.status import DeploymentView
 
 log = logging.getLogger(__name__)
-
-
-def _own_pods(pods: list[Obj], isvc: InferenceService) -> list[Obj]:
-    return [
-        p
-        for p in pods
-        if (p.get("metadata") or {}).get("namespace") == isvc.namespace
-        and ((p.get("metadata") or {}).get("labels") or {}).get(OWNER_LABEL) == isvc.name
-    ]
 
 
 def _pod_key(pod: Obj) -> tuple[str, str]:
@@ -96,8 +87,7 @@ class RolloutStep:
         out (``rolling_out``, or old pods left); None otherwise, or without a Pod cache."""
         if isvc.spec.gpu <= 0 or not (view.total > view.updated or rolling_out(live)):
             return None
-        cached = backend.cached("Pod")
-        return None if cached is None else _own_pods(cached, isvc)
+        return backend.cached_owned("Pod", isvc.namespace, isvc.name)
 
     def _stall(self, isvc: InferenceService, view: DeploymentView, pods: list[Obj] | None) -> Stall | None:
         old = view.total - view.updated

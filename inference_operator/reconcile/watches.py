@@ -24,9 +24,10 @@ from inference_operator.api.constants import (
     SERVICE_API_VERSION,
     VERSION,
 )
-from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, EventHandler
+from inference_operator.core.handler import EnqueueForLabel, EnqueueForObject, EnqueueForOwner, EventHandler
 from inference_operator.core.objects import changed_beyond_status
 from inference_operator.reconcile.capacity import FINISHED_PHASES
+from inference_operator.reconcile.podproblems import scheduling_words_changed
 
 
 class _Served:
@@ -72,7 +73,8 @@ WATCHED_KINDS: tuple[str, ...] = tuple(w.kind for w in WATCHES)
 
 @dataclass(frozen=True)
 class Read(_Served):
-    """A kind the reconciler reads from a cluster-wide cache without being woken by it."""
+    """A kind the reconciler reads from a cluster-wide cache, woken only by the few changes
+    ``handler`` names (None: by none)."""
 
     kind: str
     api_version: str
@@ -81,18 +83,42 @@ class Read(_Served):
     """The API's field selector for what is listed and watched; None: every object."""
     label_selector: None = None
     """Reads are never label-selected: a rollout counts what every workload holds."""
+    handler: EventHandler | None = None
+    """The keys an event of this kind wakes; None: it wakes nothing."""
+    index_label: str | None = None
+    """A label the cache also finds objects by (``Backend.cached_owned``); None: none."""
 
 
 LIVE_PODS = ",".join(f"status.phase!={phase}" for phase in FINISHED_PHASES)
 """Pods that may hold resources on a node: a finished pod holds nothing, as the scheduler counts."""
 
-CAPACITY_READS: tuple[Read, ...] = (Read("Node", "v1", "nodes"), Read("Pod", "v1", "pods", field_selector=LIVE_PODS))
+SCHEDULING_WORDS = EnqueueForLabel(label=OWNER_LABEL, changed=scheduling_words_changed)
+"""A pod whose scheduler's words changed wakes the InferenceService its owner label names.
+
+A pass trusts a diagnosis of its pods while the Deployment's status stays put (``podcheck.py``);
+the scheduler can change its words without moving it (a node added, removed, cordoned or tainted
+under Pending pods): the pass this wakes sees the words differ from the ones diagnosed, and
+reads the pods again. Nothing else a pod does wakes anything: status follows the Deployment."""
+
+CAPACITY_READS: tuple[Read, ...] = (
+    Read("Node", "v1", "nodes"),
+    Read("Pod", "v1", "pods", field_selector=LIVE_PODS, handler=SCHEDULING_WORDS, index_label=OWNER_LABEL),
+)
 """What a rollout counts free GPUs from (``Backend.cached``): every Node, and every Pod that has
-not finished, for the GPUs other workloads hold too. A stall is found when a pass looks, not by
-an event: a pod the scheduler cannot place changes nothing the reconciler watches, so it looks
-again at the rollout's stuck time (see the reconciler's ``_next``)."""
+not finished, for the GPUs other workloads hold too; a service's own pods are found by their
+owner label (``Backend.cached_owned``). A stall is found when a pass looks, not by an event: a
+pod the scheduler cannot place wakes its service only when its words change (a diagnosis may
+be stale), so it looks again at the rollout's stuck time (see the reconciler's ``_next``)."""
 
 CAPACITY_KINDS: tuple[str, ...] = tuple(r.kind for r in CAPACITY_READS)
+
+
+def read_of(kind: str) -> Read:
+    """The declaration of the cluster-wide read of ``kind`` (any other kind: a programming error)."""
+    for read in CAPACITY_READS:
+        if read.kind == kind:
+            return read
+    raise KeyError(f"the InferenceService reconciler does not read {kind} cluster-wide")
 
 
 def watch_of(kind: str) -> Watch:

@@ -154,6 +154,13 @@ class FakeBackend:
         informer.start()  # the first read of a kind lists it and starts its watch; idempotent
         return informer.list()
 
+    def cached_owned(self, kind: str, namespace: str, owner: str) -> list[Obj] | None:
+        informer = self.capacity_informers.get(kind)
+        if informer is None:
+            return None
+        informer.start()
+        return informer.labelled(namespace, owner)
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         """Record an Event the way the real backend posts one: correlated first (repeats
         counted on the first Event, similar ones combined, a flood per object dropped)."""

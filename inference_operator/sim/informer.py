@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from inference_operator.api.constants import FIELD_MANAGER
+from inference_operator.core.labelindex import LabelIndex
 from inference_operator.core.objects import Obj
 from inference_operator.sim.apiserver.server import FakeApiServer, Watch, WatchEvent
 from inference_operator.sim.apiserver.watch import Transform
@@ -91,6 +92,7 @@ class SharedInformer:
         namespace: str | None = None,
         label: str | None = None,
         transform: Transform | None = slim,
+        index_label: str | None = None,
     ) -> None:
         self.api = api
         self.transform = transform
@@ -101,6 +103,8 @@ class SharedInformer:
         """Only objects carrying this label key (a server-side ``labelSelector=<key>``): like a
         filtered watch, an object that loses the label is DELETED here, one that gains it ADDED."""
         self._cache: dict[tuple[str, str], Obj] = {}
+        self._index = LabelIndex(index_label) if index_label is not None else None
+        """The cached objects by namespace and ``index_label``'s value (:meth:`labelled`)."""
         self._handlers: list[_Handlers] = []
         self._watch: Watch | None = None
         self._backlog: deque[WatchEvent] = deque()  # drained but not yet handled
@@ -139,6 +143,7 @@ class SharedInformer:
             items = [obj for obj in items if self._selects(obj)]
             for obj in items:
                 self._cache[_key(obj)] = obj
+            self._reindex()
             self.changes += 1
             self._synced = True
             for obj in items:
@@ -217,6 +222,7 @@ class SharedInformer:
             # Keep the first-seen order for objects that stay; new ones go at the end.
             self._cache = {key: fresh[key] for key in old_cache if key in fresh}
             self._cache.update((key, obj) for key, obj in fresh.items() if key not in self._cache)
+            self._reindex()
             self.changes += 1
             self._synced = True
             for key, old in old_cache.items():
@@ -247,6 +253,14 @@ class SharedInformer:
                 return list(self._cache.values())
             return [obj for (ns, _), obj in self._cache.items() if ns == namespace]
 
+    def labelled(self, namespace: str, value: str) -> Objs:
+        """The cached objects in ``namespace`` whose ``index_label`` is ``value``, by name
+        (READ-ONLY). Asking an informer made without ``index_label`` is a programming error."""
+        with self._lock:
+            if self._index is not None:
+                return self._index.get(namespace, value)
+        raise ValueError(f"the {self.kind} informer has no label index")
+
     def __len__(self) -> int:
         return len(self._cache)
 
@@ -262,12 +276,22 @@ class SharedInformer:
                 return  # never selected: a filtered watch does not mention it
             event = WatchEvent("DELETED", obj)  # it stopped matching the selector
         if event.type == "DELETED":
-            self._cache.pop(key, None)
+            gone = self._cache.pop(key, None)
+            if self._index is not None:
+                self._index.replaced(gone, None)
             self._notify_delete(obj)
             return
         old = self._cache.get(key)
         self._cache[key] = obj
+        if self._index is not None:
+            self._index.replaced(old, obj)
         self._notify(old, obj)
+
+    def _reindex(self) -> None:
+        if self._index is not None:
+            self._index.clear()
+            for obj in self._cache.values():
+                self._index.replaced(None, obj)
 
     def _notify(self, old: Obj | None, new: Obj) -> None:
         """``on_add(new)`` if nothing was cached before, else ``on_update(old, new)``."""

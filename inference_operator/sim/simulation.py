@@ -35,7 +35,7 @@ from inference_operator.core.objects import Obj, key_of, obj_key
 from inference_operator.core.ports import LoadBalancerProvider, Result
 from inference_operator.lb.memory import InMemoryLoadBalancer
 from inference_operator.reconcile.reconciler import DEFAULT_REQUEUE_WHILE_PROGRESSING, Reconciler
-from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Watch
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch
 from inference_operator.sim.apiserver.server import FakeApiServer
 from inference_operator.sim.backend import Event, FakeBackend, Timeline, TimelineEntry
 from inference_operator.sim.clock import FakeClock
@@ -139,10 +139,14 @@ class Simulation:
         its informers wired to its queue by the reconciler's watch rule (not yet started)."""
         # As on a real cluster, the operator watches its children by the owner label only.
         self.informers = {w.kind: SharedInformer(self.api, w.kind, label=w.label_selector) for w in WATCHES}
-        # What a rollout counts free GPUs from: every Node and Pod. Started on first use, as
-        # controller-runtime's cache starts an informer at the first read of its kind: a fleet
-        # that never plans an Auto rollout never caches the cluster's pods.
-        self.capacity_informers = {r.kind: SharedInformer(self.api, r.kind) for r in CAPACITY_READS}
+        # What a rollout counts free GPUs from: every Node and Pod, the Pods indexed by owner.
+        # Started on first use, as controller-runtime's cache starts an informer at the first
+        # read of its kind: a fleet that never plans an Auto rollout or diagnoses its pods never
+        # caches the cluster's pods. Until then no pod's words can wake a pass, and none need
+        # to: a pod's words wake a pass only to replace a diagnosis, which read them first.
+        self.capacity_informers = {
+            r.kind: SharedInformer(self.api, r.kind, index_label=r.index_label) for r in CAPACITY_READS
+        }
         self.backend = FakeBackend(
             cast(FakeApiServer, self._operator_api),
             self.informers,
@@ -173,7 +177,9 @@ class Simulation:
             tracer=self.tracer,
         )
         for watch in WATCHES:
-            self._wire(watch)
+            self._wire(watch, self.informers[watch.kind])
+        for read in CAPACITY_READS:
+            self._wire(read, self.capacity_informers[read.kind])
 
     def _recorded(self, reconcile: ReconcileFunc) -> ReconcileFunc:
         """``reconcile``, counting passes per key and keeping each key's latest outcome."""
@@ -191,18 +197,22 @@ class Simulation:
 
         return run
 
-    def _wire(self, watch: Watch) -> None:
-        """The informer of ``watch.kind`` enqueues what the watch rule says, as Kopf's handlers do."""
-        tracer, controller = self.tracer, self.controller
+    def _wire(self, source: Watch | Read, informer: SharedInformer) -> None:
+        """The informer of ``source.kind`` enqueues what the watch rule says, as Kopf's handlers
+        do; a read's informer only what its rule names (and only those events are traced)."""
+        handler = source.handler
+        if handler is None:
+            return
+        tracer, controller, read = self.tracer, self.controller, isinstance(source, Read)
 
         def handle(event: WatchEvent, name: str) -> None:
-            keys = watch.handler.keys(event)
-            if tracer.enabled:
-                tracer.event(watch.kind, name, event.obj, enqueued=keys[-1] if keys else None)
+            keys = handler.keys(event)
+            if tracer.enabled and (keys or not read):
+                tracer.event(source.kind, name, event.obj, enqueued=keys[-1] if keys else None)
             for key in keys:
                 controller.enqueue(key)
 
-        self.informers[watch.kind].add_event_handler(
+        informer.add_event_handler(
             on_add=lambda obj: handle(WatchEvent("create", old=None, new=obj), "ADDED"),
             on_update=lambda old, new: handle(WatchEvent("update", old=old, new=new), "MODIFIED"),
             on_delete=lambda obj: handle(WatchEvent("delete", old=obj, new=None), "DELETED"),

@@ -71,6 +71,9 @@ class TracingBackend:
     def cached(self, kind: str) -> list[Obj] | None:
         return self.inner.cached(kind)
 
+    def cached_owned(self, kind: str, namespace: str, owner: str) -> list[Obj] | None:
+        return self.inner.cached_owned(kind, namespace, owner)
+
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:
         self.inner.record_event(obj, type=type, reason=reason, message=message)
 

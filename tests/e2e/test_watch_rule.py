@@ -3,7 +3,11 @@
 Covers: when a Deployment's controller reference is re-pointed from one InferenceService to
 another, the old owner is reconciled at once — with resync off, only the watch event can wake it
 — and reports the conflict in status, as it does on the simulator
-(tests/unit/reconcile/test_watches.py runs the same change there).
+(tests/unit/reconcile/test_watches.py runs the same change there). And when the scheduler's
+words for a pending pod change while its Deployment stays put (here another writer changes
+them, as kube-scheduler does when it tries the pod again after the pool changed), the operator's
+Pod watch wakes the service at once and status quotes the new words
+(tests/unit/reconcile/test_reconciler.py shows the same on the simulator, with a node joining).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import json
 from collections.abc import Iterator
 
 import pytest
+
+from inference_operator.api.constants import OWNER_LABEL
 
 from .conftest import Cluster
 from .harness import OperatorProcess, condition, wait_until
@@ -73,3 +79,45 @@ def test_the_owner_whose_deployment_was_taken_is_reconciled_at_once_and_says_so(
     a = cluster.kubectl.get("infsvc", "a", namespace)
     assert a is not None and a["status"]["phase"] != "Ready"
     assert "not controlled by this InferenceService" in condition(a, "DeploymentReady")["message"]
+
+
+def pod_words(cluster: Cluster, namespace: str, name: str) -> tuple[str, str] | None:
+    """The name of the service's one pending pod and the scheduler's words for it, once given."""
+    listed = json.loads(
+        cluster.kubectl.run("get", "pods", "-n", namespace, "-l", f"{OWNER_LABEL}={name}", "-o", "json").stdout
+    )
+    for pod in listed.get("items") or []:
+        for c in (pod.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable":
+                return pod["metadata"]["name"], str(c.get("message") or "")
+    return None
+
+
+def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once(
+    cluster: Cluster, namespace: str, without_resync: OperatorProcess
+) -> None:
+    cluster.kubectl.apply(llama("w", replicas=1, gpu=16), namespace)  # no node here has 16 GPUs
+
+    def quoted(words: str) -> bool:
+        found = cluster.kubectl.get("infsvc", "w", namespace)
+        ready = condition(found, "Ready") if found else None
+        return bool(ready and ready["reason"] == "PodsUnschedulable" and ready["message"].endswith(words))
+
+    first = wait_until(lambda: pod_words(cluster, namespace, "w"), timeout=60, what="the pod's scheduler's words")
+    pod, words = first
+    wait_until(lambda: quoted(f"1 pod(s) cannot be scheduled: {words}"), timeout=60, what="status to quote them")
+    wait_until(
+        lambda: (st := without_resync.stats())["workqueue_depth"] == 0 and st["workqueue_waiting"] == 0,
+        timeout=60,
+        what="the operator to have nothing queued or delayed",
+    )
+    deployment = cluster.kubectl.get("deployment", "w", namespace)
+    assert deployment is not None
+    new = f"{words} (and again, later)"
+    scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": new}
+    patch = json.dumps({"status": {"conditions": [scheduled]}})
+    cluster.kubectl.run("patch", "pod", pod, "-n", namespace, "--subresource=status", "--type=merge", "-p", patch)
+    wait_until(lambda: quoted(f"1 pod(s) cannot be scheduled: {new}"), timeout=CONFLICT_TIMEOUT, what="the new words")
+    after = cluster.kubectl.get("deployment", "w", namespace)
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == deployment["metadata"]["resourceVersion"], "only the words moved"

@@ -8,6 +8,10 @@ Covers:
 - Cluster mode primes Nodes and unfinished Pods (the field selector) with the watched kinds;
   their watch events fill the cache and wake no pass; ``Backend.cached`` answers them; the
   consistency check covers them and enqueues nothing for a vanished Pod.
+- Pods are found by their owner label (``Backend.cached_owned``), by name, through the prime,
+  watch events (a label changed moves a pod, an older event changes nothing, a delete drops
+  it) and the consistency check's drops; a Pod event wakes only the service whose pod's
+  scheduler's words changed.
 - Namespaced mode and ``READ_CAPACITY=false`` list no Node or Pod and answer None (the count
   is then unknown: status says Nodes cannot be read). A bad ``READ_CAPACITY`` names the
   variable.
@@ -24,6 +28,7 @@ from typing import Any
 import kopf
 import pytest
 
+from inference_operator.api.constants import OWNER_LABEL
 from inference_operator.kube.config import ConfigError, OperatorConfig
 from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.kube.slimming import slim_node, slim_pod
@@ -180,6 +185,38 @@ def test_cluster_mode_primes_nodes_and_unfinished_pods_beside_the_watched_kinds(
     (cached,) = rt.backend.cached("Pod") or []
     assert "managedFields" not in cached["metadata"], "slimmed on the way in"
     assert rt.probe()["cached_pods"] == 1 and rt.probe()["cached_nodes"] == 1
+
+
+def owned(name: str, owner: str, rv: str, words: str | None = None) -> Obj:
+    labelled = pod(name, rv=rv)
+    labelled["metadata"] = {**labelled["metadata"], "namespace": "ns", "labels": {OWNER_LABEL: owner}}
+    if words is not None:
+        scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": words}
+        labelled["spec"] = {k: v for k, v in labelled["spec"].items() if k != "nodeName"}
+        labelled["status"] = {"phase": "Pending", "conditions": [scheduled]}
+    return labelled
+
+
+def test_a_services_pods_are_found_by_owner_label_through_every_change() -> None:
+    client = FakeClient()
+    client.objects = {"Pod": [owned("b", "a", "1"), owned("a", "a", "2"), owned("c", "other", "3")]}
+    rt = runtime(client)
+    rt.prime_cache()
+
+    def found(owner: str) -> list[str]:
+        return [p["metadata"]["name"] for p in rt.backend.cached_owned("Pod", "ns", owner) or []]
+
+    assert (found("a"), found("other"), found("none")) == (["a", "b"], ["c"], [])
+    assert rt.backend.cached_owned("Pod", "elsewhere", "a") == []
+    rt.on_event("Pod", "MODIFIED", owned("b", "other", "4"))  # re-labelled
+    rt.on_event("Pod", "MODIFIED", owned("a", "other", "1"))  # older than the cache: ignored
+    assert (found("a"), found("other")) == (["a"], ["b", "c"])
+    rt.on_event("Pod", "DELETED", owned("a", "a", "5"))
+    assert found("a") == [] and rt.queue.try_get() is None
+    rt.cache.drop_missing("Pod", "", ["uid-b"], "10")  # the consistency check: c is gone
+    assert (found("other"), [p["metadata"]["name"] for p in rt.backend.cached("Pod") or []]) == (["b"], ["b"])
+    rt.on_event("Pod", "MODIFIED", owned("b", "other", "11", words="0/2 nodes are available"))
+    assert rt.queue.try_get() == "ns/other", "the scheduler's words for its pod changed"
 
 
 def test_node_and_pod_events_fill_the_cache_and_wake_no_pass() -> None:

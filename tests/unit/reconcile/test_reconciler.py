@@ -9,7 +9,9 @@ spec written past admission gives Ready=False/InvalidSpec with no child and no h
 storm of 1,000 events for one key gives one reconcile; a foreign child with our name is not
 touched; disabling the load balancer releases it; the reconciler never mutates the cache; a pod
 diagnosis that found nothing is asked again at the next resync; one that found a server still
-starting is asked again soon (a crash loop then shows, though the Deployment never moved).
+starting is asked again soon (a crash loop then shows, though the Deployment never moved); new
+words of the scheduler for a pending pod (a node joined) reach status at once, with one LIST,
+though the Deployment never moved, and words that did not change cost no LIST.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import pytest
 
 from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
 from inference_operator.api.samples import make_inference_service
+from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import Conflict
 from inference_operator.core.jsoncopy import deep_copy
 from inference_operator.sim import Simulation
+from inference_operator.sim.cluster.nodes import NodeShape, build_node
 
 from .pastadmission import past_admission
 
@@ -329,3 +333,25 @@ def test_a_server_still_starting_is_looked_at_again_and_a_crash_loop_then_shows_
     assert cond(sim, "Ready")["reason"] == Reason.CRASH_LOOPING
     assert "container server exited with code 3 (Error), restarted 2 times" in cond(sim, "Ready")["message"]
     assert isvc(sim)["status"]["phase"] == Phase.PENDING
+
+
+def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once_though_the_deployment_stays_put() -> None:
+    sim = Simulation(gpus_per_node=8, nodes=2)
+    lists: list[str] = []
+    source = sim.backend.pods_source
+    sim.backend.pods_source = lambda ns, selector: lists.append(selector) or source(ns, selector)
+    sim.apply(llama(replicas=3, gpu=8))
+    sim.run_until_quiescent(until=60.0)
+    words = "1 pod(s) cannot be scheduled: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu"
+    assert words in cond(sim, "Ready")["message"]
+    deployment = sim.get(DEPLOYMENT, NS, NAME)["metadata"]["resourceVersion"]  # type: ignore[index]
+    looked = len(lists)
+    sim.run_until_quiescent(until=120.0)
+    assert len(lists) == looked, "the same words: the diagnosis holds, no LIST"
+    small = build_node(NodeShape("small", gpus=4), now=format_timestamp(sim.clock.wall()))
+    sim.api.create(small, field_manager="kubelet")  # the pending pod fits it no better
+    sim.run_until_quiescent(until=sim.now + 1.0)
+    assert sim.get(DEPLOYMENT, NS, NAME)["metadata"]["resourceVersion"] == deployment  # type: ignore[index]
+    words = "1 pod(s) cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+    assert words in cond(sim, "Ready")["message"], "status says what the scheduler says now"
+    assert len(lists) == looked + 1

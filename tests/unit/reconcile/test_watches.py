@@ -7,7 +7,10 @@ kind, or by nobody, queues nothing; the declaration lists the primary kind first
 children by the owner label. On the real-cluster manager (Kopf's events into the cache) and on
 the simulator (informers) the same events queue the same keys in the same order; and on the
 simulator, end to end, the InferenceService whose Deployment was taken by another one is
-reconciled at once and says so in status, with no resync.
+reconciled at once and says so in status, with no resync. A pod, which the reconciler only
+reads, wakes the InferenceService its owner label names when, and only when, the scheduler's
+words for it change (a pod deleted or finished has none left); the manager and the simulator
+queue the same keys for the same pod changes; Nodes wake nothing.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ import pytest
 
 from inference_operator.api.constants import DEPLOYMENT, KIND, OWNER_LABEL, SERVICE, Reason
 from inference_operator.api.samples import make_inference_service
+from inference_operator.core.clock import format_timestamp
 from inference_operator.core.handler import EnqueueForObject, EnqueueForOwner, WatchEvent
 from inference_operator.core.objects import changed_beyond_status
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import OperatorRuntime
-from inference_operator.reconcile.watches import WATCHES, watch_of
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, read_of, watch_of
 from inference_operator.sim import Simulation
 from inference_operator.sim.clock import FakeClock
+from inference_operator.sim.cluster.nodes import NodeShape, build_node
 
 Obj = dict[str, Any]
 GROUP_VERSION = "serving.inference-operator.dev/v1"
@@ -99,6 +104,42 @@ def test_the_declaration_lists_the_primary_kind_first_and_selects_children_by_th
     assert (watch_of(SERVICE).group, watch_of(SERVICE).version) == ("", "v1")
     with pytest.raises(KeyError, match="does not watch Pod"):
         watch_of("Pod")
+
+
+def pod(*, rv: str, owner: str | None = "a", words: str | None = None, **status: Any) -> Obj:
+    conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": words}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "a-1",
+            "namespace": "ns",
+            "uid": "p-1",
+            "resourceVersion": rv,
+            "labels": {OWNER_LABEL: owner} if owner else {"app": "x"},
+        },
+        "status": {"phase": "Pending", **({"conditions": conditions} if words else {}), **status},
+    }
+
+
+def test_a_pod_wakes_the_service_its_owner_label_names_only_when_the_schedulers_words_change() -> None:
+    rule = read_of("Pod").handler
+    assert rule is not None and read_of("Node").handler is None
+    waiting = pod(rv="2", words="0/2 nodes are available")
+    update = lambda old, new: rule.keys(WatchEvent("update", old=old, new=new))  # noqa: E731
+    assert update(pod(rv="1"), waiting) == ("ns/a",), "the scheduler gave its words"
+    assert update(waiting, pod(rv="3", words="0/3 nodes are available")) == ("ns/a",), "new words"
+    assert update(waiting, pod(rv="3", words="0/2 nodes are available", nominatedNodeName="n")) == ()
+    assert update(pod(rv="1"), pod(rv="2", phase="Running")) == (), "nothing the diagnosis reads changed"
+    deleting = {**waiting, "metadata": {**waiting["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert update(waiting, deleting) == ("ns/a",), "a pod being deleted is no longer counted"
+    assert update(waiting, pod(rv="3", words="0/2 nodes are available", phase="Failed")) == ("ns/a",)
+    assert update(pod(rv="1", owner=None), pod(rv="2", owner=None, words="0/2")) == (), "not a service's pod"
+    assert rule.keys(WatchEvent("create", old=None, new=waiting)) == ()
+    assert rule.keys(WatchEvent("delete", old=waiting, new=None)) == ()
+    assert [r.kind for r in CAPACITY_READS] == ["Node", "Pod"] and read_of("Pod").index_label == OWNER_LABEL
+    with pytest.raises(KeyError, match="does not read Service"):
+        read_of(SERVICE)
 
 
 def test_the_manager_queues_both_owners_when_a_deployment_is_re_pointed() -> None:
@@ -192,3 +233,39 @@ def test_on_the_simulator_the_owner_whose_deployment_was_taken_is_reconciled_at_
     condition = next(c for c in status["conditions"] if c["type"] == "DeploymentReady")
     assert (condition["status"], condition["reason"]) == ("False", Reason.CHILD_CONFLICT)
     assert "not controlled by this InferenceService" in condition["message"]
+
+
+def test_the_manager_and_the_simulator_wake_the_same_service_for_the_same_pod_changes() -> None:
+    """A pending pod's words change as the pool changes: both backends queue its service then,
+    and only then. The manager is handed the very events the simulator's Pod informer saw."""
+    rt = OperatorRuntime(OperatorConfig(), client=object(), clock=FakeClock())  # type: ignore[arg-type]
+    sim = Simulation(gpus_per_node=8, nodes=2)
+    sim.apply(make_inference_service("a", image="i", model="m", replicas=3, gpu=8))
+    sim.run_until_quiescent(until=60.0)
+    pods = sim.capacity_informers["Pod"]
+    pods.start()
+    for listed in pods.list():
+        rt.on_event("Pod", None, listed)
+    delivered: list[tuple[str, Obj]] = []
+    pods.add_event_handler(
+        on_add=lambda obj: delivered.append(("ADDED", obj)),
+        on_update=lambda _old, new: delivered.append(("MODIFIED", new)),
+        on_delete=lambda obj: delivered.append(("DELETED", obj)),
+    )
+    assert drain(sim.controller.queue) == drain(rt.queue) == []
+    now = format_timestamp(sim.clock.wall())
+    changes = [
+        lambda: sim.api.create(build_node(NodeShape("small", gpus=4), now=now), field_manager="kubelet"),
+        lambda: sim.api.patch("Node", "", "small", {"metadata": {"labels": {"touched": "yes"}}}),
+        lambda: sim.api.delete("Node", "", "small"),
+    ]
+    expected = [["default/a"], [], ["default/a"]]  # "0/3 nodes …", the same again, "0/2 nodes …"
+    for change, keys in zip(changes, expected, strict=True):
+        seen = len(delivered)
+        change()
+        sim.pump()
+        while sim.cluster.scheduler_controller.step():  # the scheduler tries the pending pod again
+            sim.pump()
+        for event_type, obj in delivered[seen:]:
+            rt.on_event("Pod", event_type, obj)
+        assert drain(rt.queue) == drain(sim.controller.queue) == keys

@@ -18,6 +18,9 @@ Covers:
 - Scope: a namespaced informer sees only its namespace; stop ends the watch; a label-selected
   informer sees an object only while it carries the label (losing it is a delete, gaining it an
   add), as a watch with a label selector does.
+- Index: an informer with ``index_label`` finds the objects carrying a value of that label in a
+  namespace, by name, through the initial list, every event (a label changed moves the object,
+  a delete drops it) and a re-list; one without it refuses to answer.
 """
 
 from __future__ import annotations
@@ -275,6 +278,34 @@ def test_a_label_selected_informer_sees_an_object_only_while_it_carries_the_labe
     informer.pump()
     assert recorder.calls[2:] == [("add", "foreign")] and informer.get("default", "foreign") is not None
     assert informer.relist() == 1, "a re-list is filtered too"
+
+
+def test_an_indexed_informer_finds_objects_by_label_value_through_every_change(api: FakeApiServer) -> None:
+    def named(name: str, owner: str | None, namespace: str = "default") -> Obj:
+        labels = {"owner": owner} if owner else {}
+        return {**isvc(name, namespace=namespace), "metadata": {"name": name, "namespace": namespace, "labels": labels}}
+
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    for obj in (named("b", "x"), named("a", "x"), named("c", "y"), named("a", "x", "other"), named("d", None)):
+        api.create(obj)
+    informer = SharedInformer(api, KIND, index_label="owner")
+    informer.start()
+
+    def found(value: str, namespace: str = "default") -> list[str]:
+        return [o["metadata"]["name"] for o in informer.labelled(namespace, value)]
+
+    assert (found("x"), found("y"), found("x", "other"), found("z")) == (["a", "b"], ["c"], ["a"], [])
+    api.patch(KIND, "default", "b", {"metadata": {"labels": {"owner": "y"}}})
+    api.patch(KIND, "default", "d", {"metadata": {"labels": {"owner": "x"}}})
+    api.delete(KIND, "default", "a")
+    informer.pump()
+    assert (found("x"), found("y")) == (["d"], ["b", "c"])
+    assert informer.labelled("default", "y")[0] is informer.get("default", "b"), "the cache's own object"
+    api.delete(KIND, "default", "c")
+    informer.relist()
+    assert (found("x"), found("y"), found("x", "other")) == (["d"], ["b"], ["a"])
+    with pytest.raises(ValueError, match="no label index"):
+        SharedInformer(api, KIND).labelled("default", "x")
 
 
 class TestSlimming:

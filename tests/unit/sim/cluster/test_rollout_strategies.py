@@ -196,6 +196,9 @@ class NamespacedBackend:
     def cached(self, kind: str) -> None:
         return None
 
+    def cached_owned(self, kind: str, namespace: str, owner: str) -> None:
+        return None
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

@@ -12,9 +12,9 @@ Covers:
 - The machine's composite actions: a full-pool rollout leaves the new pod waiting for GPUs and
   says so; a scale past capacity leaves one replica Pending.
 - A bounded, seeded run of the cluster explorer keeps every enforced invariant.
-- Regressions: the cluster explorer's findings, as the minimal sequences it printed; one not
-  fixed yet (stale scheduler words after a node removal, rewritten once the pod diagnosis
-  expires) is expected to fail, strictly.
+- Regressions: the cluster explorer's findings, as the minimal sequences it printed (among
+  them stale scheduler words after a node removal, once rewritten only when the pod diagnosis
+  expired).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from inference_operator.api.constants import KIND
-from inference_operator.sim.explore import ENFORCED_INVARIANTS, INVARIANTS, InvariantViolation, World
+from inference_operator.sim.explore import ENFORCED_INVARIANTS, INVARIANTS, World
 from inference_operator.sim.explore.capacity import LAYOUT
 from inference_operator.sim.explore.capacitymachine import CIClusterExplorer, ClusterExplorer
 from inference_operator.sim.explore.invariants import check
@@ -278,18 +278,12 @@ def test_repeated_full_pool_rollouts_over_a_child_conflict_are_no_hot_loop() -> 
     state.teardown()
 
 
-@pytest.mark.xfail(
-    raises=InvariantViolation,
-    strict=True,
-    reason="a pod diagnosis is trusted for POD_RECHECK (1800 s) while the Deployment's status stays put; "
-    "a node removal changes the pending pods' words without moving it, and the first pass after the expiry "
-    "rewrites status: waits for the diagnosis to follow the Pod cache, or a requeue at the expiry",
-)
 def test_a_node_removed_under_pending_pods_leaves_nothing_to_write_once_settled() -> None:
     # Found by the cluster explorer with rollouts (seed 2): llama's five pods wait for GPUs,
     # "0/2 nodes are available"; a node goes and the scheduler's words become "0/1 nodes", but
-    # the Deployment's status does not move, so the operator keeps its diagnosis. The settle
-    # runs 2,400 fake seconds, past the diagnosis' 1,800 s, and one more pass writes the new words.
+    # the Deployment's status does not move, so the operator kept its diagnosis for 1,800 s.
+    # The settle runs 2,400 fake seconds, past that, and one more pass wrote the new words. The
+    # new words now wake the service and end the diagnosis at once, within the first settle.
     state = ClusterExplorer(invariants={"zero_writes_when_converged"})
     state.create(name="7b", spec={**SPEC, "replicas": 2, "gpu": 5})
     state.full_pool_rollout_with(gpu=4, name="llama", rollout={"strategy": "Auto"})
