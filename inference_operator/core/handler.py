@@ -13,9 +13,9 @@ concerns:
   On an update the owners of the old *and* the new object are both woken, so an owner whose
   child was re-pointed at another owner learns it at once, not at the next resync;
 - :class:`EnqueueForLabel` (``EnqueueRequestsFromMapFunc`` with an update predicate): the key a
-  label of the object names, in its namespace, for a kind a controller only reads, and only on
-  the updates its predicate picks: a pod whose scheduler's words changed wakes the service its
-  owner label names, every other change of it wakes nothing.
+  label of the object names, in its namespace, for a kind a controller only reads, and only for
+  the changes its predicate picks: a pod whose scheduler's words changed (given, new, or gone
+  with the pod) wakes the service its owner label names; every other change of it wakes nothing.
 
 A backend hands every event over as a :class:`WatchEvent` (what the cache held before, what it
 holds now) and enqueues what :meth:`EventHandler.keys` returns, in that order.
@@ -97,16 +97,15 @@ class EnqueueForOwner:
 
 @dataclass(frozen=True)
 class EnqueueForLabel:
-    """The key ``namespace/<value of label>`` of an updated object, when ``changed(old, new)``
-    says the update matters; creates, deletes and objects without the label wake nothing."""
+    """The key ``namespace/<value of label>`` of an object whose change ``changed(old, new)``
+    says matters (``old`` None on create, ``new`` None on delete); an object without the label
+    wakes nothing."""
 
     label: str
-    changed: Callable[[Obj, Obj], bool]
+    changed: Callable[[Obj | None, Obj | None], bool]
 
     def keys(self, event: WatchEvent) -> tuple[str, ...]:
-        if event.type != "update" or event.old is None or event.new is None:
-            return ()
-        meta = event.new.get("metadata") or {}
+        meta = event.obj.get("metadata") or {}
         value = (meta.get("labels") or {}).get(self.label)
         if not value or not self.changed(event.old, event.new):
             return ()

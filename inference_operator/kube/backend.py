@@ -53,7 +53,8 @@ class KubeBackend:
         fence: WriteFence | None = None,
         readable: frozenset[str] = frozenset(),
     ) -> None:
-        """``readable``: the kinds cached only to be read (``cached``); others answer None."""
+        """``readable``: the kinds cached to be read (``cached``, ``cached_owned``), not watched
+        for keys; others answer None."""
         self.client = client
         self.cache = cache
         self.readable = readable

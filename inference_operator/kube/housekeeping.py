@@ -135,10 +135,11 @@ class Housekeeper:
             with self._lock:
                 self.consistency.checked(kind, started, self.clock.now())
             self.consistency_drops += len(dropped)
-            if kind in self._read_kinds:
+            handler = self._sources[kind].handler  # a read's: what its rule names (a Node: nothing)
+            if handler is None:
                 continue  # nothing to reconcile: the next count reads the cache as it is now
             for obj in dropped:
-                for key in watch_of(kind).handler.keys(WatchEvent("delete", old=obj, new=None)):
+                for key in handler.keys(WatchEvent("delete", old=obj, new=None)):
                     self._requeue(key)
         if self.watch_health.due(self.clock.now()):
             self.watch_health.check(client=self.client, cache=self.cache, now=self.clock.now())

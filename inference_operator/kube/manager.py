@@ -198,7 +198,7 @@ class OperatorRuntime:
             return  # read when a rollout counts (a Node), never a reason for a pass
         event = watch_event(event_type, obj, before=before, after=after)
         keys = handler.keys(event) if event is not None else ()
-        if self.tracer.enabled and (keys or kind not in self._read_kinds):  # a read's events: those that wake
+        if self.tracer.enabled and kind not in self._read_kinds:  # a read's objects are no trace's subject
             self.tracer.event(kind, event_type or "LISTED", obj, enqueued=keys[-1] if keys else None)
         for key in keys:
             self.controller.enqueue(key)

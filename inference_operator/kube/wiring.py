@@ -105,7 +105,7 @@ def operator_ports(
     """Build the two ports with their wrappers, innermost first (see the module's docstring).
 
     ``fence`` None means leader election is off: every write may go. ``readable``: the kinds
-    the cache holds only to be read (``Backend.cached``)."""
+    the cache holds to be read (``Backend.cached``, ``Backend.cached_owned``), not watched for keys."""
     kube = KubeBackend(client, cache, clock, crash=crash, on_write=telemetry.api_write, fence=fence, readable=readable)
     lb = with_crash_point(provider, crash)
     if fence is not None:

@@ -19,6 +19,7 @@ from inference_operator.reconcile.rolloutpods import Stall
 
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
 STARTING_RECHECK = 30.0  # seconds "still starting" is trusted: the reconciler looks again this often
+WORDS_RECHECK = 5.0  # seconds until a diagnosis whose LIST and Pod cache disagreed is looked at again
 
 
 @dataclass(frozen=True)
@@ -31,14 +32,20 @@ class PodsRead:
     epoch: int
     stall: Stall | None = None
     """New pods left Pending for GPUs old pods hold, among the pods read."""
-    words: tuple[str, ...] = ()
-    """The scheduler's words for the pods read (``all_scheduling_words``)."""
+    words: tuple[tuple[str, str], ...] = ()
+    """The scheduler's words for the pods read, by pod (``all_scheduling_words``)."""
+    recheck: bool = False
+    """Look again within ``WORDS_RECHECK``: the pods read and the Pod cache disagreed on the
+    scheduler's words. The cache may lag (its event then wakes a pass anyway) or the LIST may
+    (another API server's watch cache, behind this one's): then no event would come. Asked
+    once in a row: a disagreement that outlasts the look waits for the next event or resync,
+    so nothing polls for ever."""
 
     @property
     def starting(self) -> bool:
         return self.problem is not None and self.problem.reason == Reason.SERVER_STARTING
 
-    def still_holds(self, *, version: str, now: float, epoch: int, words: tuple[str, ...] | None) -> bool:
+    def still_holds(self, *, version: str, now: float, epoch: int, words: tuple[tuple[str, str], ...] | None) -> bool:
         """Whether this diagnosis may answer for the Deployment at ``version`` (resync ``epoch``),
         its pods in the Pod cache having the scheduler's ``words`` (None: there is no Pod cache)."""
         if version != self.version:

@@ -80,24 +80,28 @@ def unschedulable_message(pod: Obj) -> str | None:
     return None
 
 
-def scheduling_words(pod: Obj) -> str | None:
+def scheduling_words(pod: Obj | None) -> str | None:
     """The scheduler's words for a pod the diagnosis counts (not deleted, not finished), if it
-    could not place it: what a diagnosis depends on that moves no Deployment's status."""
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+    could not place it: what a diagnosis depends on that moves no Deployment's status. None
+    for no pod at all."""
+    if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
         return None
     if (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
         return None
     return unschedulable_message(pod)
 
 
-def all_scheduling_words(pods: Iterable[Obj]) -> tuple[str, ...]:
-    """The scheduler's words for each of ``pods`` it could not place, sorted: equal for two
-    readings of the same pods exactly when the scheduler said nothing new between them."""
-    return tuple(sorted(words for pod in pods if (words := scheduling_words(pod)) is not None))
+def all_scheduling_words(pods: Iterable[Obj]) -> tuple[tuple[str, str], ...]:
+    """Each of ``pods`` the scheduler could not place, by name, with its words: equal for two
+    readings of the same pods exactly when the scheduler said nothing new between them (and
+    the diagnosis, which quotes the first of them by name, would say the same)."""
+    found = ((str((pod.get("metadata") or {}).get("name") or ""), scheduling_words(pod)) for pod in pods)
+    return tuple(sorted((name, words) for name, words in found if words is not None))
 
 
-def scheduling_words_changed(old: Obj, new: Obj) -> bool:
-    """Whether an update of a pod changed the scheduler's words a diagnosis counts."""
+def scheduling_words_changed(old: Obj | None, new: Obj | None) -> bool:
+    """Whether a change of a pod (None: created, or deleted) changed the scheduler's words a
+    diagnosis counts."""
     return scheduling_words(old) != scheduling_words(new)
 
 
@@ -108,7 +112,8 @@ def pod_problem(pods: list[Obj]) -> PodProblem | None:
     pull failures, then containers the kubelet cannot create, then crash loops, and last no
     problem at all: servers still loading behind their startup probe. Messages carry no
     timestamps; a crash loop's restart count is as of the last look at the pods (the
-    reconciler looks again only when the Deployment moves or after ``POD_RECHECK``).
+    reconciler looks again only when the Deployment moves, the scheduler's words for one of
+    its pods change, or after ``POD_RECHECK``).
     """
     unschedulable, pulls, configs, crashes, starting = [], [], [], [], []
     for pod in pods:

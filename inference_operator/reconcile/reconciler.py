@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from dataclasses import replace
 
 from inference_operator.api.constants import (
     DEPLOYMENT,
@@ -43,7 +44,7 @@ from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSy
 from inference_operator.reconcile.builders import desired_service, selector_string
 from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.deferral import StatusDeferral
-from inference_operator.reconcile.podcheck import STARTING_RECHECK, PodsRead
+from inference_operator.reconcile.podcheck import STARTING_RECHECK, WORDS_RECHECK, PodsRead
 from inference_operator.reconcile.podproblems import PodProblem, all_scheduling_words, pod_problem
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
 from inference_operator.reconcile.rollout import RolloutPlan
@@ -180,8 +181,10 @@ class Reconciler:
         if lb.state == "failed":
             raise LoadBalancerError(lb.message)
         result = self._next(status, view)
-        if lb.recheck and (result.requeue_after is None or result.requeue_after > LB_RECHECK_SECONDS):
-            return Result(requeue_after=LB_RECHECK_SECONDS)
+        if lb.recheck:
+            result = _sooner(result, LB_RECHECK_SECONDS)
+        if (seen := self._pods_read.get(isvc.uid)) is not None and seen.recheck:
+            result = _sooner(result, WORDS_RECHECK)
         return result
 
     # -- steps ------------------------------------------------------------------------------
@@ -209,11 +212,15 @@ class Reconciler:
         words = all_scheduling_words(cached) if cached is not None else None
         epoch = self.balancer.resync_epoch
         if seen is not None and seen.still_holds(version=view.version, now=now, epoch=epoch, words=words):
+            if seen.recheck:  # looked again, and the Pod cache has the words read now
+                self._pods_read[isvc.uid] = replace(seen, recheck=False)
             return seen.problem
         pods = self.backend.list_pods(isvc.namespace, selector_string(isvc.name))
         problem = pod_problem(pods)
         stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods, image=isvc.spec.image)
-        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, epoch, stall, all_scheduling_words(pods))
+        read = all_scheduling_words(pods)
+        recheck = words is not None and words != read and not (seen is not None and seen.recheck)
+        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, epoch, stall, read, recheck)
         return problem
 
     def _diagnosed_stall(self, uid: str) -> Stall | None:
@@ -398,3 +405,10 @@ class Reconciler:
             return Result(requeue_after=STARTING_RECHECK + STUCK_MARGIN)
         stuck_in = self._stuck_in(view)
         return Result(requeue_after=stuck_in + STUCK_MARGIN) if stuck_in is not None else Result()
+
+
+def _sooner(result: Result, seconds: float) -> Result:
+    """``result``, looking again within ``seconds`` at the latest."""
+    if result.requeue_after is not None and result.requeue_after <= seconds:
+        return result
+    return Result(requeue_after=seconds)

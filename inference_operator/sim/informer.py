@@ -253,13 +253,11 @@ class SharedInformer:
                 return list(self._cache.values())
             return [obj for (ns, _), obj in self._cache.items() if ns == namespace]
 
-    def labelled(self, namespace: str, value: str) -> Objs:
+    def labelled(self, namespace: str, value: str) -> Objs | None:
         """The cached objects in ``namespace`` whose ``index_label`` is ``value``, by name
-        (READ-ONLY). Asking an informer made without ``index_label`` is a programming error."""
+        (READ-ONLY); None when the informer was made without ``index_label``."""
         with self._lock:
-            if self._index is not None:
-                return self._index.get(namespace, value)
-        raise ValueError(f"the {self.kind} informer has no label index")
+            return self._index.get(namespace, value) if self._index is not None else None
 
     def __len__(self) -> int:
         return len(self._cache)

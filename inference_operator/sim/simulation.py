@@ -199,7 +199,8 @@ class Simulation:
 
     def _wire(self, source: Watch | Read, informer: SharedInformer) -> None:
         """The informer of ``source.kind`` enqueues what the watch rule says, as Kopf's handlers
-        do; a read's informer only what its rule names (and only those events are traced)."""
+        do; a read's informer only what its rule names (its events are not traced: the trace is
+        about InferenceServices and their children; the pass shows as its key's ``enqueue``)."""
         handler = source.handler
         if handler is None:
             return
@@ -207,7 +208,7 @@ class Simulation:
 
         def handle(event: WatchEvent, name: str) -> None:
             keys = handler.keys(event)
-            if tracer.enabled and (keys or not read):
+            if tracer.enabled and not read:  # a read's objects are no trace's subject
                 tracer.event(source.kind, name, event.obj, enqueued=keys[-1] if keys else None)
             for key in keys:
                 controller.enqueue(key)

@@ -96,7 +96,9 @@ def pod_words(cluster: Cluster, namespace: str, name: str) -> tuple[str, str] | 
 def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once(
     cluster: Cluster, namespace: str, without_resync: OperatorProcess
 ) -> None:
-    cluster.kubectl.apply(llama("w", replicas=1, gpu=16), namespace)  # no node here has 16 GPUs
+    # No node has the label: only a node's labels changing would make kube-scheduler try the pod
+    # again (its queueing hints), so the words it gave stay put unless someone else changes them.
+    cluster.kubectl.apply(llama("w", replicas=1, nodeSelector={"inference-operator.dev/nowhere": "x"}), namespace)
 
     def quoted(words: str) -> bool:
         found = cluster.kubectl.get("infsvc", "w", namespace)

@@ -6,12 +6,13 @@ Covers:
   are those found from the full objects; what it never reads (managedFields, env, volumes,
   container statuses, images) is gone.
 - Cluster mode primes Nodes and unfinished Pods (the field selector) with the watched kinds;
-  their watch events fill the cache and wake no pass; ``Backend.cached`` answers them; the
-  consistency check covers them and enqueues nothing for a vanished Pod.
+  their watch events fill the cache and wake no pass (but below); ``Backend.cached`` answers
+  them; the consistency check covers them and enqueues nothing for a vanished Pod of no service.
 - Pods are found by their owner label (``Backend.cached_owned``), by name, through the prime,
   watch events (a label changed moves a pod, an older event changes nothing, a delete drops
   it) and the consistency check's drops; a Pod event wakes only the service whose pod's
-  scheduler's words changed.
+  scheduler's words changed (given, changed, or gone with the pod, also when the consistency
+  check finds it gone).
 - Namespaced mode and ``READ_CAPACITY=false`` list no Node or Pod and answer None (the count
   is then unknown: status says Nodes cannot be read). A bad ``READ_CAPACITY`` names the
   variable.
@@ -216,7 +217,19 @@ def test_a_services_pods_are_found_by_owner_label_through_every_change() -> None
     rt.cache.drop_missing("Pod", "", ["uid-b"], "10")  # the consistency check: c is gone
     assert (found("other"), [p["metadata"]["name"] for p in rt.backend.cached("Pod") or []]) == (["b"], ["b"])
     rt.on_event("Pod", "MODIFIED", owned("b", "other", "11", words="0/2 nodes are available"))
-    assert rt.queue.try_get() == "ns/other", "the scheduler's words for its pod changed"
+    assert drain(rt) == ["ns/other"], "the scheduler's words for its pod changed"
+    rt.on_event("Pod", "MODIFIED", owned("b", "other", "12", words="0/2 nodes are available"))
+    assert drain(rt) == [], "the same words"
+    rt.on_event("Pod", "DELETED", owned("b", "other", "13", words="0/2 nodes are available"))
+    assert drain(rt) == ["ns/other"] and found("other") == [], "a pending pod gone takes its words along"
+
+
+def drain(rt: OperatorRuntime) -> list[str]:
+    keys = []
+    while (key := rt.queue.try_get()) is not None:
+        keys.append(key)
+        rt.queue.done(key)
+    return keys
 
 
 def test_node_and_pod_events_fill_the_cache_and_wake_no_pass() -> None:

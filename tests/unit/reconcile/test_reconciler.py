@@ -11,7 +11,8 @@ touched; disabling the load balancer releases it; the reconciler never mutates t
 diagnosis that found nothing is asked again at the next resync; one that found a server still
 starting is asked again soon (a crash loop then shows, though the Deployment never moved); new
 words of the scheduler for a pending pod (a node joined) reach status at once, with one LIST,
-though the Deployment never moved, and words that did not change cost no LIST.
+though the Deployment never moved, and words that did not change cost no LIST; a LIST behind the
+Pod cache is looked at again once, within seconds; one that keeps disagreeing is not polled.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from typing import Any
 
 import pytest
 
-from inference_operator.api.constants import DEPLOYMENT, FINALIZER, KIND, SERVICE, EventReason, Phase, Reason
+from inference_operator.api.constants import (
+    DEPLOYMENT,
+    FINALIZER,
+    KIND,
+    OWNER_LABEL,
+    SERVICE,
+    EventReason,
+    Phase,
+    Reason,
+)
 from inference_operator.api.samples import make_inference_service
 from inference_operator.core.clock import format_timestamp
 from inference_operator.core.errors import Conflict
@@ -335,7 +345,9 @@ def test_a_server_still_starting_is_looked_at_again_and_a_crash_loop_then_shows_
     assert isvc(sim)["status"]["phase"] == Phase.PENDING
 
 
-def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once_though_the_deployment_stays_put() -> None:
+def pool_full_with_one_pending() -> tuple[Simulation, list[str]]:
+    """Three replicas of 8 GPUs on two nodes of 8, settled: one pod Pending, diagnosed; and the
+    LISTs of pods the operator sends from now on."""
     sim = Simulation(gpus_per_node=8, nodes=2)
     lists: list[str] = []
     source = sim.backend.pods_source
@@ -344,14 +356,53 @@ def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once_though_the_d
     sim.run_until_quiescent(until=60.0)
     words = "1 pod(s) cannot be scheduled: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu"
     assert words in cond(sim, "Ready")["message"]
-    deployment = sim.get(DEPLOYMENT, NS, NAME)["metadata"]["resourceVersion"]  # type: ignore[index]
-    looked = len(lists)
-    sim.run_until_quiescent(until=120.0)
-    assert len(lists) == looked, "the same words: the diagnosis holds, no LIST"
+    lists.clear()
+    return sim, lists
+
+
+def a_small_node_joins(sim: Simulation) -> None:
+    """A node the pending pod fits no better: the scheduler's words change, nothing else does."""
     small = build_node(NodeShape("small", gpus=4), now=format_timestamp(sim.clock.wall()))
-    sim.api.create(small, field_manager="kubelet")  # the pending pod fits it no better
+    sim.api.create(small, field_manager="kubelet")
+
+
+NEW_WORDS = "1 pod(s) cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+
+
+def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once_though_the_deployment_stays_put() -> None:
+    sim, lists = pool_full_with_one_pending()
+    sim.controller.enqueue(KEY)  # a pass with the same words: the diagnosis holds, no LIST
+    sim.run_until_quiescent(until=120.0)
+    assert sim.reconciles_by_key[KEY] and lists == []
+    deployment = sim.get(DEPLOYMENT, NS, NAME)["metadata"]["resourceVersion"]  # type: ignore[index]
+    passes = sim.reconciles_by_key[KEY]
+    a_small_node_joins(sim)
     sim.run_until_quiescent(until=sim.now + 1.0)
     assert sim.get(DEPLOYMENT, NS, NAME)["metadata"]["resourceVersion"] == deployment  # type: ignore[index]
-    words = "1 pod(s) cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
-    assert words in cond(sim, "Ready")["message"], "status says what the scheduler says now"
-    assert len(lists) == looked + 1
+    assert NEW_WORDS in cond(sim, "Ready")["message"], "status says what the scheduler says now"
+    assert len(lists) == 1 and sim.reconciles_by_key[KEY] == passes + 1
+
+
+def test_a_list_behind_the_pod_cache_is_looked_at_again_once_then_left_to_events() -> None:
+    sim, lists = pool_full_with_one_pending()
+    answers = [sim.cluster.pods(NS, f"{OWNER_LABEL}={NAME}")]  # what another API server still says, once
+    sim.backend.pods_source = lambda ns, selector: (
+        lists.append(selector) or (answers.pop() if answers else sim.cluster.pods(ns, selector))
+    )
+    a_small_node_joins(sim)
+    sim.run_until_quiescent(until=sim.now + 1.0)
+    assert NEW_WORDS not in cond(sim, "Ready")["message"] and len(lists) == 1, "the LIST was behind"
+    sim.run_until_quiescent(until=sim.now + 10.0)
+    assert NEW_WORDS in cond(sim, "Ready")["message"] and len(lists) == 2, "looked again, within 5 s"
+    passes = sim.reconciles_by_key[KEY]
+    sim.run_until_quiescent(until=sim.now + 120.0)
+    assert sim.reconciles_by_key[KEY] == passes and len(lists) == 2, "settled: no polling"
+
+
+def test_a_list_that_keeps_disagreeing_with_the_pod_cache_is_not_polled() -> None:
+    sim, lists = pool_full_with_one_pending()
+    stale = sim.cluster.pods(NS, f"{OWNER_LABEL}={NAME}")
+    sim.backend.pods_source = lambda _ns, selector: lists.append(selector) or stale
+    a_small_node_joins(sim)
+    sim.run_until_quiescent(until=sim.now + 600.0)
+    assert len(lists) == 2, "the LIST, then one look again"

@@ -9,7 +9,7 @@ the simulator (informers) the same events queue the same keys in the same order;
 simulator, end to end, the InferenceService whose Deployment was taken by another one is
 reconciled at once and says so in status, with no resync. A pod, which the reconciler only
 reads, wakes the InferenceService its owner label names when, and only when, the scheduler's
-words for it change (a pod deleted or finished has none left); the manager and the simulator
+words for it change (given, changed, gone: a pod deleted or finished has none left); the manager and the simulator
 queue the same keys for the same pod changes; Nodes wake nothing.
 """
 
@@ -135,8 +135,10 @@ def test_a_pod_wakes_the_service_its_owner_label_names_only_when_the_schedulers_
     assert update(waiting, deleting) == ("ns/a",), "a pod being deleted is no longer counted"
     assert update(waiting, pod(rv="3", words="0/2 nodes are available", phase="Failed")) == ("ns/a",)
     assert update(pod(rv="1", owner=None), pod(rv="2", owner=None, words="0/2")) == (), "not a service's pod"
-    assert rule.keys(WatchEvent("create", old=None, new=waiting)) == ()
-    assert rule.keys(WatchEvent("delete", old=waiting, new=None)) == ()
+    assert rule.keys(WatchEvent("create", old=None, new=pod(rv="1"))) == ()
+    assert rule.keys(WatchEvent("create", old=None, new=waiting)) == ("ns/a",), "listed with words"
+    assert rule.keys(WatchEvent("delete", old=waiting, new=None)) == ("ns/a",), "its words went with it"
+    assert rule.keys(WatchEvent("delete", old=pod(rv="1"), new=None)) == ()
     assert [r.kind for r in CAPACITY_READS] == ["Node", "Pod"] and read_of("Pod").index_label == OWNER_LABEL
     with pytest.raises(KeyError, match="does not read Service"):
         read_of(SERVICE)
@@ -252,7 +254,8 @@ def test_the_manager_and_the_simulator_wake_the_same_service_for_the_same_pod_ch
         on_update=lambda _old, new: delivered.append(("MODIFIED", new)),
         on_delete=lambda obj: delivered.append(("DELETED", obj)),
     )
-    assert drain(sim.controller.queue) == drain(rt.queue) == []
+    assert drain(rt.queue) == ["default/a"], "the manager listed a pod with words: a pass, as at a start"
+    assert drain(sim.controller.queue) == []
     now = format_timestamp(sim.clock.wall())
     changes = [
         lambda: sim.api.create(build_node(NodeShape("small", gpus=4), now=now), field_manager="kubelet"),
