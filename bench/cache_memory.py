@@ -3,7 +3,8 @@
 
 The objects are the simulator's, as its API server serves them (defaults, managedFields, status)
 once N InferenceServices are Ready, each sent through JSON as a watch event is. They go into the
-operator's cache (``kube/cache.py``: each kind's transform, then ``kube/compact.py``), and
+operator's cache (``kube/cache.py``: each kind's transform, then ``kube/compact.py``; Pods
+also into its index by owner label), and
 tracemalloc measures what the cache holds, kind by kind; ``--raw`` also measures the parsed
 objects as they came, for comparison. The figures leave out the interpreter, Kopf and the imports
 (about 67 MiB of the operator's resident set), which do not grow with N.
@@ -26,6 +27,7 @@ from inference_operator.api.constants import DEPLOYMENT, KIND, SERVICE
 from inference_operator.api.samples import make_inference_service, make_namespace
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.slimming import slim_node, slim_pod
+from inference_operator.reconcile.watches import CAPACITY_READS
 from inference_operator.sim import Simulation
 
 KINDS = (KIND, DEPLOYMENT, SERVICE, "Pod", "Node")
@@ -64,7 +66,9 @@ def main() -> int:
     texts = served(args.n)
     gc.collect()
     tracemalloc.start()
-    cache = ObjectCache(transforms={"Pod": slim_pod, "Node": slim_node})
+    # As the operator's: Pods and Nodes slimmed, Pods also indexed by owner label (CAPACITY_READS).
+    indexes = {read.kind: read.index_label for read in CAPACITY_READS if read.index_label is not None}
+    cache = ObjectCache(transforms={"Pod": slim_pod, "Node": slim_node}, indexes=indexes)
     print(f"N={args.n}: KiB per object the operator's cache keeps" + (" (and as parsed)" if args.raw else ""))
     total = 0.0
     for kind in KINDS:

@@ -43,6 +43,16 @@ def without_resync(operator: OperatorProcess) -> Iterator[OperatorProcess]:
         operator.start()
 
 
+def idle(operator: OperatorProcess) -> None:
+    """Wait until the operator has nothing queued or delayed: from then on only a watch event
+    can wake a pass (resync is off, and a requeue asked for earlier would wake one by itself)."""
+    wait_until(
+        lambda: (st := operator.stats())["workqueue_depth"] == 0 and st["workqueue_waiting"] == 0,
+        timeout=60,
+        what="the operator to have nothing queued or delayed",
+    )
+
+
 def test_the_owner_whose_deployment_was_taken_is_reconciled_at_once_and_says_so(
     cluster: Cluster, namespace: str, without_resync: OperatorProcess
 ) -> None:
@@ -50,13 +60,7 @@ def test_the_owner_whose_deployment_was_taken_is_reconciled_at_once_and_says_so(
         cluster.kubectl.apply(llama(name, replicas=1), namespace)
     for name in ("a", "b"):
         wait_ready(cluster, name, namespace)
-    # Nothing queued, nothing delayed (a requeue asked for while the rollout went on would
-    # otherwise wake "a" by itself): from here on only a watch event can.
-    wait_until(
-        lambda: (st := without_resync.stats())["workqueue_depth"] == 0 and st["workqueue_waiting"] == 0,
-        timeout=60,
-        what="the operator to have nothing queued or delayed",
-    )
+    idle(without_resync)  # a requeue asked for while the rollout went on would wake "a" by itself
     b = cluster.kubectl.get("infsvc", "b", namespace)
     assert b is not None
     reference = {
@@ -108,11 +112,7 @@ def test_new_scheduler_words_for_a_pending_pod_reach_status_at_once(
     first = wait_until(lambda: pod_words(cluster, namespace, "w"), timeout=60, what="the pod's scheduler's words")
     pod, words = first
     wait_until(lambda: quoted(f"1 pod(s) cannot be scheduled: {words}"), timeout=60, what="status to quote them")
-    wait_until(
-        lambda: (st := without_resync.stats())["workqueue_depth"] == 0 and st["workqueue_waiting"] == 0,
-        timeout=60,
-        what="the operator to have nothing queued or delayed",
-    )
+    idle(without_resync)
     deployment = cluster.kubectl.get("deployment", "w", namespace)
     assert deployment is not None
     new = f"{words} (and again, later)"
