@@ -12,7 +12,7 @@ concerns:
   the object's controlling owner of a given group and kind, for the kinds a controller *owns*.
   On an update the owners of the old *and* the new object are both woken, so an owner whose
   child was re-pointed at another owner learns it at once, not at the next resync;
-- :class:`EnqueueForLabel` (``EnqueueRequestsFromMapFunc`` with an update predicate): the key a
+- :class:`EnqueueForLabel` (``EnqueueRequestsFromMapFunc`` with a predicate): the key a
   label of the object names, in its namespace, for a kind a controller only reads, and only for
   the changes its predicate picks: a pod whose scheduler's words changed (given, new, or gone
   with the pod) wakes the service its owner label names; every other change of it wakes nothing.
