@@ -42,7 +42,7 @@ from inference_operator.kube.slimming import SLIMMERS
 from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
-from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch, read_of, watch_of
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch
 from inference_operator.trace.recorder import Tracer
 
 log = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ class OperatorRuntime:
         if event_type is None:
             self.housekeeper.relisted(kind)
         before, after = self.cache.apply_event(kind, event_type, obj)
-        handler = read_of(kind).handler if kind in self._read_kinds else watch_of(kind).handler
+        handler = self._listed[kind].handler
         if handler is None:
             return  # read when a rollout counts (a Node), never a reason for a pass
         event = watch_event(event_type, obj, before=before, after=after)

@@ -11,11 +11,15 @@ resync, and "still starting" only ``STARTING_RECHECK``: a loading server may cra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inference_operator.api.constants import Reason
-from inference_operator.reconcile.podproblems import PodProblem
-from inference_operator.reconcile.rolloutpods import Stall
+from inference_operator.api.models import InferenceService
+from inference_operator.core.ports import Backend
+from inference_operator.reconcile.builders import selector_string
+from inference_operator.reconcile.podproblems import PodProblem, all_scheduling_words, pod_problem
+from inference_operator.reconcile.rolloutpods import Stall, detect_stall
+from inference_operator.reconcile.status import DeploymentView
 
 POD_RECHECK = 1800.0  # seconds a pod diagnosis is trusted while the Deployment's status stays put
 STARTING_RECHECK = 30.0  # seconds "still starting" is trusted: the reconciler looks again this often
@@ -56,3 +60,46 @@ class PodsRead:
             return now - self.at < STARTING_RECHECK
         fresh = self.problem is not None and now - self.at < POD_RECHECK
         return fresh or epoch == self.epoch
+
+
+class PodChecks:
+    """Each InferenceService's last diagnosis of its pods, by uid: asked again only when it may
+    have stopped being true. No lock: the workqueue never hands one key to two workers, so an
+    entry is only touched by one thread at a time, and single dict operations are atomic."""
+
+    def __init__(self) -> None:
+        self._read: dict[str, PodsRead] = {}
+
+    def problem(
+        self, backend: Backend, isvc: InferenceService, view: DeploymentView, *, now: float, epoch: int
+    ) -> PodProblem | None:
+        """Why ``isvc``'s replicas are not ready, as its pods say: the diagnosis kept while it
+        still holds (``PodsRead.still_holds``: the Deployment at the same version, the same
+        scheduler's words in the Pod cache), else one LIST of the pods, diagnosed and kept."""
+        seen = self._read.get(isvc.uid)
+        cached = backend.cached_owned("Pod", isvc.namespace, isvc.name)
+        words = all_scheduling_words(cached) if cached is not None else None
+        if seen is not None and seen.still_holds(version=view.version, now=now, epoch=epoch, words=words):
+            if seen.recheck:  # looked again, and the Pod cache has the words read now
+                self._read[isvc.uid] = replace(seen, recheck=False)
+            return seen.problem
+        pods = backend.list_pods(isvc.namespace, selector_string(isvc.name))
+        problem = pod_problem(pods)
+        stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods, image=isvc.spec.image)
+        read = all_scheduling_words(pods)
+        recheck = words is not None and words != read and not (seen is not None and seen.recheck)
+        self._read[isvc.uid] = PodsRead(view.version, now, problem, epoch, stall, read, recheck)
+        return problem
+
+    def recheck(self, uid: str) -> bool:
+        """Whether the last diagnosis asks to be looked at again within ``WORDS_RECHECK``."""
+        seen = self._read.get(uid)
+        return seen is not None and seen.recheck
+
+    def stall(self, uid: str) -> Stall | None:
+        """The stall the last diagnosis found (None: none, or no diagnosis)."""
+        seen = self._read.get(uid)
+        return seen.stall if seen is not None else None
+
+    def forget(self, uid: str) -> None:
+        self._read.pop(uid, None)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-from dataclasses import replace
 
 from inference_operator.api.constants import (
     DEPLOYMENT,
@@ -41,14 +40,13 @@ from inference_operator.core.objects import Obj, has_finalizer, is_being_deleted
 from inference_operator.core.ports import Backend, LoadBalancerError, LoadBalancerProvider, Result
 from inference_operator.reconcile.announce import Action, action_summary, transition_events
 from inference_operator.reconcile.balancer import LB_RECHECK_SECONDS, BalancerSync, describe
-from inference_operator.reconcile.builders import desired_service, selector_string
+from inference_operator.reconcile.builders import desired_service
 from inference_operator.reconcile.children import act_on_child, diff_child
 from inference_operator.reconcile.deferral import StatusDeferral
-from inference_operator.reconcile.podcheck import STARTING_RECHECK, WORDS_RECHECK, PodsRead
-from inference_operator.reconcile.podproblems import PodProblem, all_scheduling_words, pod_problem
+from inference_operator.reconcile.podcheck import STARTING_RECHECK, WORDS_RECHECK, PodChecks
+from inference_operator.reconcile.podproblems import PodProblem
 from inference_operator.reconcile.refusals import RefusedApplies, refused_deployment
 from inference_operator.reconcile.rollout import RolloutPlan
-from inference_operator.reconcile.rolloutpods import Stall, detect_stall
 from inference_operator.reconcile.rolloutstep import RolloutStep, blocked_condition
 from inference_operator.reconcile.stalls import Blocked
 from inference_operator.reconcile.status import (
@@ -95,11 +93,11 @@ class Reconciler:
         self.requeue_while_progressing = requeue_while_progressing
         # Per-uid memory between passes. No lock: the workqueue never hands one key to two
         # workers, so an entry is only touched by one thread at a time, and single dict
-        # operations are atomic.
+        # operations are atomic (the pod diagnoses too: podcheck.py).
         self._deferral = StatusDeferral(clock)
-        self._pods_read: dict[str, PodsRead] = {}
+        self._pods = PodChecks()
         self._refusals = RefusedApplies(clock)
-        self._rollout = RolloutStep(lambda: self.backend, diagnosed_stall=self._diagnosed_stall)
+        self._rollout = RolloutStep(lambda: self.backend, diagnosed_stall=self._pods.stall)
         # Events follow ``self.backend``, even when a test puts a wrapper in its place.
         self.balancer = BalancerSync(load_balancer, lambda *a, **k: self.backend.record_event(*a, **k))
 
@@ -183,7 +181,7 @@ class Reconciler:
         result = self._next(status, view)
         if lb.recheck:
             result = _sooner(result, LB_RECHECK_SECONDS)
-        if (seen := self._pods_read.get(isvc.uid)) is not None and seen.recheck:
+        if self._pods.recheck(isvc.uid):
             result = _sooner(result, WORDS_RECHECK)
         return result
 
@@ -204,28 +202,9 @@ class Reconciler:
         pass."""
         rolling = view.total > view.updated  # old pods still run: a new one may be stuck behind them
         if not view.observed or (view.ready >= isvc.spec.replicas and not rolling) or self._stuck_in(view) is not None:
-            self._pods_read.pop(isvc.uid, None)
+            self._pods.forget(isvc.uid)
             return None
-        now = self.clock.now()
-        seen = self._pods_read.get(isvc.uid)
-        cached = self.backend.cached_owned("Pod", isvc.namespace, isvc.name)
-        words = all_scheduling_words(cached) if cached is not None else None
-        epoch = self.balancer.resync_epoch
-        if seen is not None and seen.still_holds(version=view.version, now=now, epoch=epoch, words=words):
-            if seen.recheck:  # looked again, and the Pod cache has the words read now
-                self._pods_read[isvc.uid] = replace(seen, recheck=False)
-            return seen.problem
-        pods = self.backend.list_pods(isvc.namespace, selector_string(isvc.name))
-        problem = pod_problem(pods)
-        stall = detect_stall(gpu=isvc.spec.gpu, old_pods=view.total - view.updated, pods=pods, image=isvc.spec.image)
-        read = all_scheduling_words(pods)
-        recheck = words is not None and words != read and not (seen is not None and seen.recheck)
-        self._pods_read[isvc.uid] = PodsRead(view.version, now, problem, epoch, stall, read, recheck)
-        return problem
-
-    def _diagnosed_stall(self, uid: str) -> Stall | None:
-        seen = self._pods_read.get(uid)
-        return seen.stall if seen is not None else None
+        return self._pods.problem(self.backend, isvc, view, now=self.clock.now(), epoch=self.balancer.resync_epoch)
 
     def _ensure_finalizer(self, obj: Obj) -> tuple[Obj, bool]:
         """The object with our finalizer, and whether this pass added it."""
@@ -314,7 +293,7 @@ class Reconciler:
         self._tell(key, Decided(subject="deletion", decision="finalize", reason=why))
         self.balancer.forget(meta.get("uid", ""))
         self._deferral.forget(meta.get("uid", ""))
-        self._pods_read.pop(meta.get("uid", ""), None)
+        self._pods.forget(meta.get("uid", ""))
         self._refusals.forget(meta.get("uid", ""))
         releasable = NAME_RULE.check(meta["name"])
         try:
