@@ -2,7 +2,7 @@
 """Benchmark (not a test): the CPU the real operator's cache spends storing watch events.
 
 Every watch event the operator receives goes into its cache (``kube/cache.py``): the kind's
-transform, then ``kube/compact.py``. This replays, into a fresh cache, the events the operator
+transform, then serialized. This replays, into a fresh cache, the events the operator
 would receive while N InferenceServices (two replicas each) become Ready: the simulator's, each
 sent through JSON as a watch event is (the parse is left out of the figure: Kopf does it), then
 a LIST of every kind as a restart or the consistency check reads them. Prints microseconds per

@@ -3,8 +3,8 @@
 
 The objects are the simulator's, as its API server serves them (defaults, managedFields, status)
 once N InferenceServices are Ready, each sent through JSON as a watch event is. They go into the
-operator's cache (``kube/cache.py``: each kind's transform, then ``kube/compact.py``; Pods
-also into its index by owner label), and
+operator's cache (``kube/cache.py``: each kind's transform, then serialized; Pods also into
+its index by owner label), and
 tracemalloc measures what the cache holds, kind by kind; ``--raw`` also measures the parsed
 objects as they came, for comparison. The figures leave out the interpreter, Kopf and the imports
 (about 67 MiB of the operator's resident set), which do not grow with N.
@@ -74,7 +74,8 @@ def main() -> int:
     for kind in KINDS:
         if not texts[kind]:
             continue
-        cached = kib_per_object(texts[kind], lambda obj, kind=kind: cache.apply_event(kind, "ADDED", obj)[1])
+        # What the cache itself retains: the event's objects are dropped, as Kopf drops them.
+        cached = kib_per_object(texts[kind], lambda obj, kind=kind: cache.apply_event(kind, "ADDED", obj) and None)
         total += cached * len(texts[kind])
         raw = f", parsed {kib_per_object(texts[kind], lambda obj: obj):6.1f}" if args.raw else ""
         size = sum(map(len, texts[kind])) / len(texts[kind])

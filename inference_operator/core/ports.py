@@ -66,13 +66,15 @@ class Backend(Protocol):
     def cached(self, kind: str) -> list[Obj] | None:
         """Every object of ``kind`` (``Node``, ``Pod``) the operator's cache holds, cluster-wide:
         what a rollout counts free GPUs from. None when the operator cannot read that kind
-        (namespaced mode cannot read Nodes). Never a request: read-only objects, not copies."""
+        (namespaced mode cannot read Nodes). Never a request; the objects may be the cache's
+        own: never change them."""
         ...
 
     def cached_owned(self, kind: str, namespace: str, owner: str) -> list[Obj] | None:
         """The cached objects of ``kind`` in ``namespace`` whose owner label names ``owner`` (an
         InferenceService's own pods), by name, found by the cache's index; None when the
-        operator cannot read that kind. Never a request: read-only objects, not copies."""
+        operator cannot read that kind. Never a request; the objects may be the cache's own:
+        never change them."""
         ...
 
     def record_event(self, obj: Obj, *, type: str, reason: str, message: str) -> None:

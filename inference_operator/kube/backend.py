@@ -124,7 +124,7 @@ class KubeBackend:
         written.setdefault("kind", kind)
         meta = written.get("metadata") or {}
         gone = bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
-        self.cache.apply_event(kind, "DELETED" if gone else None, written)
+        self.cache.apply_event(kind, "DELETED" if gone else None, written, answer=False)
         return written
 
     def list_pods(self, namespace: str, selector: str) -> list[Obj]:

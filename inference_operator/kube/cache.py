@@ -1,8 +1,10 @@
 """A thread-safe object cache fed by watch events (Kopf's ``on.event`` handlers).
 
 The reconciler reads only from here (rule 1 reads the full current state, cheaply); Kopf's
-watch streams keep it current. Objects are stored as their kind's transform keeps them, compactly
-(``compact.py``: strings interned, ownership records shared), and must never be mutated.
+watch streams keep it current. Objects are stored as their kind's transform keeps them, each
+serialized (``marshal``): a parsed object is Python dicts and strings, four to six times the
+size of its serialized form (``bench/cache_memory.py``), and the cache holds every object the
+operator watches or reads. A read decodes the object: each reader gets a copy of its own.
 
 Three sources write here, unordered with respect to each other: watch events, LISTs (the
 startup prime, the consistency check) and the answers of our own writes (write-through).
@@ -19,6 +21,8 @@ Two rules keep them from undoing each other:
 
 from __future__ import annotations
 
+import json
+import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -26,9 +30,8 @@ from typing import Any
 
 from inference_operator.api.constants import FIELD_MANAGER
 from inference_operator.core.clock import Clock, RealClock
-from inference_operator.core.labelindex import LabelIndex
+from inference_operator.core.labelindex import LabelIndex, filing
 from inference_operator.core.objects import Obj
-from inference_operator.kube.compact import compact
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TOMBSTONE_LIMIT = 10_000
@@ -80,6 +83,38 @@ def _uid(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
 
 
+class _Stored:
+    """One cached object: its identity and version, where its kind's index files it, and the
+    object itself, serialized."""
+
+    __slots__ = ("blob", "filed", "uid", "version")
+
+    def __init__(self, obj: Obj, label: str | None) -> None:
+        self.uid = _uid(obj)
+        self.version = resource_version(obj)
+        self.filed = filing(obj, label) if label is not None else None
+        self.blob = _encode(obj)
+
+    def object(self) -> Obj:
+        """A copy of the object, the reader's own."""
+        return marshal.loads(self.blob)  # type: ignore[no-any-return]
+
+
+def _encode(obj: Obj) -> bytes:
+    try:
+        return marshal.dumps(obj)
+    except ValueError:  # not plain JSON types (a Mapping that is no dict, say): through JSON
+        return marshal.dumps(json.loads(json.dumps(obj, default=dict)))
+
+
+def _is_version(stored: _Stored | None, uid: str, version: int) -> bool:
+    return stored is not None and stored.uid == uid and stored.version == version
+
+
+def _decoded(stored: _Stored | None) -> Obj | None:
+    return stored.object() if stored is not None else None
+
+
 class ObjectCache:
     """Latest known state per (kind, namespace, name)."""
 
@@ -94,8 +129,10 @@ class ObjectCache:
     ) -> None:
         """``transforms``: per kind, what is kept of an object (default: ``slim``); ``indexes``:
         per kind, a label its objects are also found by (:meth:`labelled`)."""
-        self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
-        self._indexes = {kind: LabelIndex(label) for kind, label in (indexes or {}).items()}
+        self._objects: dict[str, dict[tuple[str, str], _Stored]] = {}
+        self._indexes: dict[str, LabelIndex[_Stored]] = {
+            kind: LabelIndex(label) for kind, label in (indexes or {}).items()
+        }
         self._transforms = dict(transforms or {})
         self._lock = threading.Lock()
         self._clock = clock or RealClock()
@@ -103,73 +140,97 @@ class ObjectCache:
         self._tombstone_seconds = tombstone_seconds
         self._tombstones: OrderedDict[str, tuple[int, float]] = OrderedDict()  # uid -> (version, when)
 
-    def apply_event(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj | None]:
+    def apply_event(
+        self, kind: str, event_type: str | None, obj: Obj, *, answer: bool = True
+    ) -> tuple[Obj | None, Obj | None]:
         """Store the object from an ADDED/MODIFIED/initial-list event, drop it on DELETED.
 
         An event older than what is cached (lower resourceVersion, as after a watch restart
         replaying history), or about an object already deleted, is ignored, so the cache never
         moves backwards. Returns what the cache held for that name before and after (slimmed):
-        the same object twice when nothing changed, ``after`` None once deleted.
+        the same object twice when nothing changed, ``after`` None once deleted (``answer``
+        False: two Nones, and nothing is decoded).
         """
         if event_type == "DELETED":  # only its name, uid and version are read: nothing to keep
-            return self._store(kind, event_type, obj)
-        return self._store(kind, event_type, self.slimmed(kind, obj))
+            return self._store(kind, event_type, obj, answer=answer)
+        return self._store(kind, event_type, self.slimmed(kind, obj), answer=answer)
 
-    def _store(self, kind: str, event_type: str | None, obj: Obj) -> tuple[Obj | None, Obj | None]:
+    def _store(
+        self, kind: str, event_type: str | None, obj: Obj, *, answer: bool = True
+    ) -> tuple[Obj | None, Obj | None]:
         meta = obj.get("metadata") or {}
         key = (meta.get("namespace") or "", meta.get("name") or "")
-        uid = _uid(obj)
-        version = resource_version(obj)
+        uid, version = _uid(obj), resource_version(obj)
+        deleted = event_type == "DELETED"
         with self._lock:
             objects = self._objects.setdefault(kind, {})
-            current = objects.get(key)
-            same_object = current is not None and _uid(current) == uid
-            if event_type == "DELETED":
-                if uid:
-                    self._bury_locked(uid, version)
-                if current is None or same_object:
-                    objects.pop(key, None)
-                    self._reindex_locked(kind, current, None)
-                    return current, None
-                return current, current
-            if self._buried_locked(uid, version):
-                return current, current
-            if current is not None and resource_version(current) > version:
-                # Older than what we hold: the same object's past, or a same-named predecessor
-                # (names are unique at any one time, so a newer version of the name wins).
-                return current, current
-            objects[key] = obj
-            self._reindex_locked(kind, current, obj)
-        return current, obj
+            held = objects.get(key)
+        # Encoded outside the lock; nothing to encode for a deletion or for the version held.
+        fresh = None if deleted or _is_version(held, uid, version) else self._stored(kind, obj)
+        with self._lock:
+            current = objects.get(key)  # as it is now: another thread may have stored meanwhile
+            if not deleted and _is_version(current, uid, version):
+                # Re-listed as it is held: still an update, as client-go's Replace calls it.
+                return (dict(obj), obj) if answer else (None, None)
+            changed = self._change_locked(kind, key, current, deleted, uid, version, fresh, obj)
+        if not answer:
+            return None, None
+        before = _decoded(current)  # outside the lock: a stored entry never changes
+        if not changed:
+            return before, before
+        return before, None if deleted else obj
 
-    def _reindex_locked(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+    def _change_locked(
+        self,
+        kind: str,
+        key: tuple[str, str],
+        current: _Stored | None,
+        deleted: bool,
+        uid: str,
+        version: int,
+        fresh: _Stored | None,
+        obj: Obj,
+    ) -> bool:
+        """Drop or store ``obj`` in place of ``current``; False when the event changes nothing."""
+        objects = self._objects[kind]
+        if deleted:
+            if uid:
+                self._bury_locked(uid, version)
+            if current is not None and current.uid != uid:
+                return False  # a same-named successor stays
+            objects.pop(key, None)
+            self._reindex_locked(kind, current, None)
+            return True
+        if self._buried_locked(uid, version) or (current is not None and current.version > version):
+            # Deleted already, or older than what we hold: the same object's past, or a
+            # same-named predecessor (names are unique at any one time, so a newer version of
+            # the name wins).
+            return False
+        stored = fresh or self._stored(kind, obj)
+        objects[key] = stored
+        self._reindex_locked(kind, current, stored)
+        return True
+
+    def _stored(self, kind: str, obj: Obj) -> _Stored:
+        index = self._indexes.get(kind)
+        return _Stored(obj, index.label if index is not None else None)
+
+    def _reindex_locked(self, kind: str, old: _Stored | None, new: _Stored | None) -> None:
         index = self._indexes.get(kind)
         if index is not None:
-            index.replaced(old, new)
+            index.moved(old.filed if old is not None else None, new.filed if new is not None else None, new)
 
     def slimmed(self, kind: str, obj: Obj) -> Obj:
-        """``obj`` as this cache keeps it: what the kind's transform keeps, stored compactly.
-
-        The cached version of the same object lends it the parts still equal; when it is that
-        very version (the same uid and resourceVersion: a LIST of what the watches delivered),
-        the answer is all of it (a new top-level dict: a re-listed object is still an update,
-        as client-go's Replace calls it, and wakes what an update wakes)."""
-        meta = obj.get("metadata") or {}
-        with self._lock:
-            cached = self._objects.get(kind, {}).get((meta.get("namespace") or "", meta.get("name") or ""))
-        if cached is not None and _uid(cached) != _uid(obj):
-            cached = None
-        version = meta.get("resourceVersion")
-        if cached is not None and version and (cached.get("metadata") or {}).get("resourceVersion") == version:
-            return dict(cached)
-        return compact(self._transforms.get(kind, slim)(obj), cached)
+        """``obj`` as this cache keeps it: what the kind's transform keeps (parts of ``obj``
+        shared, never changed)."""
+        return self._transforms.get(kind, slim)(obj)
 
     def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> list[Obj]:
         """Load a fresh LIST: add or refresh its items (as :meth:`slimmed` made them), and drop
         cached objects of that kind (in that namespace, "" for all) that the list no longer has
         and that are older than it. Returns the dropped objects."""
         for obj in items:
-            self._store(kind, None, obj)
+            self._store(kind, None, obj, answer=False)
         return self.drop_missing(kind, namespace, (_uid(o) for o in items), list_version)
 
     def drop_missing(self, kind: str, namespace: str, listed_uids: Iterable[str], list_version: str) -> list[Obj]:
@@ -181,41 +242,51 @@ class ObjectCache:
         afterwards never says). Returns the dropped objects."""
         present = set(listed_uids)
         floor = _version(list_version)
-        dropped: list[Obj] = []
+        dropped: list[_Stored] = []
         with self._lock:
             objects = self._objects.get(kind, {})
             for key, cached in list(objects.items()):
                 if namespace and key[0] != namespace:
                     continue
-                if _uid(cached) not in present and resource_version(cached) < floor:
+                if cached.uid not in present and cached.version < floor:
                     del objects[key]
                     self._reindex_locked(kind, cached, None)
-                    if _uid(cached):
-                        self._bury_locked(_uid(cached), floor)
+                    if cached.uid:
+                        self._bury_locked(cached.uid, floor)
                     dropped.append(cached)
-        return dropped
+        return [stored.object() for stored in dropped]
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The cached object (a copy: the caller's own), or None."""
         with self._lock:
-            return self._objects.get(kind, {}).get((namespace, name))
+            stored = self._objects.get(kind, {}).get((namespace, name))
+        return _decoded(stored)
+
+    def version(self, kind: str, namespace: str, name: str) -> tuple[str, int] | None:
+        """The cached object's uid and resourceVersion (nothing decoded), or None."""
+        with self._lock:
+            stored = self._objects.get(kind, {}).get((namespace, name))
+        return (stored.uid, stored.version) if stored is not None else None
 
     def keys(self, kind: str) -> list[tuple[str, str]]:
         with self._lock:
             return list(self._objects.get(kind, {}))
 
     def objects(self, kind: str) -> list[Obj]:
-        """Every cached object of ``kind`` (READ-ONLY: shared, never mutate them)."""
+        """Every cached object of ``kind`` (copies: the caller's own)."""
         with self._lock:
-            return list(self._objects.get(kind, {}).values())
+            stored = list(self._objects.get(kind, {}).values())
+        return [entry.object() for entry in stored]
 
     def labelled(self, kind: str, namespace: str, value: str) -> list[Obj] | None:
         """The cached objects of ``kind`` in ``namespace`` whose indexed label is ``value``, by
-        name (READ-ONLY); None when ``kind`` has no index."""
+        name (copies); None when ``kind`` has no index."""
         index = self._indexes.get(kind)
         if index is None:
             return None
         with self._lock:
-            return index.get(namespace, value)
+            stored = index.get(namespace, value)
+        return [entry.object() for entry in stored]
 
     def count(self, kind: str) -> int:
         with self._lock:

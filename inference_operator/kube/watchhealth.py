@@ -124,11 +124,11 @@ class WatchHealth:
         return items[0] if items else None
 
     def _delivered(self, cache: ObjectCache, kind: str, sample: _Sample) -> bool:
-        cached = cache.get(kind, sample.namespace, sample.name)
+        cached = cache.version(kind, sample.namespace, sample.name)
         if cached is None:
             return cache.deleted(sample.uid, sample.version)  # delivered, and deleted since
-        meta = cached.get("metadata") or {}
-        return str(meta.get("uid") or "") == sample.uid and resource_version(cached) >= sample.version
+        uid, version = cached
+        return uid == sample.uid and version >= sample.version
 
     def _judge(self, kind: str, namespace: str, first: Obj | None, cache: ObjectCache, now: float) -> None:
         key = (kind, namespace)

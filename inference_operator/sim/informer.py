@@ -103,7 +103,7 @@ class SharedInformer:
         """Only objects carrying this label key (a server-side ``labelSelector=<key>``): like a
         filtered watch, an object that loses the label is DELETED here, one that gains it ADDED."""
         self._cache: dict[tuple[str, str], Obj] = {}
-        self._index = LabelIndex(index_label) if index_label is not None else None
+        self._index: LabelIndex[Obj] | None = LabelIndex(index_label) if index_label is not None else None
         """The cached objects by namespace and ``index_label``'s value (:meth:`labelled`)."""
         self._handlers: list[_Handlers] = []
         self._watch: Watch | None = None
