@@ -226,12 +226,19 @@ class ObjectCache:
         return self._transforms.get(kind, slim)(obj)
 
     def replace_kind(self, kind: str, namespace: str, items: list[Obj], list_version: str) -> list[Obj]:
-        """Load a fresh LIST: add or refresh its items (as :meth:`slimmed` made them), and drop
-        cached objects of that kind (in that namespace, "" for all) that the list no longer has
-        and that are older than it. Returns the dropped objects."""
+        """Load a fresh LIST: add or refresh its items, and drop cached objects of that kind (in
+        that namespace, "" for all) that the list no longer has and that are older than it.
+        Returns the dropped objects."""
+        return self.drop_missing(kind, namespace, self.store_listed(kind, items), list_version)
+
+    def store_listed(self, kind: str, items: Iterable[Obj]) -> list[str]:
+        """Add or refresh the items of (a page of) a LIST, each as its kind's transform keeps
+        it; returns their uids, for :meth:`drop_missing` once the LIST is complete."""
+        uids = []
         for obj in items:
-            self._store(kind, None, obj, answer=False)
-        return self.drop_missing(kind, namespace, (_uid(o) for o in items), list_version)
+            self.apply_event(kind, None, obj, answer=False)
+            uids.append(_uid(obj))
+        return uids
 
     def drop_missing(self, kind: str, namespace: str, listed_uids: Iterable[str], list_version: str) -> list[Obj]:
         """Drop cached objects of ``kind`` (in ``namespace``, "" for all) that a LIST answered at

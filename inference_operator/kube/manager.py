@@ -210,9 +210,9 @@ class OperatorRuntime:
         loaded = 0
         for namespace in self.config.namespaces or ("",):
             for source in self._listed.values():
-                # Pages are slimmed into the cache as they come: the whole list is never held
-                # twice (raw and cached) at once.
-                listed: list[Obj] = []
+                # Each page goes into the cache as it comes (each object serialized there): the
+                # whole list is never held parsed at once.
+                uids: list[str] = []
                 version = "0"
                 for page, page_version in self.client.iter_pages(
                     source.kind,
@@ -221,10 +221,10 @@ class OperatorRuntime:
                     field_selector=source.field_selector,
                     page_size=LIST_PAGE_SIZE,
                 ):
-                    listed.extend(self.cache.slimmed(source.kind, obj) for obj in page)
+                    uids += self.cache.store_listed(source.kind, page)
                     version = page_version
-                self.cache.replace_kind(source.kind, namespace, listed, version)
-                loaded += len(listed)
+                self.cache.drop_missing(source.kind, namespace, uids, version)
+                loaded += len(uids)
         return loaded
 
     def enqueue_all(self) -> int:

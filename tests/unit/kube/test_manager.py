@@ -382,6 +382,28 @@ def test_resync_replays_the_cache_without_listing(client: FakeClient) -> None:
     assert next_due == 120
 
 
+def test_the_startup_list_is_stored_page_by_page_and_drops_what_it_no_longer_has(client: FakeClient) -> None:
+    # A page is in the cache before the next is asked for: the whole LIST is never held
+    # parsed at once. Once the last page is in, what the LIST did not have (and is older) goes.
+    rt = make_runtime(client)
+    rt.cache.apply_event(KIND, "ADDED", isvc("gone", uid="u0", rv="1"))
+    seen_between_pages: list[bool] = []
+
+    def pages(kind: str, namespace: str, **kwargs: Any) -> Iterator[tuple[list[Obj], str]]:
+        if kind != KIND:
+            yield [], "9"
+            return
+        yield [isvc("a", uid="u1", rv="5")], "9"
+        seen_between_pages.append(rt.cache.get(KIND, "ns", "a") is not None)
+        seen_between_pages.append(rt.cache.get(KIND, "ns", "gone") is not None)
+        yield [isvc("b", uid="u2", rv="6")], "9"
+
+    client.iter_pages = pages  # type: ignore[method-assign]
+    assert rt.prime_cache() == 2
+    assert seen_between_pages == [True, True], "the first page stored before the second was read"
+    assert sorted(rt.cache.keys(KIND)) == [("ns", "a"), ("ns", "b")]
+
+
 def test_a_deletion_during_the_startup_list_is_not_undone(client: FakeClient) -> None:
     rt = make_runtime(client)
     client.objects[KIND] = [isvc(rv="5")]
