@@ -96,7 +96,8 @@ class _Stored:
         self.blob = _encode(obj)
 
     def object(self) -> Obj:
-        """A copy of the object, the reader's own."""
+        """A copy of the object, the reader's own (objects come parsed from JSON, so no part of
+        one is shared by two places in it, and none is in the copy)."""
         return marshal.loads(self.blob)  # type: ignore[no-any-return]
 
 
@@ -108,7 +109,9 @@ def _encode(obj: Obj) -> bytes:
 
 
 def _is_version(stored: _Stored | None, uid: str, version: int) -> bool:
-    return stored is not None and stored.uid == uid and stored.version == version
+    """``stored`` is that very version of the object (a version it names: 0, none or no number,
+    is no version, and is stored again)."""
+    return stored is not None and version > 0 and stored.uid == uid and stored.version == version
 
 
 def _decoded(stored: _Stored | None) -> Obj | None:
@@ -147,9 +150,11 @@ class ObjectCache:
 
         An event older than what is cached (lower resourceVersion, as after a watch restart
         replaying history), or about an object already deleted, is ignored, so the cache never
-        moves backwards. Returns what the cache held for that name before and after (slimmed):
-        the same object twice when nothing changed, ``after`` None once deleted (``answer``
-        False: two Nones, and nothing is decoded).
+        moves backwards. Returns the object as the cache held it for that name before the
+        event, and after it (``obj`` slimmed, sharing parts with ``obj``): the same object twice
+        when nothing changed, ``after`` None once deleted; for a re-list of the version held,
+        two equal objects (an update, as client-go's Replace calls it). ``answer`` False: two
+        Nones, and nothing is decoded.
         """
         if event_type == "DELETED":  # only its name, uid and version are read: nothing to keep
             return self._store(kind, event_type, obj, answer=answer)

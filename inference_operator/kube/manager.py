@@ -192,10 +192,11 @@ class OperatorRuntime:
         Called on Kopf's event loop: it must stay quick and never block."""
         if event_type is None:
             self.housekeeper.relisted(kind)
-        before, after = self.cache.apply_event(kind, event_type, obj)
         handler = self._listed[kind].handler
-        if handler is None:
-            return  # read when a rollout counts (a Node), never a reason for a pass
+        if handler is None:  # read when a rollout counts (a Node), never a reason for a pass
+            self.cache.apply_event(kind, event_type, obj, answer=False)
+            return
+        before, after = self.cache.apply_event(kind, event_type, obj)
         event = watch_event(event_type, obj, before=before, after=after)
         keys = handler.keys(event) if event is not None else ()
         if self.tracer.enabled and kind not in self._read_kinds:  # a read's objects are no trace's subject

@@ -4,17 +4,22 @@ Covers: what a reader gets is its own (changing it changes nothing cached, for `
 ``objects`` and ``labelled``); a Deployment is kept in about the memory of its JSON text, where
 parsed dicts take several times that; ``version`` answers without decoding; an object of
 types marshal cannot take (a Mapping that is no dict) is stored as plain JSON values; the label
-index follows label changes and deletions with stored entries; a re-list of the version held
-answers two distinct, equal objects (an update) and stores nothing new.
+index follows label changes, deletions and a same-named successor; a re-list of the version
+held answers two distinct, equal objects (an update) and encodes nothing; an object without a
+version is stored again each time; ``answer=False`` decodes nothing; a store that encodes while
+another thread deletes the object, or stores a newer version, does not undo that.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import marshal
 import tracemalloc
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+import pytest
 
 from inference_operator.api.constants import DEPLOYMENT, OWNER_LABEL
 from inference_operator.api.models import InferenceService
@@ -137,3 +142,97 @@ def test_a_relist_of_the_version_held_is_an_update_and_stores_nothing_new() -> N
     older_before, older_after = cache.apply_event("Pod", "MODIFIED", pod("p1", "svc", rv="6"))
     assert older_before is older_after, "an older version changes nothing: the same object twice"
     assert cache.version("Pod", "ns", "p1") == ("uid-p1", 7)
+
+
+def _counting_stores(cache: ObjectCache, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the objects ``cache`` encodes from now on, one entry per encoding."""
+    encoded: list[str] = []
+    original = cache._stored
+
+    def counted(kind: str, obj: Obj) -> Any:
+        encoded.append(obj["metadata"]["name"])
+        return original(kind, obj)
+
+    monkeypatch.setattr(cache, "_stored", counted)
+    return encoded
+
+
+def test_a_relist_of_the_version_held_encodes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ObjectCache()
+    cache.apply_event("Pod", "ADDED", pod("p1", "svc", rv="7"))
+    encoded = _counting_stores(cache, monkeypatch)
+    cache.apply_event("Pod", None, pod("p1", "svc", rv="7"))
+    assert encoded == []
+    cache.apply_event("Pod", None, pod("p1", "svc", rv="8"))
+    assert encoded == ["p1"]
+
+
+def test_an_object_without_a_version_is_stored_again_each_time() -> None:
+    # No resourceVersion is no version: the cache cannot tell it is the one it holds.
+    cache = ObjectCache()
+    first, second = pod("p1", "svc"), pod("p1", "svc")
+    del first["metadata"]["resourceVersion"], second["metadata"]["resourceVersion"]
+    second["spec"]["nodeName"] = "node-2"
+    cache.apply_event("Pod", "ADDED", first)
+    before, after = cache.apply_event("Pod", "MODIFIED", second)
+    assert before is not None and before["spec"]["nodeName"] == "node-1"
+    assert after is not None and after["spec"]["nodeName"] == "node-2"
+    assert (cache.get("Pod", "ns", "p1") or {})["spec"]["nodeName"] == "node-2"
+
+
+def test_without_an_answer_nothing_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ObjectCache()
+    cache.apply_event("Pod", "ADDED", pod("p1", "svc", rv="1"))
+    monkeypatch.setattr(marshal, "loads", lambda _blob: pytest.fail("decoded"))
+    assert cache.apply_event("Pod", "MODIFIED", pod("p1", "svc", rv="2"), answer=False) == (None, None)
+    assert cache.apply_event("Pod", None, pod("p1", "svc", rv="2"), answer=False) == (None, None)
+    assert cache.apply_event("Pod", "DELETED", pod("p1", "svc", rv="3"), answer=False) == (None, None)
+    assert cache.version("Pod", "ns", "p1") is None
+
+
+def test_a_deletion_while_a_store_encodes_is_not_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store encodes outside the cache's lock; the watch deletes the object meanwhile. The
+    # store, older than the deletion, must not bring it back, in the cache or in its index.
+    cache = ObjectCache(indexes={"Pod": OWNER_LABEL})
+    cache.apply_event("Pod", "ADDED", pod("p1", "svc", rv="5"))
+    original = cache._stored
+
+    def deleted_meanwhile(kind: str, obj: Obj) -> Any:
+        cache.apply_event("Pod", "DELETED", pod("p1", "svc", rv="7"))
+        return original(kind, obj)
+
+    monkeypatch.setattr(cache, "_stored", deleted_meanwhile)
+    before, after = cache.apply_event("Pod", None, pod("p1", "svc", rv="6"))
+    assert before is None and after is None, "nothing held, nothing stored"
+    assert cache.get("Pod", "ns", "p1") is None
+    assert cache.labelled("Pod", "ns", "svc") == []
+
+
+def test_a_newer_store_while_an_older_one_encodes_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ObjectCache(indexes={"Pod": OWNER_LABEL})
+    cache.apply_event("Pod", "ADDED", pod("p1", "a", rv="5"))
+    original = cache._stored
+    racing = [pod("p1", "b", rv="9")]
+
+    def newer_meanwhile(kind: str, obj: Obj) -> Any:
+        if racing:
+            cache.apply_event("Pod", "MODIFIED", racing.pop())
+        return original(kind, obj)
+
+    monkeypatch.setattr(cache, "_stored", newer_meanwhile)
+    before, after = cache.apply_event("Pod", "MODIFIED", pod("p1", "c", rv="6"))
+    assert before is after, "older than what is held by then: no change"
+    assert cache.version("Pod", "ns", "p1") == ("uid-p1", 9)
+    assert cache.labelled("Pod", "ns", "c") == [] and cache.labelled("Pod", "ns", "a") == []
+    assert [p["metadata"]["resourceVersion"] for p in cache.labelled("Pod", "ns", "b") or []] == ["9"]
+
+
+def test_a_same_named_successor_moves_in_the_index() -> None:
+    cache = ObjectCache(indexes={"Pod": OWNER_LABEL})
+    cache.apply_event("Pod", "ADDED", pod("p1", "a", rv="5", uid="first"))
+    cache.apply_event("Pod", "ADDED", pod("p1", "b", rv="8", uid="second"))
+    assert cache.labelled("Pod", "ns", "a") == []
+    assert [p["metadata"]["uid"] for p in cache.labelled("Pod", "ns", "b") or []] == ["second"]
+    before, after = cache.apply_event("Pod", "DELETED", pod("p1", "a", rv="9", uid="first"))
+    assert before is after, "the predecessor's deletion leaves the successor"
+    assert [p["metadata"]["uid"] for p in cache.labelled("Pod", "ns", "b") or []] == ["second"]
