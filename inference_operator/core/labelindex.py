@@ -43,10 +43,10 @@ class LabelIndex(Generic[T]):
         self.label = label
         self._by_value: dict[tuple[str, str], dict[str, T]] = {}
 
-    def replaced(self, old: Obj | None, new: Obj | None) -> None:
+    def replaced(self: LabelIndex[Obj], old: Obj | None, new: Obj | None) -> None:
         """The cache's entry for one name went from the object ``old`` to ``new`` (None: absent),
         each filed as itself."""
-        self.moved(filing(old, self.label), filing(new, self.label), new)  # type: ignore[arg-type]
+        self.moved(filing(old, self.label), filing(new, self.label), new)
 
     def moved(self, was: Filing | None, now: Filing | None, item: T | None) -> None:
         """The cache's entry for one name was filed at ``was`` and is now ``item``, filed at
