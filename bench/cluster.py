@@ -25,8 +25,13 @@ settings and handlers that do nothing (bench/kopfalone.py), one of them without 
 package: they see the same events, and their CPU and memory are the floor of the operator's.
 Their CPU slows the rest, so such a run is not one of the README's figures.
 
+`--memray FILE` runs the converging operator under memray (a PyPI package, installed apart):
+``python -m memray summary FILE`` then shows what its heap held at its peak, by where it was
+allocated. The profiler slows the operator and adds to its resident set: not the README's figures.
+
 Usage: python bench/cluster.py [--count 200] [--workers 4] [--repeat 5] [--profile DIR]
                                [--leader-election true|false] [--no-capacity-reads] [--kopf-alone]
+                               [--memray FILE]
 """
 
 from __future__ import annotations
@@ -255,11 +260,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--record", type=Path, metavar="FILE", help="append each run's figures to FILE, a JSON line each"
     )
     parser.add_argument(
+        "--memray",
+        type=Path,
+        metavar="FILE",
+        help="run the converging operator under memray (a PyPI package), its allocations in FILE: "
+        "`python -m memray summary FILE` shows what was held at the peak; its figures are not the README's",
+    )
+    parser.add_argument(
         "--readme",
         action="store_true",
         help="rewrite the operator's figures in README.md from these runs (with their median and range)",
     )
     args = parser.parse_args(argv)
+    if args.memray and (args.readme or args.record):
+        parser.error("--memray: the profiler slows the operator and adds to its memory; not with --readme or --record")
     if args.kopf_alone and (args.readme or args.record):
         parser.error("--kopf-alone: its two extra processes slow the operator's run; not with --readme or --record")
     return args
@@ -436,7 +450,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
                 process.start()
         # Converge with the default resync period (300 s): a resync in the middle of the
         # measurement would add passes a real operator would not make then.
-        operator = OperatorProcess(plane.kubeconfig, env, work / "operator.log", *flags)
+        memray = ("-m", "memray", "run", "--force", "-q", "-o", str(args.memray)) if args.memray else ()
+        operator = OperatorProcess(plane.kubeconfig, env, work / "operator.log", *flags, python_args=memray)
         operator.start()
         mark = audit.mark()
         watch = ReadyWatch(client, KIND, "bench", is_ready)

@@ -272,12 +272,15 @@ class OperatorProcess:
         identity: str = "",
         lease_namespace: str = "",
         standby: bool = False,
+        python_args: tuple[str, ...] = (),
     ) -> None:
         """``identity`` names the replica in the leader Lease (kept across ``start`` after a
         crash, so a restart takes its own Lease back at once, as a restarted pod of the same
         name does; it writes only a renew deadline later, as a record it did not write may
         have replaced a live holder); ``lease_namespace`` is where the Lease lives (the identity needs get, create
-        and update on Leases there); ``standby``: ``start`` does not wait for it to lead."""
+        and update on Leases there); ``standby``: ``start`` does not wait for it to lead;
+        ``python_args``: what the interpreter runs the operator through (a profiler's
+        ``-m memray run -o FILE``), before ``-m inference_operator``."""
         self.kubeconfig = kubeconfig
         self.identity = identity or f"e2e-{uuid.uuid4().hex[:8]}"
         self.standby = standby
@@ -286,6 +289,7 @@ class OperatorProcess:
             self.env["INFERENCE_OPERATOR_LEASE_NAMESPACE"] = lease_namespace
         self.log_path = log_path
         self.extra_args = list(extra_args)
+        self.python_args = list(python_args)
         self.port = free_port()
         self.metrics_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -304,6 +308,7 @@ class OperatorProcess:
         self.process = subprocess.Popen(
             [
                 sys.executable,
+                *self.python_args,
                 "-m",
                 "inference_operator",
                 "run",
