@@ -16,10 +16,17 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from inference_operator.cliargs import OutputPathError, check_output, horizon, liveness_url, port, ready_after
+from inference_operator.cliargs import (
+    DEMO_SCENARIOS,
+    OutputPathError,
+    check_output,
+    horizon,
+    liveness_url,
+    port,
+    ready_after,
+)
 from inference_operator.core.process import limit_malloc_arenas, tune_gc
 from inference_operator.core.text import one_line
-from inference_operator.demo import SCENARIO_NAMES
 from inference_operator.kube.config import LB_PROVIDERS, LOG_FORMATS, OperatorConfig
 from inference_operator.manifests import Manifest
 
@@ -58,7 +65,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if not any(isinstance(h, logging.NullHandler) for h in told.handlers):
         told.addHandler(logging.NullHandler())
     if args.trace is not None:
-        names = [args.file] if args.file else list(args.scenario or SCENARIO_NAMES)
+        names = [args.file] if args.file else list(args.scenario or DEMO_SCENARIOS)
         for path in trace_paths(args.trace, names).values():
             _check_output(path, "--trace")
     if args.cluster is not None and not args.file:
@@ -251,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--scenario",
         action="append",
-        choices=SCENARIO_NAMES,
+        choices=DEMO_SCENARIOS,
         help="run only this scenario (repeatable); default: all four",
     )
     demo.add_argument(

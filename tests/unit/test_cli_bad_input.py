@@ -169,3 +169,22 @@ def test_kopf_run_without_a_cluster_stops_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Stopped: no cluster to run against" in done.stderr and "(set KUBECONFIG)" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_the_command_line_names_the_demo_scenarios_the_demo_has() -> None:
+    from inference_operator.cliargs import DEMO_SCENARIOS
+    from inference_operator.demo import SCENARIO_NAMES
+
+    assert DEMO_SCENARIOS == SCENARIO_NAMES
+
+
+def test_starting_the_operator_imports_no_simulator() -> None:
+    # `inference-operator run` parses its command line first: the simulator (some 60 modules,
+    # 2.4 MiB of the operator's memory) must not come with it.
+    code = (
+        "import sys; from inference_operator import cli; cli.build_parser().parse_args(['run']);"
+        "import inference_operator.operator;"
+        "print(sorted(m for m in sys.modules if m.startswith(('inference_operator.sim', 'inference_operator.demo'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
