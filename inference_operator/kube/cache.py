@@ -89,9 +89,9 @@ class _Stored:
 
     __slots__ = ("blob", "filed", "uid", "version")
 
-    def __init__(self, obj: Obj, label: str | None) -> None:
-        self.uid = _uid(obj)
-        self.version = resource_version(obj)
+    def __init__(self, obj: Obj, label: str | None, uid: str, version: int) -> None:
+        self.uid = uid
+        self.version = version
         self.filed = filing(obj, label) if label is not None else None
         self.blob = _encode(obj)
 
@@ -171,7 +171,7 @@ class ObjectCache:
             objects = self._objects.setdefault(kind, {})
             held = objects.get(key)
         # Encoded outside the lock; nothing to encode for a deletion or for the version held.
-        fresh = None if deleted or _is_version(held, uid, version) else self._stored(kind, obj)
+        fresh = None if deleted or _is_version(held, uid, version) else self._stored(kind, obj, uid, version)
         with self._lock:
             current = objects.get(key)  # as it is now: another thread may have stored meanwhile
             if not deleted and _is_version(current, uid, version):
@@ -211,14 +211,14 @@ class ObjectCache:
             # same-named predecessor (names are unique at any one time, so a newer version of
             # the name wins).
             return False
-        stored = fresh or self._stored(kind, obj)
+        stored = fresh or self._stored(kind, obj, uid, version)
         objects[key] = stored
         self._reindex_locked(kind, current, stored)
         return True
 
-    def _stored(self, kind: str, obj: Obj) -> _Stored:
+    def _stored(self, kind: str, obj: Obj, uid: str, version: int) -> _Stored:
         index = self._indexes.get(kind)
-        return _Stored(obj, index.label if index is not None else None)
+        return _Stored(obj, index.label if index is not None else None, uid, version)
 
     def _reindex_locked(self, kind: str, old: _Stored | None, new: _Stored | None) -> None:
         index = self._indexes.get(kind)

@@ -149,9 +149,9 @@ def _counting_stores(cache: ObjectCache, monkeypatch: pytest.MonkeyPatch) -> lis
     encoded: list[str] = []
     original = cache._stored
 
-    def counted(kind: str, obj: Obj) -> Any:
+    def counted(kind: str, obj: Obj, uid: str, version: int) -> Any:
         encoded.append(obj["metadata"]["name"])
-        return original(kind, obj)
+        return original(kind, obj, uid, version)
 
     monkeypatch.setattr(cache, "_stored", counted)
     return encoded
@@ -197,9 +197,9 @@ def test_a_deletion_while_a_store_encodes_is_not_undone(monkeypatch: pytest.Monk
     cache.apply_event("Pod", "ADDED", pod("p1", "svc", rv="5"))
     original = cache._stored
 
-    def deleted_meanwhile(kind: str, obj: Obj) -> Any:
+    def deleted_meanwhile(kind: str, obj: Obj, uid: str, version: int) -> Any:
         cache.apply_event("Pod", "DELETED", pod("p1", "svc", rv="7"))
-        return original(kind, obj)
+        return original(kind, obj, uid, version)
 
     monkeypatch.setattr(cache, "_stored", deleted_meanwhile)
     before, after = cache.apply_event("Pod", None, pod("p1", "svc", rv="6"))
@@ -214,10 +214,10 @@ def test_a_newer_store_while_an_older_one_encodes_wins(monkeypatch: pytest.Monke
     original = cache._stored
     racing = [pod("p1", "b", rv="9")]
 
-    def newer_meanwhile(kind: str, obj: Obj) -> Any:
+    def newer_meanwhile(kind: str, obj: Obj, uid: str, version: int) -> Any:
         if racing:
             cache.apply_event("Pod", "MODIFIED", racing.pop())
-        return original(kind, obj)
+        return original(kind, obj, uid, version)
 
     monkeypatch.setattr(cache, "_stored", newer_meanwhile)
     before, after = cache.apply_event("Pod", "MODIFIED", pod("p1", "c", rv="6"))
