@@ -2,10 +2,11 @@
 """Kopf alone: the operator's watches and Kopf settings, with handlers that do nothing.
 
 What the operator costs before any work of its own: Kopf lists and watches the same kinds with
-the same selectors, page size and idle timeout (``operator.configure`` and
-``operator.register_watches``, the operator's own functions), parses every event and runs its
-per-object machinery up to a handler that returns at once. It never reconciles, caches or
-writes. ``bench/cluster.py --kopf-alone`` runs it beside the operator (:class:`KopfAlone`), so
+the same selectors, page size and idle timeout (``operator.configure``,
+``operator.register_watches`` and ``operator.register_reads``, the operator's own functions),
+parses every event and runs its per-object machinery up to a handler that returns at once (the
+Node and Pod streams, which skip that machinery, to a sink that drops each event). It never
+reconciles, caches or writes. ``bench/cluster.py --kopf-alone`` runs it beside the operator (:class:`KopfAlone`), so
 both see the same events, and prints its CPU per object and memory: the floor of the operator's.
 
 ``--without-kubernetes`` hides the ``kubernetes`` package before Kopf is imported (Kopf imports
@@ -114,19 +115,32 @@ def build(*, hidden: bool) -> kopf.OperatorRegistry:
     import kopf
 
     from inference_operator.kube.config import OperatorConfig
-    from inference_operator.operator import configure, register_watches
+    from inference_operator.operator import configure, register_reads, register_watches
 
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
     def start(settings: kopf.OperatorSettings, **_: Any) -> None:
-        configure(settings, OperatorConfig.from_env(), registry, nothing)
+        configure(settings, OperatorConfig.from_env())
         print(f"{STARTED} ({'without' if hidden else 'with'} the kubernetes package)", flush=True)
 
     # A registry of one's own has none of the login handlers Kopf puts in its default one.
     kopf.on.login(registry=registry)(kopf.login_with_kubeconfig if hidden else kopf.login_via_client)
     register_watches(registry, nothing)
+    register_reads(registry, read_sink)
     return registry
+
+
+def drop(_kind: str, _type: str | None, _obj: object) -> None:
+    """The sink of the Node and Pod streams: the stream has done all its work when it is called."""
+
+
+def read_sink() -> Callable[[str, str | None, object], None] | None:
+    """What the Node and Pod streams go into: :func:`drop`, or none where the operator reads no
+    capacity (namespaced mode, ``READ_CAPACITY=false``)."""
+    from inference_operator.kube.config import OperatorConfig
+
+    return drop if OperatorConfig.from_env().reads_capacity else None
 
 
 def nothing(_watch: object) -> Callable[..., Awaitable[None]]:

@@ -6,10 +6,10 @@ died), logging and the CLI. Its ``on.event`` handlers write nothing to the objec
 bookkeeping annotations, no Kopf finalizer); here they only feed the cache and the workqueue
 of ``OperatorRuntime``, whose worker threads run the same reconciler as the simulator.
 Deployments and Services are watched with a server-side label selector (the owner label), so
-the operator never caches the cluster's other workloads. In cluster mode it also watches every
-Node and every unfinished Pod (a field selector), slimmed in the cache to what a rollout's GPU
-count reads; those handlers are registered at startup, once the mode is known, so namespaced
-mode never asks for Nodes it cannot read.
+the operator never caches the cluster's other workloads. In cluster mode it also streams every
+Node and every unfinished Pod (a field selector) into the cache, slimmed to what a rollout's GPU
+count reads, with Kopf's list+watch but not its handlers (:mod:`.kube.readstreams`); they start
+once the runtime has, so namespaced mode never asks for Nodes it cannot read.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import dataclasses
 import logging
 import os
 import sys
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -30,12 +29,12 @@ from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
 from inference_operator.kube.preflight import KubeconfigError
-from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Read, Watch
+from inference_operator.kube.readstreams import ReadStreams, Sink
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Watch
 
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
-_reads_registered: weakref.WeakSet[kopf.OperatorRegistry] = weakref.WeakSet()
-HandlerFactory = Callable[[Watch | Read], Callable[..., Awaitable[None]]]
+HandlerFactory = Callable[[Watch], Callable[..., Awaitable[None]]]
 """Makes the ``on.event`` handler of one watched kind."""
 
 
@@ -95,15 +94,9 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     _runtime.start()
 
 
-def configure(
-    settings: kopf.OperatorSettings,
-    config: OperatorConfig,
-    registry: kopf.OperatorRegistry | None = None,
-    handler: HandlerFactory | None = None,
-) -> None:
-    """Kopf's settings for the operator, and in cluster mode the Node and Pod watches
-    (:func:`watch_reads`, with ``handler``'s handlers in ``registry``; by default the
-    operator's own in Kopf's default registry)."""
+def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
+    """Kopf's settings for the operator (in cluster mode also the selectors of the Node and
+    Pod streams, which read them from the settings)."""
     settings.posting.enabled = False  # we post the Events we mean, not log lines
     settings.persistence.diffbase_storage = NoDiffBase()
     # Each per-object worker of Kopf keeps its last event (the whole object) while it idles;
@@ -119,7 +112,9 @@ def configure(
         if watch.label_selector:  # children: only those carrying the owner label are listed and watched
             settings.watching.label_selectors[watch.group or watch.version, watch.plural] = watch.label_selector
     if config.reads_capacity:
-        watch_reads(settings, registry, handler)
+        for read in CAPACITY_READS:
+            if read.field_selector:
+                settings.watching.field_selectors[read.group or read.version, read.plural] = read.field_selector
     settings.peering.standalone = True  # replicas coordinate through our own Lease, not Kopf peering
     if config.namespaces:
         # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
@@ -127,12 +122,6 @@ def configure(
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-
-
-@kopf.on.cleanup()
-def stop(**_: Any) -> None:
-    if _runtime is not None:
-        _runtime.stop()
 
 
 def liveness(rt: OperatorRuntime) -> dict[str, int]:
@@ -149,33 +138,44 @@ def probe(**_: Any) -> dict[str, int]:
     return liveness(runtime())
 
 
-def watch_reads(
-    settings: kopf.OperatorSettings,
-    registry: kopf.OperatorRegistry | None = None,
-    handler: HandlerFactory | None = None,
-) -> None:
-    """Watch the kinds a rollout counts capacity from (every Node, every unfinished Pod).
-    Registered at startup, before Kopf starts its watches (Kopf reads its registry only then);
-    once per registry, though startup may be retried."""
-    registry = registry if registry is not None else kopf.get_default_registry()
-    handler = handler if handler is not None else _watch_handler
-    for read in CAPACITY_READS:
-        if read.field_selector:
-            settings.watching.field_selectors[read.group or read.version, read.plural] = read.field_selector
-    if registry in _reads_registered:
-        return
-    _reads_registered.add(registry)
-    for read in CAPACITY_READS:
-        kopf.on.event(*_kopf_resource(read), id=f"{read.plural}-read", registry=registry)(handler(read))
+def register_reads(registry: kopf.OperatorRegistry, sink_of: Callable[[], Sink | None]) -> ReadStreams:
+    """Stream the kinds a rollout counts capacity from (every Node, every unfinished Pod) into
+    ``sink_of()``'s sink once Kopf has started (None: read none, as in namespaced mode), until
+    it stops. ``sink_of`` may raise ``kopf.TemporaryError``: Kopf then asks again later."""
+    streams = ReadStreams()
+
+    @kopf.on.startup(id="capacity-reads-start", registry=registry)
+    async def start_reads(settings: kopf.OperatorSettings, **_: Any) -> None:
+        sink = sink_of()
+        if sink is not None:
+            streams.start(CAPACITY_READS, settings=settings, sink=sink)
+
+    @kopf.on.cleanup(id="capacity-reads-stop", registry=registry)
+    async def stop_reads(**_: Any) -> None:
+        await streams.stop()
+
+    return streams
 
 
-def _kopf_resource(watch: Watch | Read) -> tuple[str, ...]:
+def runtime_sink(rt: OperatorRuntime | None, streams: ReadStreams) -> Sink | None:
+    """The runtime's event entry for ``streams``, once it has started (Kopf runs the startup
+    handlers in order, so it has, unless its start failed and is being retried); None when
+    it reads no capacity (namespaced mode, ``READ_CAPACITY=false``)."""
+    if rt is None or not rt.started:
+        raise kopf.TemporaryError("the operator runtime has not started yet", delay=1)
+    if not rt.config.reads_capacity:
+        return None
+    rt.streams_health = streams.problems  # liveness, and the metrics server's /healthz
+    return rt.on_event
+
+
+def _kopf_resource(watch: Watch) -> tuple[str, ...]:
     """How Kopf names a resource: ``(group, version, plural)``, or ``(version, plural)`` for the
     core group."""
     return (watch.group, watch.version, watch.plural) if watch.group else (watch.version, watch.plural)
 
 
-def _watch_handler(watch: Watch | Read) -> Callable[..., Awaitable[None]]:
+def _watch_handler(watch: Watch) -> Callable[..., Awaitable[None]]:
     async def on_event(event: kopf.RawEvent, **_: Any) -> None:
         runtime().on_event(watch.kind, event.get("type"), cast(Obj, event["object"]))
 
@@ -196,3 +196,11 @@ def register_watches(registry: kopf.OperatorRegistry, handler: HandlerFactory) -
 
 
 register_watches(kopf.get_default_registry(), _watch_handler)
+_streams = register_reads(kopf.get_default_registry(), lambda: runtime_sink(_runtime, _streams))
+
+
+@kopf.on.cleanup()
+def stop(**_: Any) -> None:
+    """After the streams stopped (cleanup handlers run in order)."""
+    if _runtime is not None:
+        _runtime.stop()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from inference_operator.api.constants import KIND
@@ -164,6 +165,9 @@ class OperatorRuntime:
         self.threads = threads if threads is not None else ThreadGroup()
         self._stop = threading.Event()
         self._started = False
+        self.streams_health: Callable[[], list[str]] = list
+        """What is wrong with the streams that feed the cache beside Kopf's handlers (the
+        Node and Pod streams, started by the Kopf glue), one line each."""
         self.closed = False
         """True once stopped: a stopped runtime never starts again (its queue is shut down)."""
         self.housekeeper = Housekeeper(
@@ -236,6 +240,11 @@ class OperatorRuntime:
         for namespace, name in keys:
             self.queue.add(f"{namespace}/{name}")
         return len(keys)
+
+    @property
+    def started(self) -> bool:
+        """True once :meth:`start` has succeeded."""
+        return self._started
 
     def start(self) -> None:
         """Prime the cache, then serve metrics and start the threads. Safe to call again
@@ -328,7 +337,7 @@ class OperatorRuntime:
         problems = [f"thread {name} died" for name in self.threads.dead()]
         if not self.backend.events.alive():
             problems.append(f"thread {EVENT_POSTER} died")
-        return problems + self.housekeeper.watch_health.problems()
+        return problems + self.streams_health() + self.housekeeper.watch_health.problems()
 
     def probe(self) -> dict[str, int]:
         events = self.backend.events

@@ -38,11 +38,16 @@ def watching(registry: kopf.OperatorRegistry) -> list[tuple[Any, ...]]:
     )
 
 
-def configured(registry: kopf.OperatorRegistry, handler: Any) -> kopf.OperatorSettings:
+def configured() -> kopf.OperatorSettings:
     """The settings the operator's startup gives Kopf, in this environment."""
     settings = kopf.OperatorSettings()
-    operator.configure(settings, OperatorConfig.from_env(), registry, handler)
+    operator.configure(settings, OperatorConfig.from_env())
     return settings
+
+
+def activities(registry: kopf.OperatorRegistry) -> list[tuple[str, str]]:
+    """The startup and cleanup handlers of the capacity streams (``operator.register_reads``)."""
+    return [(h.activity.value, h.id) for h in registry._activities.get_all_handlers() if "capacity-reads" in h.id]
 
 
 def settings_of(settings: kopf.OperatorSettings) -> tuple[Any, ...]:
@@ -68,16 +73,23 @@ def test_kopf_alone_watches_what_the_operator_watches(
         monkeypatch.setenv(name, value)
     ours = kopf.OperatorRegistry()
     operator.register_watches(ours, operator._watch_handler)
-    ours_settings = configured(ours, operator._watch_handler)
+    operator.register_reads(ours, lambda: None)
+    ours_settings = configured()
     theirs = alone.build(hidden=False)
     theirs_settings = kopf.OperatorSettings()
-    (startup,) = [h.fn for h in theirs._activities.get_all_handlers() if h.activity == Activity.STARTUP]
+    (startup,) = [
+        h.fn
+        for h in theirs._activities.get_all_handlers()
+        if h.activity == Activity.STARTUP and h.id != "capacity-reads-start"
+    ]
     startup(settings=theirs_settings)  # what Kopf runs before it starts watching
     assert watching(theirs) == watching(ours)
     assert settings_of(theirs_settings) == settings_of(ours_settings)
     ids = {row[0] for row in watching(ours)}
-    assert {"inferenceservices-event", "deployments-event", "services-event"} <= ids
-    assert ({"nodes-read", "pods-read"} <= ids) is (not env)  # cluster mode reads capacity
+    assert ids == {"inferenceservices-event", "deployments-event", "services-event"}
+    assert activities(theirs) == activities(ours) == [("startup", "capacity-reads-start"), ("cleanup", "capacity-reads-stop")]
+    assert (alone.read_sink() is alone.drop) is (not env)  # cluster mode streams Nodes and Pods, else none
+    assert alone.read_sink() is (None if env else alone.drop)
     assert theirs_settings.queueing.idle_timeout == 0.05 and theirs_settings.watching.label_selectors
 
 

@@ -16,8 +16,7 @@ Covers:
 - Namespaced mode and ``READ_CAPACITY=false`` list no Node or Pod and answer None (the count
   is then unknown: status says Nodes cannot be read). A bad ``READ_CAPACITY`` names the
   variable.
-- Kopf gets the two handlers once, however often startup is retried, and the Pod watch the
-  field selector.
+- A stopped Node or Pod stream (``kube/readstreams.py``, tested there) fails liveness, naming it.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from inference_operator.api.constants import OWNER_LABEL
 from inference_operator.kube.config import ConfigError, OperatorConfig
 from inference_operator.kube.manager import OperatorRuntime
 from inference_operator.kube.slimming import slim_node, slim_pod
-from inference_operator.operator import watch_reads
+from inference_operator.operator import liveness
 from inference_operator.reconcile.capacity import count_capacity
 from inference_operator.reconcile.podproblems import unschedulable_message
 from inference_operator.reconcile.rolloutpods import detect_stall
@@ -279,11 +278,10 @@ def test_a_bad_read_capacity_value_names_the_variable() -> None:
         OperatorConfig.from_env({"INFERENCE_OPERATOR_READ_CAPACITY": "maybe"})
 
 
-def test_kopf_gets_the_read_handlers_once_and_the_pod_field_selector() -> None:
-    registry = kopf.OperatorRegistry()
-    settings = kopf.OperatorSettings()
-    watch_reads(settings, registry)
-    watch_reads(settings, registry)  # a retried startup
-    ids = sorted(h.id for h in registry._watching.get_all_handlers())
-    assert ids == ["nodes-read", "pods-read"]
-    assert list(settings.watching.field_selectors.collect(kopf.Resource("", "v1", "pods"))) == [LIVE_PODS]
+def test_a_stopped_node_or_pod_stream_fails_liveness_naming_it() -> None:
+    rt = runtime(FakeClient())
+    assert rt.health() == []
+    rt.streams_health = lambda: ["the watch of pods stopped"]
+    assert rt.health() == ["the watch of pods stopped"]
+    with pytest.raises(kopf.PermanentError, match="Unhealthy: the watch of pods stopped"):
+        liveness(rt)
