@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
-"""Kopf alone: the operator's watches and Kopf settings, with handlers that do nothing.
+"""Kopf alone: the operator's streams and Kopf settings, into a sink that drops every event.
 
 What the operator costs before any work of its own: Kopf lists and watches the same kinds with
-the same selectors, page size and idle timeout (``operator.configure``,
-``operator.register_watches`` and ``operator.register_reads``, the operator's own functions),
-parses every event and runs its per-object machinery up to a handler that returns at once (the
-Node and Pod streams, which skip that machinery, to a sink that drops each event). It never
-reconciles, caches or writes. ``bench/cluster.py --kopf-alone`` runs it beside the operator (:class:`KopfAlone`), so
-both see the same events, and prints its CPU per object and memory: the floor of the operator's.
+the same selectors and page size (``operator.configure`` and ``operator.register_streams``, the
+operator's own functions), parses every event and hands it to a sink that drops it. It never
+reconciles, caches or writes. ``bench/cluster.py --kopf-alone`` runs it beside the operator
+(:class:`KopfAlone`), so both see the same events, and prints its CPU per object and memory:
+the floor of the operator's.
 
 ``--without-kubernetes`` hides the ``kubernetes`` package before Kopf is imported (Kopf imports
 it whenever it is installed and then logs in through it); Kopf then reads the kubeconfig itself.
@@ -24,7 +23,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +114,7 @@ def build(*, hidden: bool) -> kopf.OperatorRegistry:
     import kopf
 
     from inference_operator.kube.config import OperatorConfig
-    from inference_operator.operator import configure, register_reads, register_watches
+    from inference_operator.operator import configure, register_streams
 
     registry = kopf.OperatorRegistry()
 
@@ -126,30 +125,19 @@ def build(*, hidden: bool) -> kopf.OperatorRegistry:
 
     # A registry of one's own has none of the login handlers Kopf puts in its default one.
     kopf.on.login(registry=registry)(kopf.login_with_kubeconfig if hidden else kopf.login_via_client)
-    register_watches(registry, nothing)
-    register_reads(registry, read_sink)
+    register_streams(registry, ready)
     return registry
 
 
 def drop(_kind: str, _type: str | None, _obj: object) -> None:
-    """The sink of the Node and Pod streams: the stream has done all its work when it is called."""
+    """The sink of every stream: Kopf has done all its work when it is called."""
 
 
-def read_sink() -> Callable[[str, str | None, object], None] | None:
-    """What the Node and Pod streams go into: :func:`drop`, or none where the operator reads no
-    capacity (namespaced mode, ``READ_CAPACITY=false``)."""
+def ready() -> tuple[Any, Callable[[str, str | None, Any], None]]:
+    """What the streams follow (the operator's config from this environment) and their sink."""
     from inference_operator.kube.config import OperatorConfig
 
-    return drop if OperatorConfig.from_env().reads_capacity else None
-
-
-def nothing(_watch: object) -> Callable[..., Awaitable[None]]:
-    """The handler of every watched kind: Kopf has done all its work when it is called."""
-
-    async def on_event(**_: Any) -> None:
-        return None
-
-    return on_event
+    return OperatorConfig.from_env(), drop
 
 
 def main() -> None:

@@ -1,15 +1,16 @@
 """Kopf glue: ``kopf run -m inference_operator.operator`` (or ``inference-operator run``).
 
-Kopf supplies what is hard to get right: list+watch with reconnects and 410 handling,
-peering, the liveness endpoint (our probe fails it when a worker or the Event poster thread
-died), logging and the CLI. Its ``on.event`` handlers write nothing to the objects (no
-bookkeeping annotations, no Kopf finalizer); here they only feed the cache and the workqueue
-of ``OperatorRuntime``, whose worker threads run the same reconciler as the simulator.
-Deployments and Services are watched with a server-side label selector (the owner label), so
-the operator never caches the cluster's other workloads. In cluster mode it also streams every
-Node and every unfinished Pod (a field selector) into the cache, slimmed to what a rollout's GPU
-count reads, with Kopf's list+watch but not its handlers (:mod:`.kube.readstreams`); they start
-once the runtime has, so namespaced mode never asks for Nodes it cannot read.
+Kopf supplies what is hard to get right: list+watch with reconnects and 410 handling, the
+credentials, the event loop, the liveness endpoint (our probe fails it when a worker, the
+Event poster or a watch stream died), logging and the CLI. Every watched kind is streamed with
+Kopf's own list+watch straight into ``OperatorRuntime.on_event`` (:mod:`.kube.streams`), which
+feeds the cache and the workqueue whose worker threads run the same reconciler as the
+simulator; no Kopf resource handler runs, so nothing of Kopf's is ever written to an object (no
+bookkeeping annotations, no Kopf finalizer). Deployments and Services are streamed with a
+server-side label selector (the owner label), so the operator never caches the cluster's other
+workloads. In cluster mode it also streams every Node and every unfinished Pod (a field
+selector), slimmed in the cache to what a rollout's GPU count reads. The streams start once the
+runtime has (its cache primed), so namespaced mode never asks for Nodes it cannot read.
 """
 
 from __future__ import annotations
@@ -18,46 +19,27 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 import kopf
 
-from inference_operator.core.objects import Obj
 from inference_operator.core.process import limit_malloc_arenas
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
 from inference_operator.kube.preflight import KubeconfigError
-from inference_operator.kube.readstreams import ReadStreams, Sink
-from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES, Watch
+from inference_operator.kube.streams import Sink, Streams, sources_of
+from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES
 
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
-HandlerFactory = Callable[[Watch], Callable[..., Awaitable[None]]]
-"""Makes the ``on.event`` handler of one watched kind."""
 
 
 def runtime() -> OperatorRuntime:
     if _runtime is None:
         raise RuntimeError("the operator runtime is not started (Kopf startup handler has not run)")
     return _runtime
-
-
-class NoDiffBase(kopf.DiffBaseStorage):
-    """Kopf's diff-base ("last handled configuration") serves its change-detecting handlers
-    (on.create/update/field). We register only ``on.event`` handlers, so it is never used,
-    yet building it deep-copies every object on every watch event: about three quarters of
-    the operator's CPU under load. This storage keeps nothing and costs nothing."""
-
-    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
-
-    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
-        return None
-
-    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
-        return None
 
 
 def namespaces_from_argv(argv: list[str]) -> tuple[str, ...]:
@@ -98,15 +80,8 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
     """Kopf's settings for the operator (in cluster mode also the selectors of the Node and
     Pod streams, which read them from the settings)."""
     settings.posting.enabled = False  # we post the Events we mean, not log lines
-    settings.persistence.diffbase_storage = NoDiffBase()
-    # Each per-object worker of Kopf keeps its last event (the whole object) while it idles;
-    # in an event storm over thousands of objects that is most of the operator's memory, and
-    # a restart lists every object at once (at 1,000: 135-144 MiB after a restart with 0.5 s,
-    # 117-118 MiB with 0.05 s, for the same CPU). Our handlers only enqueue keys, so a short
-    # idle time costs nothing.
-    settings.queueing.idle_timeout = 0.05
-    # List pre-existing objects in pages, not all at once: a restart with thousands of objects
-    # would otherwise hold every one of them twice over while parsing.
+    # List in pages, not all at once: a restart with thousands of objects would otherwise hold
+    # every one of them twice over while parsing.
     settings.watching.chunk_size = LIST_PAGE_SIZE
     for watch in WATCHES:
         if watch.label_selector:  # children: only those carrying the owner label are listed and watched
@@ -116,12 +91,8 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
             if read.field_selector:
                 settings.watching.field_selectors[read.group or read.version, read.plural] = read.field_selector
     settings.peering.standalone = True  # replicas coordinate through our own Lease, not Kopf peering
-    if config.namespaces:
-        # Namespaced mode runs with a Role only: no cluster-wide CRD/namespace watching.
-        settings.scanning.disabled = True
-    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        # Kopf logs "Handler 'x' succeeded." for every watch event; our own logs say what matters.
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    # Kopf's scanning of CRDs and namespaces finds resources for its handlers; there are none.
+    settings.scanning.disabled = True
 
 
 def liveness(rt: OperatorRuntime) -> dict[str, int]:
@@ -138,65 +109,39 @@ def probe(**_: Any) -> dict[str, int]:
     return liveness(runtime())
 
 
-def register_reads(registry: kopf.OperatorRegistry, sink_of: Callable[[], Sink | None]) -> ReadStreams:
-    """Stream the kinds a rollout counts capacity from (every Node, every unfinished Pod) into
-    ``sink_of()``'s sink once Kopf has started (None: read none, as in namespaced mode), until
-    it stops. ``sink_of`` may raise ``kopf.TemporaryError``: Kopf then asks again later."""
-    streams = ReadStreams()
+def register_streams(registry: kopf.OperatorRegistry, ready: Callable[[], tuple[OperatorConfig, Sink]]) -> Streams:
+    """Stream what ``ready()``'s config names (:func:`~.kube.streams.sources_of`) into its sink
+    once Kopf has started, until it stops. ``ready`` may raise ``kopf.TemporaryError``: Kopf
+    then asks again later."""
+    streams = Streams()
 
-    @kopf.on.startup(id="capacity-reads-start", registry=registry)
-    async def start_reads(settings: kopf.OperatorSettings, **_: Any) -> None:
-        sink = sink_of()
-        if sink is not None:
-            streams.start(CAPACITY_READS, settings=settings, sink=sink)
+    @kopf.on.startup(id="streams-start", registry=registry)
+    async def start_streams(settings: kopf.OperatorSettings, **_: Any) -> None:
+        config, sink = ready()
+        sources = sources_of(namespaces=config.namespaces, reads_capacity=config.reads_capacity)
+        streams.start(sources, settings=settings, sink=sink)
 
-    @kopf.on.cleanup(id="capacity-reads-stop", registry=registry)
-    async def stop_reads(**_: Any) -> None:
+    @kopf.on.cleanup(id="streams-stop", registry=registry)
+    async def stop_streams(**_: Any) -> None:
         await streams.stop()
 
     return streams
 
 
-def runtime_sink(rt: OperatorRuntime | None, streams: ReadStreams) -> Sink | None:
-    """The runtime's event entry for ``streams``, once it has started (Kopf runs the startup
-    handlers in order, so it has, unless its start failed and is being retried); None when
-    it reads no capacity (namespaced mode, ``READ_CAPACITY=false``)."""
+def runtime_ready(rt: OperatorRuntime | None, streams: Streams) -> tuple[OperatorConfig, Sink]:
+    """The runtime's config and event entry for ``streams``, once it has started (Kopf runs the
+    startup handlers in order, so it has, unless its start failed and is being retried)."""
     if rt is None or not rt.started:
         raise kopf.TemporaryError("the operator runtime has not started yet", delay=1)
-    if not rt.config.reads_capacity:
-        return None
     rt.streams_health = streams.problems  # liveness, and the metrics server's /healthz
-    return rt.on_event
+    return rt.config, rt.on_event
 
 
-def _kopf_resource(watch: Watch) -> tuple[str, ...]:
-    """How Kopf names a resource: ``(group, version, plural)``, or ``(version, plural)`` for the
-    core group."""
-    return (watch.group, watch.version, watch.plural) if watch.group else (watch.version, watch.plural)
+def _ready() -> tuple[OperatorConfig, Sink]:
+    return runtime_ready(_runtime, _streams)
 
 
-def _watch_handler(watch: Watch) -> Callable[..., Awaitable[None]]:
-    async def on_event(event: kopf.RawEvent, **_: Any) -> None:
-        runtime().on_event(watch.kind, event.get("type"), cast(Obj, event["object"]))
-
-    return on_event
-
-
-def register_watches(registry: kopf.OperatorRegistry, handler: HandlerFactory) -> None:
-    """One ``on.event`` handler per watched kind, from the reconciler's own declaration of what
-    wakes it (the simulator's informers are wired from the same list). Children are filtered by
-    their owner label here too, besides the server-side selector :func:`configure` sets."""
-    for watch in WATCHES:
-        kopf.on.event(
-            *_kopf_resource(watch),
-            id=f"{watch.plural}-event",
-            labels={watch.label_selector: kopf.PRESENT} if watch.label_selector else None,
-            registry=registry,
-        )(handler(watch))
-
-
-register_watches(kopf.get_default_registry(), _watch_handler)
-_streams = register_reads(kopf.get_default_registry(), lambda: runtime_sink(_runtime, _streams))
+_streams: Streams = register_streams(kopf.get_default_registry(), _ready)
 
 
 @kopf.on.cleanup()

@@ -1,14 +1,14 @@
-"""bench/kopfalone.py, the floor of the operator's CPU and memory, watches what the operator watches.
+"""bench/kopfalone.py, the floor of the operator's CPU and memory, streams what the operator streams.
 
-Its figures mean something only if Kopf does for it the work it does for the operator: the
-same resources, handler ids and label filters, the same settings (selectors, page size, idle
-timeout, no diff-base, standalone) and, in cluster mode, the same Node and Pod handlers; its
-handlers return at once; it logs in by the kubeconfig when the ``kubernetes`` package is hidden.
+Its figures mean something only if Kopf does for it the work it does for the operator: the same
+streams (``operator.register_streams``, started and stopped by the same activities, following
+the same config) and the same settings (selectors, page size, standalone, no scanning), and
+neither has a Kopf resource handler; its sink drops every event; it logs in by the kubeconfig
+when the ``kubernetes`` package is hidden.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from pathlib import Path
@@ -31,13 +31,6 @@ def alone(monkeypatch: pytest.MonkeyPatch) -> Any:
     return load_bench("kopfalone")
 
 
-def watching(registry: kopf.OperatorRegistry) -> list[tuple[Any, ...]]:
-    return sorted(
-        (h.id, str(h.selector), repr(h.labels), repr(h.field), repr(h.when))
-        for h in registry._watching.get_all_handlers()
-    )
-
-
 def configured() -> kopf.OperatorSettings:
     """The settings the operator's startup gives Kopf, in this environment."""
     settings = kopf.OperatorSettings()
@@ -45,16 +38,14 @@ def configured() -> kopf.OperatorSettings:
     return settings
 
 
-def activities(registry: kopf.OperatorRegistry) -> list[tuple[str, str]]:
-    """The startup and cleanup handlers of the capacity streams (``operator.register_reads``)."""
-    return [(h.activity.value, h.id) for h in registry._activities.get_all_handlers() if "capacity-reads" in h.id]
+def streams_activities(registry: kopf.OperatorRegistry) -> list[tuple[str, str]]:
+    """The startup and cleanup handlers of the streams (``operator.register_streams``)."""
+    return [(h.activity.value, h.id) for h in registry._activities.get_all_handlers() if h.id.startswith("streams-")]
 
 
 def settings_of(settings: kopf.OperatorSettings) -> tuple[Any, ...]:
     return (
         settings.posting.enabled,
-        type(settings.persistence.diffbase_storage).__name__,
-        settings.queueing.idle_timeout,
         settings.watching.chunk_size,
         sorted(map(str, settings.watching.label_selectors.items())),
         sorted(map(str, settings.watching.field_selectors.items())),
@@ -64,54 +55,44 @@ def settings_of(settings: kopf.OperatorSettings) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("env", [{}, {"INFERENCE_OPERATOR_NAMESPACES": "team-a"}], ids=["cluster", "namespaced"])
-def test_kopf_alone_watches_what_the_operator_watches(
+def test_kopf_alone_streams_what_the_operator_streams(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch, alone: Any
 ) -> None:
     for name in [name for name in os.environ if name.startswith("INFERENCE_OPERATOR_")]:
         monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    ours = kopf.OperatorRegistry()
-    operator.register_watches(ours, operator._watch_handler)
-    operator.register_reads(ours, lambda: None)
-    ours_settings = configured()
     theirs = alone.build(hidden=False)
     theirs_settings = kopf.OperatorSettings()
     (startup,) = [
         h.fn
         for h in theirs._activities.get_all_handlers()
-        if h.activity == Activity.STARTUP and h.id != "capacity-reads-start"
+        if h.activity == Activity.STARTUP and h.id != "streams-start"
     ]
-    startup(settings=theirs_settings)  # what Kopf runs before it starts watching
-    assert watching(theirs) == watching(ours)
-    assert settings_of(theirs_settings) == settings_of(ours_settings)
-    ids = {row[0] for row in watching(ours)}
-    assert ids == {"inferenceservices-event", "deployments-event", "services-event"}
-    assert activities(theirs) == activities(ours) == [("startup", "capacity-reads-start"), ("cleanup", "capacity-reads-stop")]
-    assert (alone.read_sink() is alone.drop) is (not env)  # cluster mode streams Nodes and Pods, else none
-    assert alone.read_sink() is (None if env else alone.drop)
-    assert theirs_settings.queueing.idle_timeout == 0.05 and theirs_settings.watching.label_selectors
+    startup(settings=theirs_settings)  # what Kopf runs before it starts the streams
+    assert settings_of(theirs_settings) == settings_of(configured())
+    assert streams_activities(theirs) == streams_activities(kopf.get_default_registry())
+    assert streams_activities(theirs) == [("startup", "streams-start"), ("cleanup", "streams-stop")]
+    assert list(theirs._watching.get_all_handlers()) == list(kopf.get_default_registry()._watching.get_all_handlers())
+    assert list(theirs._watching.get_all_handlers()) == []  # no Kopf resource handler: streams only
+    config, sink = alone.ready()
+    here = OperatorConfig.from_env()
+    assert (config.namespaces, config.reads_capacity) == (here.namespaces, here.reads_capacity)  # what is streamed
+    assert sink is alone.drop and sink("Pod", "ADDED", {}) is None
+    assert bool(theirs_settings.watching.field_selectors.items()) is (not env)  # cluster mode streams Pods
 
 
-def test_the_operator_registers_its_watches_at_import_and_sets_kopf_only_in_configure() -> None:
-    """What the test above compares is what the operator runs: its import registers
-    :func:`operator.register_watches`' handlers in Kopf's default registry, and its startup
-    leaves every Kopf setting to :func:`operator.configure`."""
-    fresh = kopf.OperatorRegistry()
-    operator.register_watches(fresh, operator._watch_handler)
-    imported = [row for row in watching(kopf.get_default_registry()) if row[0].endswith("-event")]
-    assert imported == watching(fresh)
+def test_the_operator_sets_kopf_only_in_configure() -> None:
+    """What the test above compares is what the operator runs: its startup leaves every Kopf
+    setting to :func:`operator.configure`."""
     body = inspect.getsource(operator.start)
     assert [line.strip() for line in body.splitlines() if "settings." in line or "settings," in line] == [
         "configure(settings, config)"
     ]
 
 
-def test_its_handlers_return_at_once_and_it_logs_in_as_told(alone: Any) -> None:
-    registry = alone.build(hidden=True)
-    for handler in registry._watching.get_all_handlers():
-        assert asyncio.run(handler.fn(event={"type": "ADDED", "object": {}})) is None
-    assert logins(registry) == [kopf.login_with_kubeconfig]
+def test_it_logs_in_as_told(alone: Any) -> None:
+    assert logins(alone.build(hidden=True)) == [kopf.login_with_kubeconfig]
     assert logins(alone.build(hidden=False)) == [kopf.login_via_client]
 
 

@@ -16,7 +16,7 @@ Covers:
 - Namespaced mode and ``READ_CAPACITY=false`` list no Node or Pod and answer None (the count
   is then unknown: status says Nodes cannot be read). A bad ``READ_CAPACITY`` names the
   variable.
-- A stopped Node or Pod stream (``kube/readstreams.py``, tested there) fails liveness, naming it.
+- A stopped stream (``kube/streams.py``, tested there) fails liveness, naming it.
 """
 
 from __future__ import annotations

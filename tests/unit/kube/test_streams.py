@@ -1,17 +1,18 @@
-"""The Node and Pod streams: Kopf's list+watch into the cache, without Kopf's handlers.
+"""The streams: Kopf's list+watch of every watched kind into the runtime, without Kopf's handlers.
 
 Covers:
 - Listed objects (type None) and watch events reach the sink in order; Kopf's end-of-list
   mark and the API's BOOKMARK events do not.
 - A stream that fails (the API, the watch, the sink) is logged naming the kind and the error,
   and started again after a backoff that doubles up to a minute; an event resets it.
-- The streams ask Kopf for every Node and every Pod, cluster-wide, and the Pod stream finds
-  the field selector the operator's settings give it (Kopf reads selectors by resource).
+- What is streamed: each watched kind cluster-wide, or in each namespace of namespaced mode,
+  and in cluster mode every Node and Pod; Kopf is asked for the right URLs, and each stream
+  finds the selector the operator's settings give it (Kopf reads selectors by resource).
 - The Kopf internals used are there with the shape used (a Kopf upgrade fails here).
-- ``ReadStreams`` starts each kind once, reports a stream that ended, and stops them all.
-- The operator registers the streams after its runtime's start and stops them before its
-  stop; no ``on.event`` handler watches Nodes or Pods too; the sink is asked for only once
-  the runtime has started, and none is given in namespaced mode.
+- ``Streams`` starts each source once, reports a stream that ended, and stops them all.
+- The operator starts the streams after its runtime's start and stops them before its stop;
+  Kopf has no resource handler of the operator's (nothing watched twice); the sink is asked
+  for only once the runtime has started, and liveness then hears of a stopped stream.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from kopf._cogs.clients import watching
 from kopf._cogs.structs.references import Resource
 
 from inference_operator import operator
-from inference_operator.kube import readstreams
+from inference_operator.api.constants import OWNER_LABEL
+from inference_operator.kube import streams as streams_module
 from inference_operator.kube.config import OperatorConfig
-from inference_operator.kube.readstreams import MAX_BACKOFF, ReadStreams, kopf_resource, stream
-from inference_operator.reconcile.watches import CAPACITY_READS, LIVE_PODS, read_of
+from inference_operator.kube.streams import MAX_BACKOFF, Streams, kopf_resource, sources_of, stream
+from inference_operator.reconcile.watches import LIVE_PODS, WATCHES, read_of, watch_of
 
-POD = read_of("Pod")
-NODE = read_of("Node")
+POD = (read_of("Pod"), None)
+NODE = (read_of("Node"), None)
 
 
 class Stop(BaseException):
@@ -45,7 +47,7 @@ def obj(name: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "a", "uid": f"uid-{name}", "resourceVersion": "1"}}
 
 
-def watch_of(*rounds: list[Any] | Exception) -> tuple[Callable[..., AsyncIterator[Any]], list[dict[str, Any]]]:
+def fake_watch(*rounds: list[Any] | Exception) -> tuple[Callable[..., AsyncIterator[Any]], list[dict[str, Any]]]:
     """A fake ``infinite_watch``: each call plays the next round (its events, or its error)."""
     calls: list[dict[str, Any]] = []
     left = list(rounds)
@@ -81,7 +83,7 @@ def run(read: Any, watch: Any, sleep: Any, sink: Any) -> None:
 
 def test_listed_and_watched_objects_reach_the_sink_in_order_and_bookmarks_do_not() -> None:
     got: list[tuple[str, str | None, str]] = []
-    watch, calls = watch_of(
+    watch, calls = fake_watch(
         [
             {"type": None, "object": obj("p1")},
             watching.Bookmark.LISTED,
@@ -93,16 +95,16 @@ def test_listed_and_watched_objects_reach_the_sink_in_order_and_bookmarks_do_not
     sleep, _ = sleeps(1)
     run(POD, watch, sleep, lambda kind, kind_of_event, o: got.append((kind, kind_of_event, o["metadata"]["name"])))
     assert got == [("Pod", None, "p1"), ("Pod", "ADDED", "p2"), ("Pod", "DELETED", "p1")]
-    assert calls == [{"settings": "the settings", "resource": kopf_resource(POD), "namespace": None}]
+    assert calls == [{"settings": "the settings", "resource": kopf_resource(read_of("Pod")), "namespace": None}]
 
 
 def test_a_failed_stream_is_logged_naming_the_kind_and_started_again_after_a_doubling_backoff(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     refused = RuntimeError("pods is forbidden: cannot list resource pods at the cluster scope")
-    watch, calls = watch_of(*[refused] * 9)
+    watch, calls = fake_watch(*[refused] * 9)
     sleep, delays = sleeps(9)
-    with caplog.at_level(logging.ERROR, logger=readstreams.__name__):
+    with caplog.at_level(logging.ERROR, logger=streams_module.__name__):
         run(POD, watch, sleep, lambda *_: None)
     assert delays == [1, 2, 4, 8, 16, 32, 60, 60, 60] and MAX_BACKOFF == 60
     assert len(calls) == 9  # listed again after each wait
@@ -119,9 +121,9 @@ def test_a_sink_that_raises_restarts_the_stream_and_an_event_resets_the_backoff(
         if o["metadata"]["name"] == "bad":
             raise ValueError("a bug in the cache")
 
-    watch, _ = watch_of(RuntimeError("down"), RuntimeError("down"), [{"type": "ADDED", "object": obj("ok")}])
+    watch, _ = fake_watch(RuntimeError("down"), RuntimeError("down"), [{"type": "ADDED", "object": obj("ok")}])
     sleep, delays = sleeps(4)
-    watch2, _ = watch_of(RuntimeError("down"), RuntimeError("down"), [{"type": "ADDED", "object": obj("bad")}])
+    watch2, _ = fake_watch(RuntimeError("down"), RuntimeError("down"), [{"type": "ADDED", "object": obj("bad")}])
     run(POD, watch, sleep, sink)
     assert delays == [1, 2, 1, 2]  # the event in the third round reset it; that round then ended
     sleep2, delays2 = sleeps(3)
@@ -130,18 +132,35 @@ def test_a_sink_that_raises_restarts_the_stream_and_an_event_resets_the_backoff(
     assert seen == ["ok", "bad"]
 
 
-def test_the_streams_ask_kopf_for_every_node_and_every_pod_with_the_operators_selector() -> None:
-    assert {read.kind for read in CAPACITY_READS} == {"Node", "Pod"}
-    assert kopf_resource(POD).get_url(namespace=None) == "/api/v1/pods"
-    assert kopf_resource(NODE).get_url(namespace=None) == "/api/v1/nodes"
-    assert kopf_resource(POD).namespaced and not kopf_resource(NODE).namespaced
+def test_each_kind_is_streamed_cluster_wide_or_per_namespace_and_nodes_and_pods_in_cluster_mode() -> None:
+    plurals = [w.plural for w in WATCHES]
+    cluster = sources_of(namespaces=(), reads_capacity=True)
+    assert [(k.plural, ns) for k, ns in cluster] == [(p, None) for p in plurals] + [("nodes", None), ("pods", None)]
+    namespaced = sources_of(namespaces=("a", "b"), reads_capacity=False)
+    assert [(k.plural, ns) for k, ns in namespaced] == [(p, ns) for p in plurals for ns in ("a", "b")]
+    assert streams_module.name_of(namespaced[0]) == f"{plurals[0]} in a" and streams_module.name_of(NODE) == "nodes"
+
+
+def test_kopf_is_asked_for_the_right_urls_with_the_operators_selectors() -> None:
+    pods, nodes, deployments = (
+        kopf_resource(read_of("Pod")),
+        kopf_resource(read_of("Node")),
+        kopf_resource(watch_of("Deployment")),
+    )
+    isvcs = kopf_resource(watch_of("InferenceService"))
+    assert pods.get_url(namespace=None) == "/api/v1/pods" and nodes.get_url(namespace=None) == "/api/v1/nodes"
+    assert deployments.get_url(namespace="a") == "/apis/apps/v1/namespaces/a/deployments"
+    assert isvcs.get_url(namespace=None) == "/apis/serving.inference-operator.dev/v1/inferenceservices"
+    assert pods.namespaced and deployments.namespaced and not nodes.namespaced
     settings = kopf.OperatorSettings()
     operator.configure(settings, OperatorConfig.from_env({}))
-    assert list(settings.watching.field_selectors.collect(kopf_resource(POD))) == [LIVE_PODS]
-    assert list(settings.watching.field_selectors.collect(kopf_resource(NODE))) == []
+    assert list(settings.watching.field_selectors.collect(pods)) == [LIVE_PODS]
+    assert list(settings.watching.field_selectors.collect(nodes)) == []
+    assert list(settings.watching.label_selectors.collect(deployments)) == [OWNER_LABEL]
+    assert list(settings.watching.label_selectors.collect(isvcs)) == []
     namespaced = kopf.OperatorSettings()
     operator.configure(namespaced, OperatorConfig.from_env({"INFERENCE_OPERATOR_NAMESPACES": "team-a"}))
-    assert list(namespaced.watching.field_selectors.collect(kopf_resource(POD))) == []
+    assert list(namespaced.watching.field_selectors.collect(pods)) == []
 
 
 def test_the_kopf_internals_used_have_the_shape_used() -> None:
@@ -156,21 +175,22 @@ def test_the_kopf_internals_used_have_the_shape_used() -> None:
     assert "settings.watching.field_selectors.collect(resource)" in source
 
 
-def test_read_streams_start_each_kind_once_report_one_that_ended_and_stop_them_all() -> None:
+def test_streams_start_each_source_once_report_one_that_ended_and_stop_them_all() -> None:
     async def scenario() -> None:
-        started: list[str] = []
+        started: list[tuple[str, str | None]] = []
 
         async def forever(**kwargs: Any) -> AsyncIterator[Any]:
-            started.append(kwargs["resource"].plural)
+            started.append((kwargs["resource"].plural, kwargs["namespace"]))
             await asyncio.Event().wait()
             yield  # pragma: no cover - an async generator that never yields
 
-        streams = ReadStreams()
-        streams.start(CAPACITY_READS, settings=None, sink=lambda *_: None, watch=forever)
-        streams.start(CAPACITY_READS, settings=None, sink=lambda *_: None, watch=forever)  # a retried startup
+        sources = [*sources_of(namespaces=("a",), reads_capacity=False), NODE]
+        streams = Streams()
+        streams.start(sources, settings=None, sink=lambda *_: None, watch=forever)
+        streams.start(sources, settings=None, sink=lambda *_: None, watch=forever)  # a retried startup
         await asyncio.sleep(0)
-        assert sorted(started) == ["nodes", "pods"] and sorted(streams.streaming) == ["nodes", "pods"]
-        assert streams.problems() == []
+        assert sorted(started) == sorted([(w.plural, "a") for w in WATCHES] + [("nodes", None)])
+        assert len(streams.streaming) == len(sources) and streams.problems() == []
         tasks = [t for t in asyncio.all_tasks() if t.get_name().startswith("watch of ")]
         tasks[0].cancel()  # as if it had ended
         await asyncio.sleep(0)
@@ -186,28 +206,26 @@ def test_the_operator_streams_after_its_start_and_stops_them_before_its_stop() -
     activities = [(h.activity.value, h.id) for h in registry._activities.get_all_handlers()]
     startup = [i for a, i in activities if a == "startup"]
     cleanup = [i for a, i in activities if a == "cleanup"]
-    assert startup.index("start") < startup.index("capacity-reads-start")
-    assert cleanup.index("capacity-reads-stop") < cleanup.index("stop")
-    watched = {h.selector.plural for h in registry._watching.get_all_handlers() if h.selector is not None}
-    assert not watched & {"pods", "nodes"}  # streamed only: Kopf must not watch them a second time
+    assert startup.index("start") < startup.index("streams-start")
+    assert cleanup.index("streams-stop") < cleanup.index("stop")
+    assert list(registry._watching.get_all_handlers()) == []  # streamed only: Kopf watches nothing a second time
 
 
-def test_the_sink_is_asked_for_once_the_runtime_started_and_none_in_namespaced_mode() -> None:
+def test_the_sink_is_given_once_the_runtime_started_and_liveness_then_hears_of_the_streams() -> None:
     class Runtime:
-        def __init__(self, started: bool, namespaces: tuple[str, ...] = ()) -> None:
+        def __init__(self, started: bool) -> None:
             self.started = started
-            self.config = OperatorConfig(namespaces=namespaces)
+            self.config = OperatorConfig(namespaces=("team-a",))
             self.streams_health: Any = list
 
         def on_event(self, *_: Any) -> None:
             return None
 
-    streams = ReadStreams()
+    streams = Streams()
     with pytest.raises(kopf.TemporaryError, match="has not started yet"):
-        operator.runtime_sink(None, streams)
+        operator.runtime_ready(None, streams)
     with pytest.raises(kopf.TemporaryError):
-        operator.runtime_sink(Runtime(started=False), streams)  # type: ignore[arg-type]
+        operator.runtime_ready(Runtime(started=False), streams)  # type: ignore[arg-type]
     started = Runtime(started=True)
-    assert operator.runtime_sink(started, streams) == started.on_event  # type: ignore[arg-type]
-    assert started.streams_health == streams.problems  # liveness hears of a stopped stream
-    assert operator.runtime_sink(Runtime(started=True, namespaces=("team-a",)), streams) is None  # type: ignore[arg-type]
+    assert operator.runtime_ready(started, streams) == (started.config, started.on_event)  # type: ignore[arg-type]
+    assert started.streams_health == streams.problems
