@@ -1,6 +1,8 @@
 """Never deaf: noticing that the watch of a kind stopped delivering, and failing liveness for it.
 
-Why this exists. Kopf 1.45 serves a resource only while its own discovery scan says it exists
+The operator's streams (:mod:`.streams`) list a kind again by themselves after any failure, the
+CRD re-creation below included; this check stays as the net for every other way a watch can
+stop delivering. Why it was written: Kopf 1.45 serves a resource only while its own discovery scan says it exists
 (``kopf/_core/reactor/observation.py``). It scans again on each event of the CRDs watch, and
 on nothing else. When a CRD is deleted and re-created (a reinstall, a botched upgrade), the CRD
 events of the re-creation all arrive within a fraction of a second — before the API server's

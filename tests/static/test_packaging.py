@@ -32,10 +32,8 @@ ALLOWED = {
     ("", "pods"): {"list", "watch"},
     ("", "nodes"): {"list", "watch"},
     ("", "events"): {"create", "patch"},
-    ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
 }
 CLUSTER_ONLY = {
-    ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
     ("", "nodes"): {"list", "watch"},  # the rollouts' GPU count: every Node ...
     ("", "pods"): {"watch"},  # ... and every unfinished Pod, watched (namespaced: listed to diagnose)
 }

@@ -102,8 +102,8 @@ operator (the garbage collector does that).
 {{- end }}
 
 {{/*
-Cluster-wide mode: the namespaced rules in every namespace, plus what Kopf needs to notice
-the CRD appearing and disappearing. Same as deploy/rbac/cluster_role.yaml.
+Cluster-wide mode: the namespaced rules in every namespace, plus the Node and Pod reads of
+the GPU count. Same as deploy/rbac/cluster_role.yaml.
 */}}
 {{- define "inference-operator.clusterRules" -}}
 {{ include "inference-operator.namespacedRules" . }}
@@ -115,10 +115,6 @@ the CRD appearing and disappearing. Same as deploy/rbac/cluster_role.yaml.
   resources: ["nodes", "pods"]
   verbs: ["list", "watch"]
 {{- end }}
-# Kopf: notice the CRD appearing and disappearing (cluster-wide mode only).
-- apiGroups: ["apiextensions.k8s.io"]
-  resources: ["customresourcedefinitions"]
-  verbs: ["list", "watch"]
 {{- end }}
 
 {{/*
