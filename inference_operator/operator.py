@@ -77,8 +77,8 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 
 def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
-    """Kopf's settings for the operator (in cluster mode also the selectors of the Node and
-    Pod streams, which read them from the settings)."""
+    """Kopf's settings for the operator, among them the selectors its streams read from them:
+    the owner label for the children, and in cluster mode the unfinished Pods."""
     settings.posting.enabled = False  # we post the Events we mean, not log lines
     # List in pages, not all at once: a restart with thousands of objects would otherwise hold
     # every one of them twice over while parsing.
@@ -97,7 +97,7 @@ def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
 
 def liveness(rt: OperatorRuntime) -> dict[str, int]:
     """The probe's answer: the counters, or a failure naming what died (a worker, the Event
-    poster). Kopf answers a failed probe handler with HTTP 500, so the kubelet restarts us."""
+    poster, a stream) or went deaf. Kopf answers a failed probe handler with HTTP 500, so the kubelet restarts us."""
     problems = rt.health()
     if problems:
         raise kopf.PermanentError("Unhealthy: " + "; ".join(problems))

@@ -1,6 +1,6 @@
 """The operator's machinery on a real cluster, independent of Kopf itself.
 
-Kopf's watch handlers call ``on_event``: the object goes into the cache and the owning
+The streams of Kopf's list+watch (:mod:`.streams`) call ``on_event``: the object goes into the cache and the owning
 InferenceService key into the workqueue. Worker threads run the same Controller and
 Reconciler as the simulator. Before the workers start, the cache is primed with one LIST per
 kind, so the first passes never mistake "not yet seen" for "missing" (which would send a
@@ -166,8 +166,8 @@ class OperatorRuntime:
         self._stop = threading.Event()
         self._started = False
         self.streams_health: Callable[[], list[str]] = list
-        """What is wrong with the streams that feed the cache beside Kopf's handlers (the
-        Node and Pod streams, started by the Kopf glue), one line each."""
+        """What is wrong with the streams that feed :meth:`on_event` (``kube/streams.py``,
+        started by the Kopf glue), one line each."""
         self.closed = False
         """True once stopped: a stopped runtime never starts again (its queue is shut down)."""
         self.housekeeper = Housekeeper(
@@ -191,7 +191,7 @@ class OperatorRuntime:
     # -- events ---------------------------------------------------------------------------------
 
     def on_event(self, kind: str, event_type: str | None, obj: Obj) -> None:
-        """A watch event from Kopf: update the cache, enqueue the keys the watch rule names.
+        """A watch event from a stream (``kube/streams.py``): update the cache, enqueue the keys the watch rule names.
 
         Called on Kopf's event loop: it must stay quick and never block."""
         if event_type is None:

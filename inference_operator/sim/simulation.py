@@ -198,7 +198,7 @@ class Simulation:
         return run
 
     def _wire(self, source: Watch | Read, informer: SharedInformer) -> None:
-        """The informer of ``source.kind`` enqueues what the watch rule says, as Kopf's handlers
+        """The informer of ``source.kind`` enqueues what the watch rule says, as the real backend's streams
         do; a read's informer only what its rule names (its events are not traced: the trace is
         about InferenceServices and their children; the pass shows as its key's ``enqueue``)."""
         handler = source.handler
