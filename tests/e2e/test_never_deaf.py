@@ -1,14 +1,15 @@
 """Never deaf: a CRD deleted and re-created under a running operator.
 
 Covers: ``kubectl delete -f deploy/crds --wait && kubectl apply -f deploy/crds`` under the
-suite's operator (cluster-wide; its streams list a kind again after a failure), ``ROUNDS``
-times (``E2E_CRD_ROUNDS``, 10 by default); each round, with objects being created at once (the load), every new InferenceService
-is reconciled (status written for its generation, our finalizer on it) within ``BOUND`` seconds
-of the CRD's re-creation: either the operator serves the kind again by itself, or its liveness
-probe fails naming the kind and the test restarts it as the kubelet would, and the restarted
-process reconciles them. Each round then deletes its objects (the operator must finalize them:
-another proof it hears the kind) so the next CRD deletion is not held up. The outcome of each
-round (served again, or restarted after which delay) is printed for the closing note.
+suite's operator (cluster-wide; its streams list a kind again after a failure), ``ROUNDS`` times
+(``E2E_CRD_ROUNDS``, 10 by default); each round, with objects being created at once (the load),
+every new InferenceService is reconciled (status written for its generation, our finalizer on
+it) within ``BOUND`` seconds of the CRD's re-creation: either the operator serves the kind again
+by itself, or its liveness probe fails naming the kind and the test restarts it as the kubelet
+would, and the restarted process reconciles them. Each round then deletes its objects (the
+operator must finalize them: another proof it hears the kind) so the next CRD deletion is not
+held up. The outcome of each round (served again, or restarted after which delay) is printed for
+the closing note.
 """
 
 from __future__ import annotations
