@@ -8,7 +8,8 @@ Covers:
 - What is streamed: each watched kind cluster-wide, or in each namespace of namespaced mode,
   and in cluster mode every Node and Pod; Kopf is asked for the right URLs, and each stream
   finds the selector the operator's settings give it (Kopf reads selectors by resource).
-- The Kopf internals used are there with the shape used (a Kopf upgrade fails here).
+- The Kopf internals used are there with the shape used (a Kopf upgrade fails here), and the
+  package allows no Kopf of another minor version, which nothing has checked.
 - ``Streams`` starts each source once, reports a stream that ended, and stops them all.
 - The operator starts the streams after its runtime's start and stops them before its stop;
   Kopf has no resource handler of the operator's (nothing watched twice); the sink is asked
@@ -18,9 +19,12 @@ Covers:
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import inspect
 import logging
+import tomllib
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -173,6 +177,13 @@ def test_the_kopf_internals_used_have_the_shape_used() -> None:
     # The selectors it watches with are those of the settings, by resource (what configure sets).
     source = inspect.getsource(watching.watch_objs)
     assert "settings.watching.field_selectors.collect(resource)" in source
+
+
+def test_the_package_allows_only_the_kopf_minor_version_these_tests_checked() -> None:
+    project = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())["project"]
+    (kopf_requirement,) = [r for r in project["dependencies"] if r.split(">")[0].split("=")[0].strip() == "kopf"]
+    installed = ".".join(importlib.metadata.version("kopf").split(".")[:2])
+    assert kopf_requirement.replace(" ", "") == f"kopf>={installed},<1.{int(installed.split('.')[1]) + 1}"
 
 
 def test_streams_start_each_source_once_report_one_that_ended_and_stop_them_all() -> None:
