@@ -134,10 +134,13 @@ def drop(_kind: str, _type: str | None, _obj: object) -> None:
 
 
 def ready() -> tuple[Any, Callable[[str, str | None, Any], None]]:
-    """What the streams follow (the operator's config from this environment) and their sink."""
+    """What the streams follow (what the operator streams, by its config from this
+    environment) and their sink."""
     from inference_operator.kube.config import OperatorConfig
+    from inference_operator.kube.streams import sources_of
 
-    return OperatorConfig.from_env(), drop
+    config = OperatorConfig.from_env()
+    return sources_of(namespaces=config.namespaces, reads_capacity=config.reads_capacity), drop
 
 
 def main() -> None:

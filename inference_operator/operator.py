@@ -29,7 +29,7 @@ from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
 from inference_operator.kube.preflight import KubeconfigError
-from inference_operator.kube.streams import Sink, Streams, sources_of
+from inference_operator.kube.streams import Sink, Source, Streams
 from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES
 
 log = logging.getLogger(__name__)
@@ -109,16 +109,14 @@ def probe(**_: Any) -> dict[str, int]:
     return liveness(runtime())
 
 
-def register_streams(registry: kopf.OperatorRegistry, ready: Callable[[], tuple[OperatorConfig, Sink]]) -> Streams:
-    """Stream what ``ready()``'s config names (:func:`~.kube.streams.sources_of`) into its sink
-    once Kopf has started, until it stops. ``ready`` may raise ``kopf.TemporaryError``: Kopf
-    then asks again later."""
+def register_streams(registry: kopf.OperatorRegistry, ready: Callable[[], tuple[list[Source], Sink]]) -> Streams:
+    """Stream the sources ``ready()`` names into its sink once Kopf has started, until it
+    stops. ``ready`` may raise ``kopf.TemporaryError``: Kopf then asks again later."""
     streams = Streams()
 
     @kopf.on.startup(id="streams-start", registry=registry)
     async def start_streams(settings: kopf.OperatorSettings, **_: Any) -> None:
-        config, sink = ready()
-        sources = sources_of(namespaces=config.namespaces, reads_capacity=config.reads_capacity)
+        sources, sink = ready()
         streams.start(sources, settings=settings, sink=sink)
 
     @kopf.on.cleanup(id="streams-stop", registry=registry)
@@ -128,16 +126,16 @@ def register_streams(registry: kopf.OperatorRegistry, ready: Callable[[], tuple[
     return streams
 
 
-def runtime_ready(rt: OperatorRuntime | None, streams: Streams) -> tuple[OperatorConfig, Sink]:
-    """The runtime's config and event entry for ``streams``, once it has started (Kopf runs the
+def runtime_ready(rt: OperatorRuntime | None, streams: Streams) -> tuple[list[Source], Sink]:
+    """What the runtime primed its cache from, and its event entry, for ``streams``, once it has started (Kopf runs the
     startup handlers in order, so it has, unless its start failed and is being retried)."""
     if rt is None or not rt.started:
         raise kopf.TemporaryError("the operator runtime has not started yet", delay=1)
     rt.streams_health = streams.problems  # liveness, and the metrics server's /healthz
-    return rt.config, rt.on_event
+    return rt.sources(), rt.on_event
 
 
-def _ready() -> tuple[OperatorConfig, Sink]:
+def _ready() -> tuple[list[Source], Sink]:
     return runtime_ready(_runtime, _streams)
 
 

@@ -40,6 +40,7 @@ from inference_operator.kube.health import ThreadGroup
 from inference_operator.kube.housekeeping import Housekeeper
 from inference_operator.kube.metricsserver import MetricsServer, live
 from inference_operator.kube.slimming import SLIMMERS
+from inference_operator.kube.streams import Source, sources_of
 from inference_operator.kube.watchhealth import WATCH_CHECK_SECONDS
 from inference_operator.kube.wiring import make_load_balancer, make_tracer, operator_ports
 from inference_operator.reconcile.reconciler import Reconciler
@@ -211,26 +212,31 @@ class OperatorRuntime:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def prime_cache(self) -> int:
-        """LIST every kind we cache; returns how many objects were loaded."""
+        """LIST every kind we cache, where its stream will watch it (:func:`.streams.sources_of`,
+        one rule for both); returns how many objects were loaded."""
         loaded = 0
-        for namespace in self.config.namespaces or ("",):
-            for source in self._listed.values():
-                # Each page goes into the cache as it comes (each object serialized there): the
-                # whole list is never held parsed at once.
-                uids: list[str] = []
-                version = "0"
-                for page, page_version in self.client.iter_pages(
-                    source.kind,
-                    namespace,
-                    label_selector=source.label_selector,
-                    field_selector=source.field_selector,
-                    page_size=LIST_PAGE_SIZE,
-                ):
-                    uids += self.cache.store_listed(source.kind, page)
-                    version = page_version
-                self.cache.drop_missing(source.kind, namespace, uids, version)
-                loaded += len(uids)
+        for source, scope in self.sources():
+            namespace = scope or ""
+            # Each page goes into the cache as it comes (each object serialized there): the
+            # whole list is never held parsed at once.
+            uids: list[str] = []
+            version = "0"
+            for page, page_version in self.client.iter_pages(
+                source.kind,
+                namespace,
+                label_selector=source.label_selector,
+                field_selector=source.field_selector,
+                page_size=LIST_PAGE_SIZE,
+            ):
+                uids += self.cache.store_listed(source.kind, page)
+                version = page_version
+            self.cache.drop_missing(source.kind, namespace, uids, version)
+            loaded += len(uids)
         return loaded
+
+    def sources(self) -> list[Source]:
+        """What is listed into the cache and streamed: each kind in each namespace served."""
+        return sources_of(namespaces=self.config.namespaces, reads_capacity=self.config.reads_capacity)
 
     def enqueue_all(self) -> int:
         """Enqueue every cached InferenceService; their next passes also check their load

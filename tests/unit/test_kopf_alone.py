@@ -20,6 +20,7 @@ from kopf._core.intents.causes import Activity
 
 from inference_operator import operator
 from inference_operator.kube.config import OperatorConfig
+from inference_operator.kube.streams import sources_of
 from tests.shared.benchscripts import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -75,9 +76,9 @@ def test_kopf_alone_streams_what_the_operator_streams(
     assert streams_activities(theirs) == [("startup", "streams-start"), ("cleanup", "streams-stop")]
     assert list(theirs._watching.get_all_handlers()) == list(kopf.get_default_registry()._watching.get_all_handlers())
     assert list(theirs._watching.get_all_handlers()) == []  # no Kopf resource handler: streams only
-    config, sink = alone.ready()
+    sources, sink = alone.ready()
     here = OperatorConfig.from_env()
-    assert (config.namespaces, config.reads_capacity) == (here.namespaces, here.reads_capacity)  # what is streamed
+    assert sources == sources_of(namespaces=here.namespaces, reads_capacity=here.reads_capacity)  # what is streamed
     assert sink is alone.drop and sink("Pod", "ADDED", {}) is None
     assert bool(theirs_settings.watching.field_selectors.items()) is (not env)  # cluster mode streams Pods
 

@@ -226,8 +226,10 @@ def test_the_sink_is_given_once_the_runtime_started_and_liveness_then_hears_of_t
     class Runtime:
         def __init__(self, started: bool) -> None:
             self.started = started
-            self.config = OperatorConfig(namespaces=("team-a",))
             self.streams_health: Any = list
+
+        def sources(self) -> list[Any]:
+            return [POD]
 
         def on_event(self, *_: Any) -> None:
             return None
@@ -238,5 +240,5 @@ def test_the_sink_is_given_once_the_runtime_started_and_liveness_then_hears_of_t
     with pytest.raises(kopf.TemporaryError):
         operator.runtime_ready(Runtime(started=False), streams)  # type: ignore[arg-type]
     started = Runtime(started=True)
-    assert operator.runtime_ready(started, streams) == (started.config, started.on_event)  # type: ignore[arg-type]
+    assert operator.runtime_ready(started, streams) == ([POD], started.on_event)  # type: ignore[arg-type]
     assert started.streams_health == streams.problems
