@@ -20,10 +20,10 @@ unfinished Pod for the rollouts' GPU count (`--no-capacity-reads` measures witho
 cores of a small machine, so a single ratio is noisy: `--repeat 5` runs on fresh control planes
 and prints the median.
 
-`--kopf-alone` runs two more processes beside the operator, Kopf with the operator's watches and
-settings and handlers that do nothing (bench/kopfalone.py), one of them without the `kubernetes`
-package: they see the same events, and their CPU and memory are the floor of the operator's.
-Their CPU slows the rest, so such a run is not one of the README's figures.
+`--kopf-alone` runs one more process beside the operator, Kopf with the operator's streams,
+settings and login and a sink that drops every event (bench/kopfalone.py): it sees the same
+events, and its CPU and memory are the floor of the operator's. Its CPU slows the rest, so such
+a run is not one of the README's figures.
 
 `--memray FILE` runs the converging operator under memray (a PyPI package, installed apart):
 ``python -m memray summary FILE`` then shows what its heap held at its peak, by where it was
@@ -53,6 +53,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import urllib3
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "hack")]
 
@@ -60,7 +62,6 @@ import cluster as local  # noqa: E402 - hack/cluster.py
 import figures  # noqa: E402 - bench/figures.py
 import kopfalone  # noqa: E402 - bench/kopfalone.py
 import promtext  # noqa: E402 - bench/promtext.py
-from kubernetes import config as kube_config  # noqa: E402
 from procstats import cpu_line, cpu_seconds, process_cpu, rss_mib  # noqa: E402 - bench/procstats.py
 
 from inference_operator.api.constants import DEPLOYMENT, KIND  # noqa: E402
@@ -114,15 +115,14 @@ class ReadyWatch:
     def __init__(self, client: KubeClient, kind: str, namespace: str, ready: Callable[[dict[str, Any]], bool]) -> None:
         self.ready = ready
         self.state: dict[str, bool] = {}
-        api = client.api_client
-        method, url, headers, _, _ = api.param_serialize(
+        transport = client.transport
+        self.response = transport.pool.request(
             "GET",
-            path_of(kind, namespace),
-            query_params=[("watch", "true"), ("timeoutSeconds", "1800")],
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
+            f"{transport.server}{path_of(kind, namespace)}?watch=true&timeoutSeconds=1800",
+            headers={**transport.headers(), "Accept": "application/json"},
+            timeout=urllib3.Timeout(connect=10, read=1900),
+            preload_content=False,
         )
-        self.response = api.call_api(method, url, header_params=headers, _request_timeout=(10, 1900)).response
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -179,15 +179,10 @@ class Profiles:
         dest = self.folder / f"{phase}.apiserver.pprof"
 
         def fetch() -> None:
-            api = client.api_client
-            method, url, headers, _, _ = api.param_serialize(
-                "GET",
-                "/debug/pprof/profile",
-                query_params=[("seconds", str(PROFILE_SECONDS))],
-                auth_settings=["BearerToken"],
+            answer = client.transport.request(
+                "GET", "/debug/pprof/profile", query={"seconds": str(PROFILE_SECONDS)}, timeout=PROFILE_SECONDS + 30
             )
-            response = api.call_api(method, url, header_params=headers, _request_timeout=PROFILE_SECONDS + 30)
-            dest.write_bytes(response.read())
+            dest.write_bytes(answer.data)
 
         self.threads.append(threading.Thread(target=fetch, daemon=True))
         self.threads[-1].start()
@@ -242,7 +237,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--kopf-alone",
         action="store_true",
-        help="also run Kopf alone with the operator's watches (with and without the kubernetes package): "
+        help="also run Kopf alone with the operator's streams, settings and login: "
         "the floor of its CPU and memory; not with --readme or --record",
     )
     parser.add_argument(
@@ -411,7 +406,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
             kubectl.run("create", "namespace", ns)
         if not args.no_admission_policy:
             install_admission_policy(kubectl, "bench")
-        client = KubeClient(kube_config.new_client_from_config(str(plane.kubeconfig)))
+        client = KubeClient.from_kubeconfig(str(plane.kubeconfig))
         print(
             f"control plane: {plane.startup_seconds:.1f}s to ready, {nodes} nodes; N={n}, concurrency={args.workers}",
             flush=True,
@@ -438,14 +433,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, float]:
             flush=True,
         )
         if args.kopf_alone:
-            alone = [
-                kopfalone.KopfAlone(
-                    {**env, "KUBECONFIG": str(plane.kubeconfig)},
-                    work / f"kopf-alone-{i}.log",
-                    without_kubernetes=bool(i),
-                )
-                for i in range(2)
-            ]
+            alone = [kopfalone.KopfAlone({**env, "KUBECONFIG": str(plane.kubeconfig)}, work / "kopf-alone.log")]
             for process in alone:
                 process.start()
         # Converge with the default resync period (300 s): a resync in the middle of the

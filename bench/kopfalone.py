@@ -8,14 +8,12 @@ reconciles, caches or writes. ``bench/cluster.py --kopf-alone`` runs it beside t
 (:class:`KopfAlone`), so both see the same events, and prints its CPU per object and memory:
 the floor of the operator's.
 
-``--without-kubernetes`` hides the ``kubernetes`` package before Kopf is imported (Kopf imports
-it whenever it is installed and then logs in through it); Kopf then reads the kubeconfig itself.
-That shows what the package costs in memory.
+It logs in as the operator does (``operator.login``: the credentials of ``kube/kubeconfig.py``).
 
 It always runs cluster-wide (the benchmark's operator does too), without the operator's
 liveness endpoint and log options.
 
-Usage: KUBECONFIG=... python bench/kopfalone.py [--without-kubernetes]
+Usage: KUBECONFIG=... python bench/kopfalone.py
 (prints "kopf alone: started" once its startup handler ran)
 """
 
@@ -39,15 +37,12 @@ STARTED = "kopf alone: started"
 class KopfAlone:
     """This script as a child process, its output in ``log_path``."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, *, without_kubernetes: bool) -> None:
+    name = "kopf alone"
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
         self.env = env
         self.log_path = log_path
-        self.without_kubernetes = without_kubernetes
         self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def name(self) -> str:
-        return "kopf alone" + (" without kubernetes" if self.without_kubernetes else "")
 
     @property
     def pid(self) -> int:
@@ -59,8 +54,6 @@ class KopfAlone:
         from tests.e2e.harness import WaitTimeout, wait_until  # the launcher's, not the measured process's
 
         args = [sys.executable, str(Path(__file__).resolve())]
-        if self.without_kubernetes:
-            args.append("--without-kubernetes")
         with self.log_path.open("ab") as log:
             offset = log.tell()
             process = self.process = subprocess.Popen(
@@ -107,24 +100,23 @@ class KopfAlone:
             self.process = None
 
 
-def build(*, hidden: bool) -> kopf.OperatorRegistry:
+def build() -> kopf.OperatorRegistry:
     """The registry Kopf runs: the operator's watches with handlers that return at once, its
-    settings at startup, and a login handler (Kopf is imported here, after ``main`` may have
-    hidden the ``kubernetes`` package)."""
+    settings at startup, and its login handler."""
     import kopf
 
     from inference_operator.kube.config import OperatorConfig
-    from inference_operator.operator import configure, register_streams
+    from inference_operator.operator import configure, login, register_streams
 
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
     def start(settings: kopf.OperatorSettings, **_: Any) -> None:
         configure(settings, OperatorConfig.from_env())
-        print(f"{STARTED} ({'without' if hidden else 'with'} the kubernetes package)", flush=True)
+        print(STARTED, flush=True)
 
     # A registry of one's own has none of the login handlers Kopf puts in its default one.
-    kopf.on.login(registry=registry)(kopf.login_with_kubeconfig if hidden else kopf.login_via_client)
+    kopf.on.login(registry=registry)(login)
     register_streams(registry, ready)
     return registry
 
@@ -144,11 +136,8 @@ def ready() -> tuple[Any, Callable[[str, str | None, Any], None]]:
 
 
 def main() -> None:
-    hidden = "--without-kubernetes" in sys.argv
-    if hidden:
-        sys.modules["kubernetes"] = None  # type: ignore[assignment]  # `import kubernetes` raises ImportError
     sys.path.insert(0, str(ROOT))
-    registry = build(hidden=hidden)
+    registry = build()
 
     import kopf
 

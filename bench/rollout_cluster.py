@@ -161,7 +161,6 @@ class LocalRollouts:
 def local_rollouts(work: Path, *, poll: float) -> Iterator[LocalRollouts]:
     """A fresh control plane (one kwok node of its own, no GPUs), the CRDs, the operator."""
     import cluster as local  # hack/cluster.py
-    from kubernetes import config as kube_config
 
     from inference_operator.kube.client import KubeClient
 
@@ -176,7 +175,7 @@ def local_rollouts(work: Path, *, poll: float) -> Iterator[LocalRollouts]:
         print(
             f"control plane: {plane.startup_seconds:.1f}s to ready; operator log: {work / 'operator.log'}", flush=True
         )
-        yield LocalRollouts(kubectl, KubeClient(kube_config.new_client_from_config(str(plane.kubeconfig))), poll=poll)
+        yield LocalRollouts(kubectl, KubeClient.from_kubeconfig(str(plane.kubeconfig)), poll=poll)
     finally:
         if operator is not None and operator.process is not None:
             operator.stop()

@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "hack")]
 
 import cluster as local  # noqa: E402 - hack/cluster.py
-from kubernetes import config as kube_config  # noqa: E402
 from procstats import rss_mib  # noqa: E402 - bench/procstats.py
 
 from inference_operator.api.constants import GROUP, KIND, PLURAL  # noqa: E402
@@ -88,7 +87,7 @@ def main() -> int:
         kubectl.run("wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}")
         kubectl.run("create", "namespace", NAMESPACE)
         install_admission_policy(kubectl, NAMESPACE)
-        client = KubeClient(kube_config.new_client_from_config(str(plane.kubeconfig)))
+        client = KubeClient.from_kubeconfig(str(plane.kubeconfig))
         audit = AuditLog(plane.audit_log)
         mark = audit.mark()
         flags = ["--lb-provider", "http", "--lb-url", registry.url, "--workers", str(args.workers)]

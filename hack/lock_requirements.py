@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-TOP = ("kopf", "kubernetes", "pydantic", "PyYAML", "prometheus_client", "cel-python")
+TOP = ("kopf", "urllib3", "pydantic", "PyYAML", "prometheus_client", "cel-python")
 SKIP = {"colorama"}  # only required on Windows
 OUT = Path(__file__).resolve().parents[1] / "requirements.lock"
 ARCHITECTURES = ("x86_64", "aarch64")

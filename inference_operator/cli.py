@@ -216,29 +216,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _find_cluster(config: OperatorConfig) -> None:
     """Reach the API server before Kopf starts (see kube/preflight.py): a bad kubeconfig is a
     usage error (2), a server that does not answer within --connect-timeout exits 1."""
-    from inference_operator.kube.preflight import (
-        ClusterUnreachable,
-        KubeconfigError,
-        load_client,
-        version_probe,
-        wait_for_cluster,
-    )
+    from inference_operator.kube.client import USER_AGENT
+    from inference_operator.kube.kubeconfig import KubeconfigError, load_credentials
+    from inference_operator.kube.preflight import ClusterUnreachable, one_attempt, version_probe, wait_for_cluster
+    from inference_operator.kube.transport import Transport
 
     try:
-        api_client = load_client()
+        transport = Transport(load_credentials(), user_agent=USER_AGENT, retries=one_attempt())
     except KubeconfigError as err:
         raise UsageError(str(err)) from None
     try:
         found = wait_for_cluster(
-            str(api_client.configuration.host),
-            version_probe(api_client),
+            transport.server,
+            version_probe(transport),
             connect_timeout=config.connect_timeout,
             say=lambda line: print(line, file=sys.stderr),
         )
     except ClusterUnreachable as err:
         raise ClusterGone(str(err)) from None
     finally:
-        api_client.close()
+        transport.close()
     print(f"found the API server at {found.host} {found.version}".rstrip(), file=sys.stderr)
 
 

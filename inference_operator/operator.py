@@ -1,7 +1,7 @@
 """Kopf glue: ``kopf run -m inference_operator.operator`` (or ``inference-operator run``).
 
 Kopf supplies what is hard to get right: list+watch with reconnects and 410 handling, the
-credentials, the event loop, the liveness endpoint (our probe fails it when a worker, the
+event loop, the liveness endpoint (our probe fails it when a worker, the
 Event poster or a watch stream died), logging and the CLI. Every watched kind is streamed with
 Kopf's own list+watch straight into ``OperatorRuntime.on_event`` (:mod:`.kube.streams`), which
 feeds the cache and the workqueue whose worker threads run the same reconciler as the
@@ -10,7 +10,8 @@ bookkeeping annotations, no Kopf finalizer). Deployments and Services are stream
 server-side label selector (the owner label), so the operator never caches the cluster's other
 workloads. In cluster mode it also streams every Node and every unfinished Pod (a field
 selector), slimmed in the cache to what a rollout's GPU count reads. The streams start once the
-runtime has (its cache primed), so namespaced mode never asks for Nodes it cannot read.
+runtime has (its cache primed), so namespaced mode never asks for Nodes it cannot read. Kopf's
+streams log in with the very credentials the operator's own requests use (:func:`login`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import kopf
 from inference_operator.core.process import limit_malloc_arenas
 from inference_operator.kube.client import KubeClient
 from inference_operator.kube.config import OperatorConfig
+from inference_operator.kube.kubeconfig import Credentials, KubeconfigError, load_credentials
 from inference_operator.kube.manager import LIST_PAGE_SIZE, OperatorRuntime
-from inference_operator.kube.preflight import KubeconfigError
 from inference_operator.kube.streams import Sink, Source, Streams
 from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES
 
@@ -74,6 +75,34 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
             os._exit(2)
         _runtime = OperatorRuntime(config, client)
     _runtime.start()
+
+
+@kopf.on.login(errors=kopf.ErrorsMode.PERMANENT)
+def login(**_: Any) -> kopf.ConnectionInfo:
+    """Kopf's credentials: the runtime client's own (loaded once, at startup), so that Kopf's
+    streams and the operator's requests reach the same server as the same user. Kopf asks
+    again when the API server answers 401, or when an exec plugin's credential expires."""
+    credentials = _runtime.client.transport.credentials if _runtime is not None else load_credentials()
+    return connection_info(credentials)
+
+
+def connection_info(credentials: Credentials) -> kopf.ConnectionInfo:
+    """The credentials as Kopf's ``ConnectionInfo``: the current token or client certificate."""
+    certificate = credentials.client_certificate()
+    token = credentials.token()
+    basic = credentials.basic if not token else None
+    return kopf.ConnectionInfo(
+        server=credentials.server,
+        ca_data=credentials.ca_data.encode() if credentials.ca_data else None,
+        insecure=credentials.insecure or None,
+        token=token,
+        username=basic[0] if basic else None,
+        password=basic[1] if basic else None,
+        certificate_data=certificate[0].encode() if certificate else None,
+        private_key_data=certificate[1].encode() if certificate else None,
+        default_namespace=credentials.namespace,
+        expiration=credentials.expiration(),
+    )
 
 
 def configure(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:

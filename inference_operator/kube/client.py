@@ -1,10 +1,11 @@
-"""A thin raw-JSON client over the official ``kubernetes`` package.
+"""A thin raw-JSON client: the operator's requests to the API server, plain dicts in and out.
 
-The generated API classes deserialize every response into model objects, which is slow and
-loses fields the client does not know. The operator only needs a handful of calls on three
-kinds, as plain dicts, so it uses the official client's configuration, authentication and
-connection pool, and sends and receives JSON itself. HTTP failures are mapped once onto the
-exceptions of ``inference_operator.core.errors``, the same ones the FakeApiServer raises.
+The operator needs a handful of calls on a handful of kinds, as plain dicts; a generated client
+would deserialize every response into model objects (slow, and it loses fields it does not
+know), and the official ``kubernetes`` package alone costs the process 10 MiB. So requests go
+through ``transport.py`` (a urllib3 pool with the credentials of ``kubeconfig.py``, the same
+Kopf's streams log in with) and JSON is sent and read here. HTTP failures are mapped once onto
+the exceptions of ``inference_operator.core.errors``, the same ones the FakeApiServer raises.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
 from inference_operator import __version__
 from inference_operator.api.constants import DEPLOYMENT, FIELD_MANAGER, GROUP, KIND, PLURAL, SERVICE, VERSION
 from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Forbidden, Invalid, NotFound
 from inference_operator.core.objects import Obj
-from inference_operator.kube.preflight import load_client
+from inference_operator.kube.kubeconfig import Credentials, KubeconfigError, load_credentials
+from inference_operator.kube.preflight import one_attempt
+from inference_operator.kube.transport import Transport
 
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -86,10 +88,10 @@ def error_for(status: int, body: bytes, *, kind: str, namespace: str, name: str,
 
 
 class KubeClient:
-    """Raw JSON requests with the official client's config, auth and connection pool."""
+    """Raw JSON requests over one transport: its credentials and its pool of connections."""
 
-    def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
-        self.api_client = api_client
+    def __init__(self, transport: Transport, *, timeout: float = 30.0) -> None:
+        self.transport = transport
         self.timeout = timeout
         self.write_gate: Callable[[str, str], None] | None = None
         """Called with the verb and kind of each mutating request but a Lease's, the instant
@@ -101,18 +103,27 @@ class KubeClient:
         from inference_operator.kube.sendgate import install_send_gate
 
         self.write_gate = gate
-        install_send_gate(self.api_client, lambda: gate("send", "request"))
+        install_send_gate(self.transport.pool, lambda: gate("send", "request"))
 
     @classmethod
     def from_environment(cls, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
-        """In-cluster config when running in a pod, else the current KUBECONFIG context
-        (:class:`~inference_operator.kube.preflight.KubeconfigError` when there is neither).
-        ``identity`` (the replica's, e.g. its pod name) goes into the user agent, so the API
-        server's audit log says which replica sent each request."""
-        api_client = load_client()  # KubeconfigError, one line naming the file or variable
-        # The user agent tells our requests apart in the API server's audit log.
-        api_client.user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
-        return cls(api_client, timeout=timeout)
+        """The pod's service account when running in a pod, else the current KUBECONFIG context
+        (:class:`~inference_operator.kube.kubeconfig.KubeconfigError` when there is neither)."""
+        return cls.from_credentials(load_credentials(), timeout=timeout, identity=identity)
+
+    @classmethod
+    def from_credentials(cls, credentials: Credentials, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
+        """A client for ``credentials``. ``identity`` (the replica's, e.g. its pod name) goes
+        into the user agent, so the API server's audit log says which replica sent each request."""
+        agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
+        return cls(Transport(credentials, user_agent=agent, retries=one_attempt()), timeout=timeout)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str, *, timeout: float = 30.0) -> KubeClient:
+        """A client for the current context of one kubeconfig file (tools and tests)."""
+        from inference_operator.kube.kubeconfig import from_kubeconfig, read_kubeconfigs
+
+        return cls.from_credentials(from_kubeconfig(read_kubeconfigs([path]), f"kubeconfig {path}"), timeout=timeout)
 
     def request(
         self,
@@ -131,22 +142,31 @@ class KubeClient:
             verb
         ]
         params = dict(query or {})
+        headers = {"Accept": accept}
+        payload = None
         if method in ("POST", "PUT", "PATCH"):
             params.setdefault("fieldManager", FIELD_MANAGER)
-        method, url, headers, payload, _ = self.api_client.param_serialize(
-            method,
-            path_of(kind, namespace, name, subresource),
-            query_params=list(params.items()) or None,
-            header_params={"Content-Type": content_type, "Accept": accept},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
+        if body is not None:
+            headers["Content-Type"] = content_type
+            payload = json.dumps(body, separators=(",", ":")).encode()
         if self.write_gate is not None and method != "GET" and kind != "Lease":
             self.write_gate(verb, kind)
-        response = self.api_client.call_api(
-            method, url, header_params=headers, body=payload, _request_timeout=self.timeout
-        )
-        data: bytes = response.read() or b""
+        try:
+            response = self.transport.request(
+                method,
+                path_of(kind, namespace, name, subresource),
+                query=params or None,
+                body=payload,
+                headers=headers,
+                timeout=self.timeout,
+            )
+        except KubeconfigError as err:  # the token file or the exec plugin failed: nothing was sent
+            subject = name or str(((body or {}).get("metadata") or {}).get("name") or "")
+            where = f"{verb} {kind} {namespace}/{subject}".strip()
+            failed = ApiError(f"{where}: not sent, no credentials: {err}", kind=kind, namespace=namespace, name=subject)
+            failed.code, failed.reason = 401, "Unauthorized"
+            raise failed from None
+        data = response.data
         if response.status >= 300:  # redirects are not followed (``preflight.one_attempt``)
             # A create names its object in the body, not the path: errors must still name it.
             subject = name or str(((body or {}).get("metadata") or {}).get("name") or "")

@@ -10,74 +10,33 @@ the kubelet then restarts it with back-off (CrashLoopBackOff, the reason in the 
 line), which is the signal a platform engineer looks for; a short retry window still rides
 out an API server that is restarting while the operator starts.
 
-It connects nowhere but the server the configuration names. The kubeconfig files are read
-as bounded input first (regular files, at most 4 MiB, YAML without alias bombs), since the
-client library would read a FIFO or an alias bomb without a limit.
+It connects nowhere but the server the configuration names (``kubeconfig.py`` reads the
+kubeconfig files as bounded input: regular files, at most 4 MiB, YAML without alias bombs).
 """
 
 from __future__ import annotations
 
-import os
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from inference_operator.core.files import InputFileError, read_text_file
+if TYPE_CHECKING:
+    from inference_operator.kube.transport import Transport
 
 __all__ = [
     "ClusterUnreachable",
-    "KubeconfigError",
     "NoAnswer",
     "Preflight",
-    "check_kubeconfig_files",
-    "load_client",
     "one_attempt",
     "version_probe",
     "wait_for_cluster",
 ]
 
-MAX_KUBECONFIG_BYTES = 4 << 20
-DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
-
-
-class KubeconfigError(ValueError):
-    """No usable client configuration; the message names the file or variable (exit code 2)."""
-
 
 class ClusterUnreachable(RuntimeError):
     """The API server did not answer within the wait; one line naming it (exit code 1)."""
-
-
-def kubeconfig_paths(env: dict[str, str] | None = None) -> list[str]:
-    """The files the client reads: ``KUBECONFIG``'s list, else ``~/.kube/config``."""
-    env = dict(os.environ) if env is None else env
-    listed = env.get("KUBECONFIG")
-    if listed:
-        return [p for p in listed.split(os.pathsep) if p]
-    return [os.path.expanduser(DEFAULT_KUBECONFIG)]
-
-
-def check_kubeconfig_files(paths: list[str]) -> None:
-    """Each existing kubeconfig is a regular file under the cap and YAML the bounded loader
-    reads (the client reads it again, unbounded, after this); :class:`KubeconfigError` if not."""
-    from inference_operator.core.boundedyaml import YamlLimitError, load_documents
-
-    for path in paths:
-        if not os.path.lexists(path):
-            continue
-        try:
-            text = read_text_file(path, limit=MAX_KUBECONFIG_BYTES)
-            documents = list(load_documents(text))
-        except InputFileError as err:
-            raise KubeconfigError(f"kubeconfig {err}") from None
-        except (YamlLimitError, yaml.YAMLError) as err:
-            problem = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise KubeconfigError(f"kubeconfig {path}: not valid YAML: {problem}") from None
-        if documents and not isinstance(documents[0], dict):
-            raise KubeconfigError(f"kubeconfig {path}: not a kubeconfig (the document is no map)")
 
 
 @dataclass
@@ -86,28 +45,6 @@ class Preflight:
 
     host: str
     version: str
-
-
-def load_client(*, identity: str = "") -> Any:
-    """The ``kubernetes`` ApiClient for in-cluster config or KUBECONFIG; :class:`KubeconfigError`."""
-    from kubernetes import client, config
-
-    if "KUBERNETES_SERVICE_HOST" not in os.environ:  # in a pod: the service account, no file
-        check_kubeconfig_files(kubeconfig_paths())
-    try:
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            config.load_kube_config()  # type: ignore[no-untyped-call]
-    except config.ConfigException as err:
-        message = " ".join(str(err).split()) or "no configuration found"
-        raise KubeconfigError(f"no cluster to run against: {message} (set KUBECONFIG)") from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as err:
-        message = " ".join(str(err).split()) or type(err).__name__
-        raise KubeconfigError(f"kubeconfig {':'.join(kubeconfig_paths())}: cannot use it: {message}") from None
-    configuration = client.Configuration.get_default_copy()
-    configuration.retries = one_attempt()  # read when the ApiClient builds its pool: set it first
-    return client.ApiClient(configuration)
 
 
 RETRY_AFTER_MAX = 10
@@ -166,25 +103,28 @@ class NoAnswer(Exception):
     """A probe of the API server got no answer; the message says why in a few words."""
 
 
-def version_probe(api_client: Any, *, attempt_timeout: float = 5.0) -> Callable[[], str]:
-    """A probe for :func:`wait_for_cluster`: GET ``/version`` once through ``api_client``.
+def version_probe(transport: Transport, *, attempt_timeout: float = 5.0) -> Callable[[], str]:
+    """A probe for :func:`wait_for_cluster`: GET ``/version`` once through ``transport``.
 
     An HTTP error (401, 403) is an answer: the cluster is there, and Kopf's own error will name
     the credentials problem. No answer at all raises :class:`NoAnswer`."""
     import urllib3
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
+
+    from inference_operator.kube.kubeconfig import KubeconfigError
 
     def probe() -> str:
         try:
-            info = client.VersionApi(api_client).get_code(_request_timeout=(attempt_timeout, attempt_timeout))
-        except ApiException as err:
-            if err.status:  # an HTTP answer: someone is there
-                return f"(HTTP {err.status})"
-            raise NoAnswer(_why(err)) from None
+            answer = transport.request("GET", "/version", timeout=(attempt_timeout, attempt_timeout))
         except (OSError, ValueError, urllib3.exceptions.HTTPError) as err:  # no answer at all
             raise NoAnswer(_why(err)) from None
-        return str(getattr(info, "git_version", "") or "")
+        except KubeconfigError as err:  # the token file or the exec plugin failed
+            raise NoAnswer(str(err)) from None
+        if answer.status >= 300:  # an HTTP answer: someone is there
+            return f"(HTTP {answer.status})"
+        try:
+            return str(json.loads(answer.data).get("gitVersion") or "")
+        except (ValueError, AttributeError):
+            return ""
 
     return probe
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.poolmanager import PoolManager
 
 __all__ = ["install_send_gate"]
 
@@ -47,10 +48,9 @@ def gated_connection(base: type[HTTPConnection], gate: Gate) -> type[HTTPConnect
     return type(f"Gated{base.__name__}", (_Gated, base), {"send_gate": staticmethod(gate)})
 
 
-def install_send_gate(api_client: Any, gate: Gate) -> None:
-    """Make every connection of ``api_client`` (the official client's ``ApiClient``) ask ``gate``
-    before sending a mutating request's bytes. Pools made before are dropped."""
-    pool_manager = api_client.rest_client.pool_manager
+def install_send_gate(pool_manager: PoolManager, gate: Gate) -> None:
+    """Make every connection of ``pool_manager`` (the operator's client's) ask ``gate`` before
+    sending a mutating request's bytes. Pools made before are dropped."""
     http = type(
         "GatedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": gated_connection(HTTPConnection, gate)}
     )

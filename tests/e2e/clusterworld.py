@@ -76,12 +76,11 @@ class _Http:
     """Raw JSON GETs and watches with the kubeconfig's credentials and connection pool."""
 
     def __init__(self, kubeconfig: str) -> None:
-        from kubernetes import client, config
+        from inference_operator.kube.client import KubeClient
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        self.host = configuration.host.rstrip("/")
-        self.pool = client.ApiClient(configuration).rest_client.pool_manager
+        transport = KubeClient.from_kubeconfig(kubeconfig).transport  # its client certificate: in the pool
+        self.host = transport.server
+        self.pool = transport.pool
 
     def get(self, path: str, **params: str) -> Obj | None:
         url = self.host + path + (f"?{urlencode(params)}" if params else "")

@@ -37,7 +37,7 @@ from .harness import ROOT, free_port, is_ready, wait_until
 from .images import BASE, OPERATOR, VERSION, ImageSet, build_images
 
 RUN_TIMEOUT = 120
-OPERATOR_SIZE_LIMIT = 400 * 1024 * 1024  # 320 MB today, 170 of them the kubernetes client
+OPERATOR_SIZE_LIMIT = 400 * 1024 * 1024  # 320 MB with the kubernetes client (170 MB of it), which it no longer has
 BASE_SIZE_LIMIT = 200 * 1024 * 1024  # 149 MB today
 READ_ONLY_ERRORS = ("Read-only file system", "PermissionError", "Permission denied")
 
@@ -194,8 +194,8 @@ def containerised_operator(
 
     "in-cluster": the ServiceAccount files and KUBERNETES_SERVICE_* as the kubelet provides
     them, and no writable /tmp at all. "kubeconfig": a kubeconfig file, as when run outside a
-    cluster; the kubernetes client writes its inline certificate data to temporary files, so
-    this mode gets a tmpfs /tmp (the chart's emptyDir)."""
+    cluster; Python's ssl reads a client certificate only from files (written to /tmp, loaded,
+    removed at once; Kopf's client keeps its own), so this mode gets a tmpfs /tmp (the chart's emptyDir)."""
     cluster.kubectl.run("create", "namespace", IMAGE_TEST_NAMESPACE)
     for doc in leader_election_rbac(IMAGE_TEST_NAMESPACE, OPERATOR_SA, OPERATOR_NAMESPACE):
         cluster.kubectl.apply(doc)

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 import urllib3
-from kubernetes.client import Configuration
-from kubernetes.config import kube_config
 
 from inference_operator.core.errors import ApiError
 from inference_operator.kube.client import KubeClient
@@ -131,10 +129,8 @@ def scripted(
     certs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[[list[bytes | None]], tuple[ScriptedApiServer, KubeClient]]]:
     """``(answers) -> (server, client)``: a scripted server, and the operator's client configured
-    for it by a kubeconfig, as ``run`` configures it. Both are closed after the test, and the
-    official client's process-wide default configuration is restored."""
+    for it by a kubeconfig, as ``run`` configures it. Both are closed after the test."""
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.setattr(Configuration, "_default", None)  # load_kube_config sets it for the process
     made: list[tuple[ScriptedApiServer, KubeClient]] = []
 
     def make(answers: list[bytes | None]) -> tuple[ScriptedApiServer, KubeClient]:
@@ -142,14 +138,12 @@ def scripted(
         kubeconfig = tmp_path / f"kubeconfig-{server.port}"
         kubeconfig.write_text(KUBECONFIG.format(port=server.port, ca=certs["ca"]))
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-        # The official client reads KUBECONFIG once, when it is imported (a process starts with it set).
-        monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
         made.append((server, KubeClient.from_environment(timeout=TIMEOUT)))
         return made[-1]
 
     yield make
     for server, client in made:
-        client.api_client.close()
+        client.transport.close()
         server.stop()
 
 

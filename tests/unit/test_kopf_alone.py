@@ -3,8 +3,7 @@
 Its figures mean something only if Kopf does for it the work it does for the operator: the same
 streams (``operator.register_streams``, started and stopped by the same activities, following
 the same config) and the same settings (selectors, page size, standalone, no scanning), and
-neither has a Kopf resource handler; its sink drops every event; it logs in by the kubeconfig
-when the ``kubernetes`` package is hidden.
+neither has a Kopf resource handler; its sink drops every event; it logs in as the operator does.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ def test_kopf_alone_streams_what_the_operator_streams(
         monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    theirs = alone.build(hidden=False)
+    theirs = alone.build()
     theirs_settings = kopf.OperatorSettings()
     (startup,) = [
         h.fn
@@ -92,9 +91,8 @@ def test_the_operator_sets_kopf_only_in_configure() -> None:
     ]
 
 
-def test_it_logs_in_as_told(alone: Any) -> None:
-    assert logins(alone.build(hidden=True)) == [kopf.login_with_kubeconfig]
-    assert logins(alone.build(hidden=False)) == [kopf.login_via_client]
+def test_it_logs_in_as_the_operator_does(alone: Any) -> None:
+    assert logins(alone.build()) == [operator.login]
 
 
 def logins(registry: kopf.OperatorRegistry) -> list[Any]:
@@ -102,7 +100,7 @@ def logins(registry: kopf.OperatorRegistry) -> list[Any]:
 
 
 def test_a_start_that_fails_names_the_exit_code_and_shows_the_log(alone: Any, tmp_path: Path) -> None:
-    broken = alone.KopfAlone({"PYTHONHOME": str(tmp_path / "none")}, tmp_path / "a.log", without_kubernetes=False)
+    broken = alone.KopfAlone({"PYTHONHOME": str(tmp_path / "none")}, tmp_path / "a.log")
     (tmp_path / "a.log").write_text(f"{alone.STARTED} (an earlier run's line)\n")  # a restart must not trust it
     with pytest.raises(SystemExit, match=r"kopf alone exited with \d+:\n(?s:.*)(Python|encodings)"):
         broken.start(timeout=30)
@@ -116,7 +114,7 @@ def test_waiting_for_it_to_be_idle_returns_once_it_uses_no_cpu_and_names_it_when
 
     from tests.e2e.harness import WaitTimeout
 
-    process = alone.KopfAlone({}, tmp_path / "a.log", without_kubernetes=True)
+    process = alone.KopfAlone({}, tmp_path / "a.log")
     process.process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         process.wait_idle(timeout=30, quiet=0.3)
@@ -124,7 +122,7 @@ def test_waiting_for_it_to_be_idle_returns_once_it_uses_no_cpu_and_names_it_when
         process.stop()
     process.process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        with pytest.raises(WaitTimeout, match="kopf alone without kubernetes to use no CPU"):
+        with pytest.raises(WaitTimeout, match="kopf alone to use no CPU"):
             process.wait_idle(timeout=2, quiet=0.3)
     finally:
         process.stop()

@@ -185,18 +185,17 @@ def _options(params: dict[str, str]) -> dict[str, Any]:
 
 
 class RealTransport:
-    """Raw JSON over the official client's connection pool, to the cluster in ``kubeconfig``."""
+    """Raw JSON over the operator's connection pool, to the cluster in ``kubeconfig`` (its client
+    certificate is in the pool's TLS context)."""
 
     name = "real"
 
     def __init__(self, kubeconfig: Path) -> None:
-        from kubernetes import client, config
+        from inference_operator.kube.client import KubeClient
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
-        self._api = client.ApiClient(configuration)
-        self._host = configuration.host.rstrip("/")
-        self._pool = self._api.rest_client.pool_manager
+        transport = KubeClient.from_kubeconfig(str(kubeconfig)).transport
+        self._host = transport.server
+        self._pool = transport.pool
 
     def path(self, kind: str, namespace: str, name: str = "", subresource: str = "") -> str:
         info = KINDS[kind]

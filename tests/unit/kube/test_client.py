@@ -1,4 +1,4 @@
-"""The raw-JSON client's requests, through a stand-in for the official client's transport.
+"""The raw-JSON client's requests, through a stand-in for its transport.
 
 Covers: an error answering a create names the object from its body (a create's path has no
 name); ``get`` reads one object and answers None for a 404; the pods that explain a stuck
@@ -13,20 +13,13 @@ from typing import Any
 
 import pytest
 
-from inference_operator.core.errors import AlreadyExists
+from inference_operator.core.errors import AlreadyExists, ApiError
 from inference_operator.kube.backend import KubeBackend
 from inference_operator.kube.cache import ObjectCache
 from inference_operator.kube.client import KubeClient
+from inference_operator.kube.kubeconfig import KubeconfigError
+from inference_operator.kube.transport import Answer
 from inference_operator.sim.clock import FakeClock
-
-
-@dataclass
-class Response:
-    status: int
-    body: bytes
-
-    def read(self) -> bytes:
-        return self.body
 
 
 @dataclass
@@ -36,21 +29,20 @@ class Transport:
     answers: list[tuple[int, dict[str, Any]]]
     paths: list[str] = field(default_factory=list)
 
-    def param_serialize(
-        self, method: str, path: str, query_params: list[tuple[str, str]] | None = None, **_: Any
-    ) -> tuple[str, str, dict[str, str], Any, None]:
-        query = "&".join(f"{k}={v}" for k, v in query_params or [] if k != "fieldManager")
-        self.paths.append(f"{method} {path}" + (f"?{query}" if query else ""))
-        return method, path, {}, None, None
-
-    def call_api(self, method: str, url: str, **_: Any) -> Response:
+    def request(self, method: str, path: str, *, query: dict[str, str] | None = None, **_: Any) -> Answer:
+        shown = "&".join(f"{k}={v}" for k, v in (query or {}).items() if k != "fieldManager")
+        self.paths.append(f"{method} {path}" + (f"?{shown}" if shown else ""))
         status, payload = self.answers.pop(0)
-        return Response(status, json.dumps(payload).encode())
+        return Answer(status, json.dumps(payload).encode())
+
+
+def client_of(transport: Transport) -> KubeClient:
+    return KubeClient(transport)  # type: ignore[arg-type]  # what it calls of a transport: request
 
 
 def test_an_error_answering_a_create_names_the_object_from_its_body() -> None:
     transport = Transport([(409, {"reason": "AlreadyExists", "message": 'services "p1" already exists'})])
-    client = KubeClient(transport)
+    client = client_of(transport)
     with pytest.raises(AlreadyExists) as caught:
         client.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p1", "namespace": "team"}})
     assert str(caught.value).startswith("create Service team/p1: HTTP 409: ")
@@ -59,7 +51,7 @@ def test_an_error_answering_a_create_names_the_object_from_its_body() -> None:
 
 def test_get_reads_one_object_and_answers_none_when_it_is_absent() -> None:
     transport = Transport([(200, {"metadata": {"name": "a"}}), (404, {"reason": "NotFound", "message": "nope"})])
-    client = KubeClient(transport)
+    client = client_of(transport)
     assert client.get("Service", "ns", "a") == {"kind": "Service", "metadata": {"name": "a"}}
     assert client.get("Service", "ns", "b") is None
     assert transport.paths == ["GET /api/v1/namespaces/ns/services/a", "GET /api/v1/namespaces/ns/services/b"]
@@ -67,7 +59,7 @@ def test_get_reads_one_object_and_answers_none_when_it_is_absent() -> None:
 
 def test_pods_are_listed_from_the_api_servers_watch_cache() -> None:
     transport = Transport([(200, {"apiVersion": "v1", "items": [{"metadata": {"name": "p"}}], "metadata": {}})])
-    backend = KubeBackend(KubeClient(transport), ObjectCache(), FakeClock())
+    backend = KubeBackend(client_of(transport), ObjectCache(), FakeClock())
     assert [p["metadata"]["name"] for p in backend.list_pods("ns", "app=a")] == ["p"]
     assert transport.paths == ["GET /api/v1/namespaces/ns/pods?labelSelector=app=a&resourceVersion=0"]
 
@@ -87,10 +79,27 @@ def test_an_answer_with_no_finalizer_left_on_a_deleted_object_is_its_deletion_in
     transport = Transport([(200, written), (200, last)])
     cache = ObjectCache()
     cache.apply_event("InferenceService", None, marked)
-    backend = KubeBackend(KubeClient(transport), cache, FakeClock())
+    backend = KubeBackend(client_of(transport), cache, FakeClock())
     backend.patch("InferenceService", "ns", "a", {"metadata": {"finalizers": ["x", "y"]}})
     assert cache.get("InferenceService", "ns", "a")["metadata"]["resourceVersion"] == "8"  # still there
     backend.patch("InferenceService", "ns", "a", {"metadata": {"finalizers": None}})
     assert cache.get("InferenceService", "ns", "a") is None
     cache.apply_event("InferenceService", None, marked)  # a LIST answered before the deletion
     assert cache.get("InferenceService", "ns", "a") is None
+
+
+class NoCredentials:
+    """A transport whose token file is gone: it refuses before sending."""
+
+    def request(self, *_: Any, **__: Any) -> Answer:
+        raise KubeconfigError("token file /var/run/secrets/token: not found")
+
+
+def test_a_request_without_credentials_is_an_api_error_naming_why() -> None:
+    client = KubeClient(NoCredentials())  # type: ignore[arg-type]
+    with pytest.raises(ApiError) as caught:
+        client.get("Service", "ns", "a")
+    assert caught.value.code == 401 and caught.value.reason == "Unauthorized"
+    assert (
+        str(caught.value) == "get Service ns/a: not sent, no credentials: token file /var/run/secrets/token: not found"
+    )

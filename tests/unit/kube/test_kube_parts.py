@@ -331,19 +331,18 @@ def test_a_child_event_enqueues_its_owner() -> None:
 
 
 class PagedApi:
-    """Stands in for kubernetes.client.ApiClient: answers LISTs in pages of two."""
+    """Stands in for the client's transport: answers LISTs in pages of two."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
         self.queries: list[dict[str, str]] = []
 
-    def param_serialize(self, method: str, path: str, *, query_params: Any = None, **_: Any) -> tuple[Any, ...]:
-        return method, path, {}, dict(query_params or []), None  # the query rides in the body slot
-
-    def call_api(self, method: str, url: str, *, body: dict[str, str], **_: Any) -> Any:
+    def request(self, method: str, path: str, *, query: dict[str, str] | None = None, **_: Any) -> Any:
         import json
 
-        query = body
+        from inference_operator.kube.transport import Answer
+
+        query = dict(query or {})
         self.queries.append(query)
         start = int(query.get("continue", "0"))
         limit = int(query.get("limit", "1000"))
@@ -354,21 +353,14 @@ class PagedApi:
             "metadata": {"resourceVersion": str(100 + start), **({"continue": str(start + limit)} if more else {})},
             "items": [{"metadata": {"name": n}} for n in page],
         }
-
-        class Response:
-            status = 200
-
-            def read(self) -> bytes:
-                return json.dumps(payload).encode()
-
-        return Response()
+        return Answer(200, json.dumps(payload).encode())
 
 
 def test_lists_are_fetched_in_pages_and_reassembled() -> None:
     from inference_operator.kube.client import KubeClient
 
     api = PagedApi(["a", "b", "c", "d", "e"])
-    pages = list(KubeClient(api).iter_pages("Service", "ns", page_size=2))
+    pages = list(KubeClient(api).iter_pages("Service", "ns", page_size=2))  # type: ignore[arg-type]
     items, version = [i for page, _ in pages for i in page], pages[-1][1]
     assert [i["metadata"]["name"] for i in items] == ["a", "b", "c", "d", "e"]
     assert all(i["kind"] == "Service" and i["apiVersion"] == "v1" for i in items)

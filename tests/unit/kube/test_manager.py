@@ -1,8 +1,8 @@
 """The real-cluster runtime without a cluster: a fake KubeClient, a fake clock, no sockets.
 
 Covers:
-- The Event poster outlives any failure to post: urllib3's MaxRetryError, the kubernetes
-  client's ApiException with status 0, an API error, a bug (RuntimeError); each is counted,
+- The Event poster outlives any failure to post: urllib3's MaxRetryError and SSLError,
+  an API error, a bug (RuntimeError); each is counted,
   backed off (doubling, capped, reset by a success) and later Events still get posted. A
   deduplicated Event is a PATCH, and a create when the Event to patch is gone (404); when
   RBAC forbids patching Events (403), repeats are created under new names instead.
@@ -34,8 +34,7 @@ from typing import Any
 
 import kopf
 import pytest
-from kubernetes.client import ApiException
-from urllib3.exceptions import MaxRetryError
+from urllib3.exceptions import MaxRetryError, SSLError
 
 from inference_operator.api.constants import FINALIZER, OWNER_LABEL
 from inference_operator.control.events import Correlated
@@ -163,7 +162,7 @@ def test_the_event_poster_survives_any_failure_and_backs_off_bounded(client: Fak
     waits: list[float] = []
     client.failures = [
         MaxRetryError(None, "/api/v1/namespaces/ns/events", "Connection refused"),  # type: ignore[arg-type]
-        ApiException(status=0, reason="SSL: certificate verify failed"),
+        SSLError("certificate verify failed"),
         ApiError("create Event ns/a: HTTP 503: unavailable"),
         RuntimeError("a bug"),
         ConnectionResetError(104, "Connection reset by peer"),

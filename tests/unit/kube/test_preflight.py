@@ -4,7 +4,7 @@ Covers: the server is probed until it answers, one line per failed attempt, paus
 1, 2, 4, 5 s, and after ``connect_timeout`` one error naming the server and the cause; 0
 means one attempt and no wait; an HTTP error answer counts as found; kubeconfig files that are
 a FIFO, not UTF-8, an alias bomb, malformed YAML or no map are refused naming the file, missing
-ones skipped (the client then says there is no configuration). Time is a fake clock: nothing
+ones skipped (the loader then says there is no configuration). Time is a fake clock: nothing
 sleeps, no socket is opened.
 """
 
@@ -16,14 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_operator.kube.preflight import (
-    ClusterUnreachable,
-    KubeconfigError,
-    NoAnswer,
-    check_kubeconfig_files,
-    kubeconfig_paths,
-    wait_for_cluster,
-)
+from inference_operator.kube.kubeconfig import KubeconfigError, kubeconfig_paths, read_kubeconfigs
+from inference_operator.kube.preflight import ClusterUnreachable, NoAnswer, wait_for_cluster
 from tests.shared.yamlbombs import alias_bomb
 
 HOST = "https://127.0.0.1:6443"
@@ -108,4 +102,4 @@ def test_a_bad_kubeconfig_file_is_refused_naming_it(tmp_path: Path, content: str
     else:
         path.write_text(content)
     with pytest.raises(KubeconfigError, match=f"kubeconfig {path}: .*{problem}"):
-        check_kubeconfig_files([str(tmp_path / "missing"), str(path)])
+        read_kubeconfigs([str(tmp_path / "missing"), str(path)])

@@ -71,12 +71,13 @@ def test_reads_and_the_leases_own_requests_never_ask() -> None:
     assert gate.asked == 0 and len(read_sock.sent) == 1 and len(lease_sock.sent) == 2
 
 
-def test_the_gate_is_installed_on_an_api_clients_pools() -> None:
-    from kubernetes import client
+def test_the_gate_is_installed_on_a_pool_managers_pools() -> None:
+    import urllib3
 
-    api = client.ApiClient(client.Configuration(host="https://127.0.0.1:6443"))
+    manager = urllib3.PoolManager()
+    manager.connection_from_url("https://127.0.0.1:6443/api")  # a pool made before: dropped
     gate = Gate()
-    install_send_gate(api, gate)
-    pool = api.rest_client.pool_manager.connection_from_url("https://127.0.0.1:6443/api")
+    install_send_gate(manager, gate)
+    pool = manager.connection_from_url("https://127.0.0.1:6443/api")
     assert pool.ConnectionCls.__name__ == "GatedHTTPSConnection"
     assert pool.ConnectionCls.send_gate is gate
