@@ -26,6 +26,7 @@ from inference_operator.kube.transport import Transport
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 USER_AGENT = f"inference-operator/{__version__}"
+TOOL_USER_AGENT = f"inference-operator-tools/{__version__}"
 JSON = "application/json"
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
@@ -112,18 +113,23 @@ class KubeClient:
         return cls.from_credentials(load_credentials(), timeout=timeout, identity=identity)
 
     @classmethod
-    def from_credentials(cls, credentials: Credentials, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
+    def from_credentials(
+        cls, credentials: Credentials, *, timeout: float = 30.0, identity: str = "", agent: str = USER_AGENT
+    ) -> KubeClient:
         """A client for ``credentials``. ``identity`` (the replica's, e.g. its pod name) goes
         into the user agent, so the API server's audit log says which replica sent each request."""
-        agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
+        agent = f"{agent} ({identity})" if identity else agent
         return cls(Transport(credentials, user_agent=agent, retries=one_attempt()), timeout=timeout)
 
     @classmethod
-    def from_kubeconfig(cls, path: str, *, timeout: float = 30.0) -> KubeClient:
-        """A client for the current context of one kubeconfig file (tools and tests)."""
+    def from_kubeconfig(cls, path: str, *, timeout: float = 30.0, agent: str = TOOL_USER_AGENT) -> KubeClient:
+        """A client for the current context of one kubeconfig file, for tools and tests: its
+        user agent is not the operator's, so the audit log never counts their requests as the
+        operator's."""
         from inference_operator.kube.kubeconfig import from_kubeconfig, read_kubeconfigs
 
-        return cls.from_credentials(from_kubeconfig(read_kubeconfigs([path]), f"kubeconfig {path}"), timeout=timeout)
+        credentials = from_kubeconfig(read_kubeconfigs([path]), f"kubeconfig {path}")
+        return cls.from_credentials(credentials, timeout=timeout, agent=agent)
 
     def request(
         self,

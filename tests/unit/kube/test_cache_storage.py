@@ -1,8 +1,8 @@
 """How the real operator's cache stores what it holds: serialized, each read a copy of its own.
 
 Covers: what a reader gets is its own (changing it changes nothing cached, for ``get``,
-``objects`` and ``labelled``); a Deployment is kept in about the memory of its JSON text, where
-parsed dicts take several times that; ``version`` answers without decoding; an object of
+``objects`` and ``labelled``); a Deployment is kept compressed, in less memory than its JSON
+text, where parsed dicts take several times that; ``version`` answers without decoding; an object of
 types marshal cannot take (a Mapping that is no dict) is stored as plain JSON values; the label
 index follows label changes, deletions and a same-named successor; a re-list of the version
 held answers two distinct, equal objects (an update) and encodes nothing; an object without a
@@ -60,9 +60,10 @@ def test_what_a_reader_gets_is_its_own() -> None:
         assert read() is not got
 
 
-def test_a_deployment_is_kept_in_about_the_memory_of_its_json_text() -> None:
-    # Serialized, these Deployments take about their JSON text's size (0.97 of it, measured);
-    # parsed into dicts, as the cache kept objects before, 3.5 times it.
+def test_a_deployment_is_kept_in_less_memory_than_its_json_text() -> None:
+    # Serialized and compressed, these Deployments take two thirds of their JSON text's size
+    # with what the cache keeps beside each (0.67, measured); serialized only, 0.97; parsed into
+    # dicts, as the cache kept objects before that, 3.5 times it.
     deployments = []
     for i in range(200):
         isvc = make_inference_service(f"svc-{i:03d}", image="vllm:0.7.0", model="Llama-3", replicas=2, namespace="ns")
@@ -84,7 +85,7 @@ def test_a_deployment_is_kept_in_about_the_memory_of_its_json_text() -> None:
         tracemalloc.stop()
     text_size = sum(map(len, deployments))
     assert cache.count(DEPLOYMENT) == 200
-    assert kept < 1.5 * text_size, f"the cache kept {kept} bytes for {text_size} bytes of JSON"
+    assert kept < 0.8 * text_size, f"the cache kept {kept} bytes for {text_size} bytes of JSON"
 
 
 def test_the_version_is_known_without_decoding() -> None:

@@ -11,7 +11,8 @@ without its key, data that is not base64. An exec plugin is run without a termin
 ``KUBERNETES_EXEC_INFO`` and its own env, and run again only once its credential expired; a
 plugin that fails or prints no ExecCredential is named with its exit code and words. The
 transport sends the token (or basic credentials) and the user agent; Kopf logs in with the same
-credentials (``operator.connection_info``).
+credentials (``operator.connection_info``); tools and tests send a user agent of their own, which the
+audit log never counts as the operator's.
 """
 
 from __future__ import annotations
@@ -255,3 +256,14 @@ def test_kopf_logs_in_with_the_same_credentials(tmp_path: Path) -> None:
         "team",
     )
     assert (info.certificate_data, info.private_key_data, info.insecure) == (b"CERT", b"KEY", None)
+
+
+def test_tools_are_never_counted_as_the_operator_in_the_audit_log(tmp_path: Path) -> None:
+    from inference_operator.kube.client import KubeClient
+    from tests.e2e.harness import OPERATOR_USER_AGENT
+
+    path = one(tmp_path / "config", user={"token": "t"})
+    tool = KubeClient.from_kubeconfig(str(path)).transport.user_agent
+    replica = KubeClient.from_credentials(load(path), identity="pod-1").transport.user_agent
+    assert not tool.startswith(OPERATOR_USER_AGENT)
+    assert replica.startswith(OPERATOR_USER_AGENT) and replica.endswith(" (pod-1)")
