@@ -234,6 +234,8 @@ def _find_cluster(config: OperatorConfig) -> None:
         )
     except ClusterUnreachable as err:
         raise ClusterGone(str(err)) from None
+    except KubeconfigError as err:  # the token file or the exec plugin failed
+        raise UsageError(str(err)) from None
     finally:
         transport.close()
     print(f"found the API server at {found.host} {found.version}".rstrip(), file=sys.stderr)

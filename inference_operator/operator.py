@@ -35,6 +35,8 @@ from inference_operator.reconcile.watches import CAPACITY_READS, WATCHES
 
 log = logging.getLogger(__name__)
 _runtime: OperatorRuntime | None = None
+_logins = 0
+LOGIN_RETRY_SECONDS = 10.0
 
 
 def runtime() -> OperatorRuntime:
@@ -66,7 +68,8 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     # unless its failed start closed it; start() binds the metrics port only after the LIST.
     if _runtime is None or _runtime.closed:
         try:
-            client = KubeClient.from_environment(identity=config.identity)
+            # A connection for each worker, the Event poster, the election and the checks.
+            client = KubeClient.from_environment(identity=config.identity, connections=config.workers + 4)
         except KubeconfigError as err:
             # Nothing a retry can fix, and nothing has started yet: one line, exit code 2 (as
             # `inference-operator run` says it), not Kopf's tracebacks of a failed activity.
@@ -77,13 +80,22 @@ def start(settings: kopf.OperatorSettings, **_: Any) -> None:
     _runtime.start()
 
 
-@kopf.on.login(errors=kopf.ErrorsMode.PERMANENT)
-def login(**_: Any) -> kopf.ConnectionInfo:
+@kopf.on.login(errors=kopf.ErrorsMode.TEMPORARY)
+def login(retry: int = 0, **_: Any) -> kopf.ConnectionInfo:
     """Kopf's credentials: the runtime client's own (loaded once, at startup), so that Kopf's
     streams and the operator's requests reach the same server as the same user. Kopf asks
-    again when the API server answers 401, or when an exec plugin's credential expires."""
-    credentials = _runtime.client.transport.credentials if _runtime is not None else load_credentials()
-    return connection_info(credentials)
+    again when the API server answers 401 or an exec plugin's credential expires: then the
+    token file is read and the plugin run again. Credentials that cannot be had (the plugin
+    fails) are logged and asked for again after a pause, until they can."""
+    global _logins
+    try:
+        credentials = _runtime.client.transport.credentials if _runtime is not None else load_credentials()
+        if _logins:
+            credentials.refresh()
+        _logins += 1
+        return connection_info(credentials)
+    except KubeconfigError as err:
+        raise kopf.TemporaryError(f"Cannot log in (attempt {retry + 1}): {err}", delay=LOGIN_RETRY_SECONDS) from None
 
 
 def connection_info(credentials: Credentials) -> kopf.ConnectionInfo:

@@ -107,19 +107,27 @@ class KubeClient:
         install_send_gate(self.transport.pool, lambda: gate("send", "request"))
 
     @classmethod
-    def from_environment(cls, *, timeout: float = 30.0, identity: str = "") -> KubeClient:
+    def from_environment(cls, *, timeout: float = 30.0, identity: str = "", connections: int = 16) -> KubeClient:
         """The pod's service account when running in a pod, else the current KUBECONFIG context
-        (:class:`~inference_operator.kube.kubeconfig.KubeconfigError` when there is neither)."""
-        return cls.from_credentials(load_credentials(), timeout=timeout, identity=identity)
+        (:class:`~inference_operator.kube.kubeconfig.KubeconfigError` when there is neither);
+        ``connections`` kept open at most."""
+        return cls.from_credentials(load_credentials(), timeout=timeout, identity=identity, connections=connections)
 
     @classmethod
     def from_credentials(
-        cls, credentials: Credentials, *, timeout: float = 30.0, identity: str = "", agent: str = USER_AGENT
+        cls,
+        credentials: Credentials,
+        *,
+        timeout: float = 30.0,
+        identity: str = "",
+        agent: str = USER_AGENT,
+        connections: int = 16,
     ) -> KubeClient:
         """A client for ``credentials``. ``identity`` (the replica's, e.g. its pod name) goes
         into the user agent, so the API server's audit log says which replica sent each request."""
         agent = f"{agent} ({identity})" if identity else agent
-        return cls(Transport(credentials, user_agent=agent, retries=one_attempt()), timeout=timeout)
+        transport = Transport(credentials, user_agent=agent, retries=one_attempt(), pool_size=connections)
+        return cls(transport, timeout=timeout)
 
     @classmethod
     def from_kubeconfig(cls, path: str, *, timeout: float = 30.0, agent: str = TOOL_USER_AGENT) -> KubeClient:

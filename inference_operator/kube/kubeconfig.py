@@ -9,14 +9,15 @@ server as the same user. What is read, as client-go reads it:
   kubelet rotates bound tokens).
 - Otherwise the files of ``KUBECONFIG`` (or ``~/.kube/config``), merged as kubectl merges them
   (the first file to name a context, cluster or user, or a current context, wins), each read
-  as bounded input. Of the current context: the cluster's ``server``, its CA (file or data),
-  ``insecure-skip-tls-verify`` and ``tls-server-name``; the user's token (or ``tokenFile``),
-  client certificate and key (file or data), basic credentials, or an ``exec`` plugin
-  (``client.authentication.k8s.io`` ExecCredential: a token or a client certificate, run again
-  when its expiry has passed). Relative paths are relative to the file that names them.
+  as bounded input. Of the current context: the cluster's ``server``, its CA (file or data) and
+  ``insecure-skip-tls-verify``; the user's token (or ``tokenFile``), client certificate and key
+  (file or data), basic credentials, or an ``exec`` plugin (``client.authentication.k8s.io``
+  ExecCredential: a token or a client certificate, run again when its expiry has passed or the
+  API server refused it). Relative paths are relative to the file that names them.
 
-A kubeconfig this cannot use (an ``auth-provider`` user, a context naming a cluster that is not
-there) is a :class:`KubeconfigError` naming the file and the field.
+A kubeconfig this cannot use (an ``auth-provider`` user, ``tls-server-name`` or ``proxy-url``,
+a context naming a cluster that is not there, an entry that is no map) is a
+:class:`KubeconfigError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class ExecPlugin:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     api_version: str = "client.authentication.k8s.io/v1"
+    provide_cluster_info: bool = False
     where: str = ""  # the kubeconfig and user, for messages
 
 
@@ -118,7 +120,6 @@ class Credentials:
     source: str  # what a message names: "the pod's service account" or "kubeconfig PATH, context NAME"
     ca_data: str | None = None  # PEM
     insecure: bool = False
-    tls_server_name: str | None = None
     static_token: str | None = None
     token_file: str | None = None
     certificate: tuple[str, str] | None = None  # PEM certificate and key
@@ -153,6 +154,29 @@ class Credentials:
         """When the exec plugin's credential expires (None: it does not, or there is no plugin)."""
         return self._exec_output()[0] if self.exec_plugin is not None else None
 
+    def refused(self, token: str | None) -> None:
+        """The API server answered 401 to a request sent with ``token``: the next request reads
+        the token file again or runs the exec plugin again (once, however many requests sent
+        with that token were refused), as client-go does."""
+        with self._lock:
+            if self._exec is not None and self._exec[1] == token:
+                self._exec = None
+            if self._file_token is not None and self._file_token[1] == token:
+                self._file_token = None
+
+    def refresh(self) -> None:
+        """Forget what was read or run: the next request reads the token file or runs the exec
+        plugin again (Kopf's login after a 401)."""
+        with self._lock:
+            self._exec = self._file_token = None
+
+    def _cluster_info(self) -> dict[str, Any]:
+        """The cluster as an exec plugin is told of it (ExecCredential ``spec.cluster``)."""
+        cluster: dict[str, Any] = {"server": self.server, "insecure-skip-tls-verify": self.insecure}
+        if self.ca_data:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_data.encode()).decode()
+        return cluster
+
     def _token_from_file(self, path: str) -> str:
         with self._lock:
             now = self.clock()
@@ -167,7 +191,7 @@ class Credentials:
             if cached is not None and (cached[0] is None or cached[0] > _utcnow() + datetime.timedelta(seconds=10)):
                 return cached
             assert self.exec_plugin is not None
-            self._exec = run_exec_plugin(self.exec_plugin, self.server, run=self.run)
+            self._exec = run_exec_plugin(self.exec_plugin, self._cluster_info(), run=self.run)
             return self._exec
 
 
@@ -176,11 +200,18 @@ def _utcnow() -> datetime.datetime:
 
 
 def run_exec_plugin(
-    plugin: ExecPlugin, server: str, *, run: Callable[..., subprocess.CompletedProcess[bytes]] = subprocess.run
+    plugin: ExecPlugin,
+    cluster: dict[str, Any],
+    *,
+    run: Callable[..., subprocess.CompletedProcess[bytes]] = subprocess.run,
 ) -> tuple[datetime.datetime | None, str | None, tuple[str, str] | None]:
-    """Run the plugin once (not interactively, bounded in time and output); its credential's
-    expiry, token and client certificate. :class:`KubeconfigError` naming it when it fails."""
-    info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    """Run the plugin once (not interactively, bounded in time); its credential's expiry, token
+    and client certificate. ``cluster`` goes to it when it asks (``provideClusterInfo``).
+    :class:`KubeconfigError` naming it when it fails."""
+    spec: dict[str, Any] = {"interactive": False}
+    if plugin.provide_cluster_info:
+        spec["cluster"] = cluster
+    info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec}
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     what = f"{plugin.where}: exec plugin {plugin.command!r}"
     try:
@@ -198,9 +229,12 @@ def run_exec_plugin(
         said = " ".join(done.stderr.decode(errors="replace").split())[:300]
         raise KubeconfigError(f"{what} failed with exit code {done.returncode}: {said or 'no message'}")
     try:
-        status = json.loads(done.stdout[:EXEC_OUTPUT_LIMIT]).get("status") or {}
-    except (ValueError, AttributeError):
-        raise KubeconfigError(f"{what} printed no ExecCredential (JSON with a status)") from None
+        printed = json.loads(done.stdout[:EXEC_OUTPUT_LIMIT])
+    except ValueError:
+        printed = None
+    status = printed.get("status") if isinstance(printed, dict) else None
+    if not isinstance(status, dict):
+        raise KubeconfigError(f"{what} printed no ExecCredential (JSON with a status map)")
     token = status.get("token") or None
     cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
     if not token and not (cert and key):
@@ -242,12 +276,21 @@ def in_cluster(env: Mapping[str, str] | None = None, *, account: str = SERVICE_A
 
 
 def _named(documents: list[tuple[str, dict[str, Any]]], section: str, body: str) -> dict[str, tuple[str, Any]]:
-    """Entries of a section by name, each with the file it came from; the first file wins."""
+    """Entries of a section by name, each with the file it came from; the first file wins.
+    :class:`KubeconfigError` naming an entry that is no map."""
     found: dict[str, tuple[str, Any]] = {}
     for path, document in documents:
-        for item in document.get(section) or ():
-            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"] not in found:
-                found[item["name"]] = (path, item.get(body) or {})
+        entries = document.get(section) or []
+        if not isinstance(entries, list):
+            raise KubeconfigError(f"kubeconfig {path}: {section}: must be a list")
+        for item in entries:
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise KubeconfigError(f"kubeconfig {path}: {section}: each entry needs a name and a {body}")
+            value = item.get(body) or {}
+            if not isinstance(value, dict):
+                raise KubeconfigError(f"kubeconfig {path}: {section}[{item['name']}].{body}: must be a map")
+            if item["name"] not in found:
+                found[item["name"]] = (path, value)
     return found
 
 
@@ -257,7 +300,7 @@ def _file(base: str, value: Any, what: str) -> str:
 
 def _data(value: Any, where: str) -> str:
     try:
-        return base64.b64decode(str(value), validate=True).decode()
+        return base64.b64decode("".join(str(value).split()), validate=True).decode()  # line breaks are allowed
     except (ValueError, UnicodeDecodeError):
         raise KubeconfigError(f"{where}: not base64 of PEM text") from None
 
@@ -277,11 +320,14 @@ def _exec(base: str, spec: Any, where: str) -> ExecPlugin:
     if os.sep in command and not os.path.isabs(command):
         command = _resolved(base, command)  # client-go: relative to the file
     env = tuple((str(e.get("name")), str(e.get("value", ""))) for e in spec.get("env") or () if isinstance(e, dict))
+    if spec.get("interactiveMode") == "Always":
+        raise KubeconfigError(f"{where}.exec.interactiveMode: Always needs a terminal, which the operator never has")
     return ExecPlugin(
         command=command,
         args=tuple(str(a) for a in spec.get("args") or ()),
         env=env,
         api_version=str(spec.get("apiVersion") or "client.authentication.k8s.io/v1"),
+        provide_cluster_info=spec.get("provideClusterInfo") is True,
         where=where,
     )
 
@@ -307,6 +353,12 @@ def from_kubeconfig(documents: list[tuple[str, dict[str, Any]]], where: str) -> 
     server = str(cluster["server"]).rstrip("/")
     if not server.startswith(("https://", "http://")):
         raise KubeconfigError(f"{at}.server: {server!r} is no http(s) URL")
+    for unsupported, why in _UNSUPPORTED.items():
+        if cluster.get(unsupported):
+            raise KubeconfigError(f"{at}.{unsupported}: not supported: {why}")
+    insecure = cluster.get("insecure-skip-tls-verify", False)
+    if not isinstance(insecure, bool):
+        raise KubeconfigError(f"{at}.insecure-skip-tls-verify: must be true or false, not {insecure!r}")
     who = f"kubeconfig {user_file}: users[{user_name}].user"
     if user.get("auth-provider"):
         raise KubeconfigError(f"{who}.auth-provider: not supported; use an exec plugin (e.g. kubelogin) instead")
@@ -318,8 +370,7 @@ def from_kubeconfig(documents: list[tuple[str, dict[str, Any]]], where: str) -> 
         server=server,
         source=f"kubeconfig {cluster_file}, context {current}",
         ca_data=_pem(cluster_file, cluster, "certificate-authority", at),
-        insecure=bool(cluster.get("insecure-skip-tls-verify")),
-        tls_server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
+        insecure=insecure,
         static_token=str(user["token"]) if user.get("token") else None,
         token_file=None if user.get("token") or not token_file else _resolved(user_file, token_file),
         certificate=(cert, key) if cert and key else None,
@@ -327,6 +378,13 @@ def from_kubeconfig(documents: list[tuple[str, dict[str, Any]]], where: str) -> 
         exec_plugin=_exec(user_file, user["exec"], who) if user.get("exec") else None,
         namespace=str(context["namespace"]) if context.get("namespace") else None,
     )
+
+
+_UNSUPPORTED = {
+    "tls-server-name": "Kopf's watch streams cannot verify the server by another name; use a server address its "
+    "certificate names",
+    "proxy-url": "the operator connects to the API server directly",
+}
 
 
 def _resolved(base: str, value: Any) -> str:

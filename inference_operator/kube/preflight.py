@@ -107,7 +107,8 @@ def version_probe(transport: Transport, *, attempt_timeout: float = 5.0) -> Call
     """A probe for :func:`wait_for_cluster`: GET ``/version`` once through ``transport``.
 
     An HTTP error (401, 403) is an answer: the cluster is there, and Kopf's own error will name
-    the credentials problem. No answer at all raises :class:`NoAnswer`."""
+    the credentials problem. No answer at all raises :class:`NoAnswer`; credentials that cannot
+    be had (the token file, the exec plugin) raise the loader's ``KubeconfigError``."""
     import urllib3
 
     from inference_operator.kube.kubeconfig import KubeconfigError
@@ -115,10 +116,10 @@ def version_probe(transport: Transport, *, attempt_timeout: float = 5.0) -> Call
     def probe() -> str:
         try:
             answer = transport.request("GET", "/version", timeout=(attempt_timeout, attempt_timeout))
+        except KubeconfigError:  # the token file or the exec plugin failed: no retry mends that
+            raise
         except (OSError, ValueError, urllib3.exceptions.HTTPError) as err:  # no answer at all
             raise NoAnswer(_why(err)) from None
-        except KubeconfigError as err:  # the token file or the exec plugin failed
-            raise NoAnswer(str(err)) from None
         if answer.status >= 300:  # an HTTP answer: someone is there
             return f"(HTTP {answer.status})"
         try:

@@ -24,8 +24,8 @@ from inference_operator.kube.kubeconfig import Credentials, KubeconfigError
 __all__ = ["Answer", "Transport"]
 
 POOL_SIZE = 16
-"""Connections kept per server: the workers, the Event poster, the election and the balancer's
-checks each hold one at a time."""
+"""Connections kept per server by default: the workers, the Event poster and the election each
+hold one at a time (the operator's client keeps its worker count and a few more)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,9 @@ def _load_certificate(context: ssl.SSLContext, certificate: tuple[str, str], sou
 class Transport:
     """Requests to one API server as one user, over a pool of kept-alive connections."""
 
-    def __init__(self, credentials: Credentials, *, user_agent: str, retries: Any = None) -> None:
+    def __init__(
+        self, credentials: Credentials, *, user_agent: str, retries: Any = None, pool_size: int = POOL_SIZE
+    ) -> None:
         self.credentials = credentials
         self.server = credentials.server
         self.user_agent = user_agent
@@ -82,12 +84,10 @@ class Transport:
         pool_kw: dict[str, Any] = {}
         if self.server.startswith("https://"):
             pool_kw["ssl_context"] = _context(credentials, self._certificate)
-            if credentials.tls_server_name:
-                pool_kw["server_hostname"] = credentials.tls_server_name
             if credentials.insecure:
                 pool_kw["cert_reqs"] = ssl.CERT_NONE
                 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        self.pool = urllib3.PoolManager(num_pools=4, maxsize=POOL_SIZE, retries=retries, **pool_kw)
+        self.pool = urllib3.PoolManager(num_pools=4, maxsize=pool_size, retries=retries, **pool_kw)
 
     def headers(self) -> dict[str, str]:
         """Who we are, for this request: the user agent and the current credentials."""
@@ -124,11 +124,13 @@ class Transport:
         timeout: float | tuple[float, float] = 30.0,
     ) -> Answer:
         """One request; its status and body. ``timeout`` bounds the whole request, or its connect
-        and each read when a pair. urllib3's errors (no connection, a timeout) are raised."""
+        and each read when a pair. urllib3's errors (no connection, a timeout) are raised. An
+        answer 401 makes the next request read the token file or run the exec plugin again."""
         url = self.server + path
         if query:
             url += "?" + urlencode(query)
         sent = {**self.headers(), **(headers or {})}
+        token = sent.get("Authorization", "").removeprefix("Bearer ") or None
         limit = (
             urllib3.Timeout(connect=timeout[0], read=timeout[1])
             if isinstance(timeout, tuple)
@@ -143,6 +145,8 @@ class Transport:
             redirect=False,
             preload_content=True,
         )
+        if response.status == 401:
+            self.credentials.refused(token)
         return Answer(response.status, response.data or b"")
 
     def close(self) -> None:

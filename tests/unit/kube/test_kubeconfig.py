@@ -124,10 +124,10 @@ def test_data_fields_are_base64_of_pem(tmp_path: Path) -> None:
     path = one(
         tmp_path / "config",
         user={"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")},
-        cluster={"server": "https://h:1", "certificate-authority-data": b64(PEM), "tls-server-name": "api"},
+        cluster={"server": "https://h:1", "certificate-authority-data": b64(PEM)[:8] + "\n " + b64(PEM)[8:]},
     )
     found = load(path)
-    assert (found.client_certificate(), found.ca_data, found.tls_server_name) == (("CERT", "KEY"), PEM, "api")
+    assert (found.client_certificate(), found.ca_data) == (("CERT", "KEY"), PEM), "line breaks in data are allowed"
     assert found.token() is None and found.namespace == "team"
 
 
@@ -146,6 +146,11 @@ def test_data_fields_are_base64_of_pem(tmp_path: Path) -> None:
             r"certificate-authority-data: not base64",
         ),
         ({"cluster": {"server": "https://h", "certificate-authority": "nothere.pem"}}, "nothere.pem"),
+        ({"cluster": {"server": "https://h", "tls-server-name": "api"}}, r"tls-server-name: not supported: Kopf"),
+        ({"cluster": {"server": "https://h", "proxy-url": "http://p:3128"}}, r"proxy-url: not supported"),
+        ({"cluster": {"server": "https://h", "insecure-skip-tls-verify": "false"}}, "must be true or false"),
+        ({"cluster": "oops"}, r"clusters\[c\]\.cluster: must be a map"),
+        ({"user": {"exec": {"command": "x", "interactiveMode": "Always"}}}, "Always needs a terminal"),
     ],
 )
 def test_a_kubeconfig_that_cannot_be_used_is_one_error_naming_the_field(
@@ -220,13 +225,14 @@ def test_an_exec_plugin_is_run_again_only_once_its_credential_expired(tmp_path: 
     [
         ("sys.stderr.write('login required\\n'); sys.exit(3)", "failed with exit code 3: login required"),
         ("print('not json')", "printed no ExecCredential"),
-        ("print(json.dumps({'status': {}}))", "neither status.token nor a client certificate"),
+        ("print(json.dumps({'status': 'ok'}))", "printed no ExecCredential"),
+        ("print(json.dumps({'status': {}}))", "its ExecCredential has neither status.token nor a client certificate"),
     ],
 )
 def test_an_exec_plugin_that_fails_is_named_with_what_it_said(tmp_path: Path, body: str, problem: str) -> None:
     plugin(tmp_path, body)
     found = load(one(tmp_path / "config", user=exec_user("./plugin")))
-    with pytest.raises(KubeconfigError, match=rf"users\[u\]\.user: exec plugin '.*plugin' {problem}|{problem}"):
+    with pytest.raises(KubeconfigError, match=rf"users\[u\]\.user: exec plugin '.*/plugin':? {problem}"):
         found.token()
 
 
@@ -267,3 +273,104 @@ def test_tools_are_never_counted_as_the_operator_in_the_audit_log(tmp_path: Path
     replica = KubeClient.from_credentials(load(path), identity="pod-1").transport.user_agent
     assert not tool.startswith(OPERATOR_USER_AGENT)
     assert replica.startswith(OPERATOR_USER_AGENT) and replica.endswith(" (pod-1)")
+
+
+def counting_plugin(tmp_path: Path) -> Path:
+    """A plugin whose token counts its runs (tok-1, tok-2, ...), with no expiry; it echoes the
+    cluster it was told of as its client certificate's first line."""
+    body = (
+        f"runs = len(open({str(tmp_path / 'runs')!r}).read().splitlines())\n"
+        "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
+        "print(json.dumps({'status': {'token': f'tok-{runs}', 'clusterInfo': info['spec'].get('cluster')}}))\n"
+    )
+    return plugin(tmp_path, body)
+
+
+def test_a_refused_token_is_fetched_again_once_and_only_if_it_is_the_current_one(tmp_path: Path) -> None:
+    counting_plugin(tmp_path)
+    found = load(one(tmp_path / "config", user=exec_user("./plugin")))
+    assert found.token() == "tok-1" and found.token() == "tok-1", "no expiry: kept"
+    found.refused("tok-0")  # an older token's 401, answered after the refresh: nothing to do
+    assert found.token() == "tok-1"
+    found.refused("tok-1")
+    found.refused("tok-1")  # another request sent with it: still one run more
+    assert found.token() == "tok-2" and found.token() == "tok-2"
+    found.refresh()
+    assert found.token() == "tok-3"
+
+
+def test_the_plugin_is_told_of_the_cluster_only_when_it_asks(tmp_path: Path) -> None:
+    counting_plugin(tmp_path)
+    user = exec_user("./plugin")
+    cluster = {"server": "https://h:1", "certificate-authority-data": b64(PEM)}
+    load(one(tmp_path / "a", user=user, cluster=cluster)).token()
+    user["exec"]["provideClusterInfo"] = True
+    load(one(tmp_path / "b", user=user, cluster=cluster)).token()
+    told = [json.loads(line.rsplit(" ", 1)[0])["spec"] for line in (tmp_path / "runs").read_text().splitlines()]
+    assert told[0] == {"interactive": False}
+    assert told[1]["cluster"] == {
+        "server": "https://h:1",
+        "insecure-skip-tls-verify": False,
+        "certificate-authority-data": b64(PEM),
+    }
+
+
+class Refusing:
+    """A pool whose server answers 401 to everything."""
+
+    def request(self, *_: Any, **__: Any) -> Any:
+        class Response:
+            status, data = 401, b'{"reason": "Unauthorized"}'
+
+        return Response()
+
+
+def test_an_answer_401_makes_the_transport_fetch_the_token_again(tmp_path: Path) -> None:
+    counting_plugin(tmp_path)
+    transport = Transport(load(one(tmp_path / "config", user=exec_user("./plugin"))), user_agent="me/1")
+    transport.pool = Refusing()  # type: ignore[assignment]
+    assert transport.request("GET", "/version").status == 401  # sent with tok-1
+    assert transport.headers()["Authorization"] == "Bearer tok-2"
+
+
+def test_kopf_is_told_when_an_exec_credential_expires(tmp_path: Path) -> None:
+    expires = "2099-01-02T03:04:05Z"
+    plugin(tmp_path, f"print(json.dumps({{'status': {{'token': 't', 'expirationTimestamp': {expires!r}}}}}))\n")
+    info = connection_info(load(one(tmp_path / "config", user=exec_user("./plugin"))))
+    assert info.token == "t" and info.expiration == datetime.datetime(2099, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+
+
+def test_a_login_that_cannot_get_credentials_is_tried_again_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kopf
+
+    from inference_operator import operator
+
+    plugin(tmp_path, "sys.stderr.write('expired session\\n'); sys.exit(1)\n")
+    monkeypatch.setenv("KUBECONFIG", str(one(tmp_path / "config", user=exec_user("./plugin"))))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setattr(operator, "_runtime", None)
+    with pytest.raises(kopf.TemporaryError, match=r"Cannot log in \(attempt 3\): .*expired session") as caught:
+        operator.login(retry=2)
+    assert caught.value.delay == operator.LOGIN_RETRY_SECONDS
+
+
+def test_each_login_after_the_first_fetches_the_token_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from inference_operator import operator
+
+    counting_plugin(tmp_path)
+    monkeypatch.setenv("KUBECONFIG", str(one(tmp_path / "config", user=exec_user("./plugin"))))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    credentials = load_credentials()
+
+    class Runtime:
+        class client:
+            class transport:
+                pass
+
+    Runtime.client.transport.credentials = credentials  # type: ignore[attr-defined]
+    monkeypatch.setattr(operator, "_runtime", Runtime)
+    monkeypatch.setattr(operator, "_logins", 0)
+    assert operator.login().token == "tok-1"  # what startup loaded: not run again
+    assert operator.login().token == "tok-2"  # Kopf asks again after a 401: run again

@@ -4,7 +4,8 @@ Covers: the server is probed until it answers, one line per failed attempt, paus
 1, 2, 4, 5 s, and after ``connect_timeout`` one error naming the server and the cause; 0
 means one attempt and no wait; an HTTP error answer counts as found; kubeconfig files that are
 a FIFO, not UTF-8, an alias bomb, malformed YAML or no map are refused naming the file, missing
-ones skipped (the loader then says there is no configuration). Time is a fake clock: nothing
+ones skipped (the loader then says there is no configuration); credentials that cannot be had
+(a failing exec plugin) are raised, not retried as an unreachable server. Time is a fake clock: nothing
 sleeps, no socket is opened.
 """
 
@@ -103,3 +104,16 @@ def test_a_bad_kubeconfig_file_is_refused_naming_it(tmp_path: Path, content: str
         path.write_text(content)
     with pytest.raises(KubeconfigError, match=f"kubeconfig {path}: .*{problem}"):
         read_kubeconfigs([str(tmp_path / "missing"), str(path)])
+
+
+def test_credentials_that_cannot_be_had_are_no_unreachable_server() -> None:
+    """A failing exec plugin or a missing token file is the configuration's fault: the probe
+    raises it (``run`` exits 2 naming it) instead of retrying as if the server were down."""
+    from inference_operator.kube.preflight import version_probe
+
+    class Transport:
+        def request(self, *_: object, **__: object) -> None:
+            raise KubeconfigError("kubeconfig /k: users[u].user: exec plugin 'aws' failed with exit code 1: expired")
+
+    with pytest.raises(KubeconfigError, match="exec plugin 'aws' failed"):
+        version_probe(Transport())()  # type: ignore[arg-type]
