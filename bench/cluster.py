@@ -188,8 +188,9 @@ class Profiles:
         self.threads[-1].start()
         py_spy = shutil.which("py-spy")
         if operator_pid is not None and py_spy:
-            command = [py_spy, "record", "--pid", str(operator_pid), "--duration", str(PROFILE_SECONDS), "--rate", "400"]
-            command += ["--gil", "--format", "raw", "--output", str(self.folder / f"{phase}.operator.txt")]
+            command = [py_spy, "record", "--pid", str(operator_pid), "--duration", str(PROFILE_SECONDS)]
+            command += ["--rate", "400", "--gil", "--format", "raw"]
+            command += ["--output", str(self.folder / f"{phase}.operator.txt")]
             self.spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def wait(self) -> None:
