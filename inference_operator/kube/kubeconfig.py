@@ -171,8 +171,11 @@ class Credentials:
             self._exec = self._file_token = None
 
     def _cluster_info(self) -> dict[str, Any]:
-        """The cluster as an exec plugin is told of it (ExecCredential ``spec.cluster``)."""
-        cluster: dict[str, Any] = {"server": self.server, "insecure-skip-tls-verify": self.insecure}
+        """The cluster as an exec plugin is told of it (ExecCredential ``spec.cluster``: the
+        kubeconfig's names, empty fields left out, the CA as base64 of PEM)."""
+        cluster: dict[str, Any] = {"server": self.server}
+        if self.insecure:
+            cluster["insecure-skip-tls-verify"] = True
         if self.ca_data:
             cluster["certificate-authority-data"] = base64.b64encode(self.ca_data.encode()).decode()
         return cluster

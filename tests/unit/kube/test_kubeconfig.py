@@ -308,11 +308,7 @@ def test_the_plugin_is_told_of_the_cluster_only_when_it_asks(tmp_path: Path) -> 
     load(one(tmp_path / "b", user=user, cluster=cluster)).token()
     told = [json.loads(line.rsplit(" ", 1)[0])["spec"] for line in (tmp_path / "runs").read_text().splitlines()]
     assert told[0] == {"interactive": False}
-    assert told[1]["cluster"] == {
-        "server": "https://h:1",
-        "insecure-skip-tls-verify": False,
-        "certificate-authority-data": b64(PEM),
-    }
+    assert told[1]["cluster"] == {"server": "https://h:1", "certificate-authority-data": b64(PEM)}
 
 
 class Refusing:
