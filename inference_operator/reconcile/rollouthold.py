@@ -58,6 +58,11 @@ def held_by_bound(isvc: InferenceService, *, plan: RolloutPlan, live: Obj | None
     short = any(is_newest(pod, newest) and short_of_gpus(pod) for pod in waiting)
     if not short or not holding or total - available > len(waiting):
         return ""  # no new pod waits for GPUs, no old pod holds any, or a pod is still starting
+    if len(holding) > total - updated:
+        # More old pods bound than the Deployment has old replicas: the Pod cache has not seen
+        # an old pod's end yet (Pods and Deployments come in on streams of their own), and the
+        # GPUs it held are free or coming free. The next pod event brings this back here.
+        return ""
     now = count(())
     if not now.known or now.fits > 0 or count(holding).fits == 0:
         return ""  # not counted, a new pod fits now, or stopping old pods would make no room either

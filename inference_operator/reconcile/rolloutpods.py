@@ -108,7 +108,9 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "
     and hold GPUs. Old pods that are Pending themselves hold nothing (a replica too big for
     every node, replaced by a smaller one, is no stall), and nothing is a stall while one of the
     service's pods is terminating: its GPUs come free when it is gone (a Replace step, a surge's
-    scale-down), and the pod waiting for them will be placed then. ``image``: the desired
+    scale-down), and the pod waiting for them will be placed then; nor while more old pods are
+    bound than the Deployment has old replicas (the Pod cache, a stream of its own, has not seen
+    one end yet: its GPUs are coming free). ``image``: the desired
     template's image, which tells the new pods from the old when both were created in one second."""
     if gpu <= 0 or old_pods <= 0:
         return None
@@ -124,4 +126,6 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "
             continue
         if short_of_gpus(pod):
             messages.append(str(unschedulable_message(pod)))
+    if holding > old_pods:
+        return None  # the Pod cache has not seen an old pod end that the Deployment counts out yet
     return Stall(len(messages), messages[0]) if messages and holding else None

@@ -299,6 +299,10 @@ def test_a_stall_needs_old_pods_holding_gpus_and_none_terminating() -> None:
     assert detect_stall(gpu=8, old_pods=1, pods=[pending(), pending(template="old")]) is None  # nothing holds a GPU
     assert detect_stall(gpu=8, old_pods=0, pods=[pending(), old]) is None
     assert detect_stall(gpu=8, old_pods=1, pods=[pending("0/2 nodes: 2 Insufficient cpu."), old]) is None
+    # The Deployment counts one old replica, the Pod cache (a stream of its own) still shows two
+    # bound: an old pod's end not seen yet, its GPUs coming free. No stall, no switch.
+    assert detect_stall(gpu=8, old_pods=1, pods=[pending(), old, pending(bound="n2", template="old")]) is None
+    assert detect_stall(gpu=8, old_pods=2, pods=[pending(), old, pending(bound="n2", template="old")]) == Stall(1, FULL)
 
 
 def test_a_finished_old_pod_holds_no_gpu_so_is_no_stall() -> None:

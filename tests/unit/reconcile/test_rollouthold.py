@@ -7,7 +7,8 @@ percentage named with what it comes to), a scale-up's and a Replace's whose free
 workload took alike; status says it as a blocked plan would, and the
 Deployment's annotation does not carry it; nothing is counted while the Deployment's numbers or
 the pods say the rollout can move (an old pod may stop, none is left, a pod stops or starts, no
-new pod waits for GPUs, no old pod holds any); no hold where a new pod fits now, where none
+new pod waits for GPUs, no old pod holds any, the Pod cache has not yet seen an old pod end that
+the Deployment's numbers already count out); no hold where a new pod fits now, where none
 would fit even without the old pods, or where Nodes cannot be read.
 """
 
@@ -159,6 +160,17 @@ def test_nothing_is_counted_while_the_pods_say_the_rollout_can_move() -> None:
         ([pod("old-4", "old", waits=SHORT), pod("new-1", "new", waits=SHORT)], deployment(total=2, available=0)),
     ]:
         assert held(pods=pods, live=live) == ("", [])
+
+
+def test_no_hold_while_the_pod_cache_is_behind_the_deployments_numbers() -> None:
+    """A switched Replace stopped one of two old pods: the Deployment counts one old replica,
+    but the Pod cache, fed by a stream of its own, still shows both bound. On a loaded real
+    cluster that was a RolloutBlocked between two Progressing."""
+    behind = [pod("old-1", "old", node="gpu-a"), pod("old-2", "old", node="gpu-b"), pod("new-1", "new", waits=SHORT)]
+    caught_up = [behind[0], behind[2]]
+    live = deployment(total=2, updated=1, available=1)
+    assert held(pods=behind, live=live, freed=1, isvc=two_replicas()) == ("", [])
+    assert held(pods=caught_up, live=live, freed=1, isvc=two_replicas())[0].startswith("maxUnavailable 1 keeps")
 
 
 def test_no_hold_where_a_new_pod_fits_now_or_none_would_without_the_old_pods_or_nodes_cannot_be_read() -> None:
