@@ -29,7 +29,7 @@ a run is not one of the README's figures.
 ``python -m memray summary FILE`` then shows what its heap held at its peak, by where it was
 allocated. The profiler slows the operator and adds to its resident set: not the README's figures.
 
-Usage: python bench/cluster.py [--count 200] [--workers 4] [--repeat 5] [--profile DIR]
+Usage: python bench/cluster.py [--count 200] [--workers 8] [--repeat 5] [--profile DIR]
                                [--leader-election true|false] [--no-capacity-reads] [--kopf-alone]
                                [--memray FILE]
 """
@@ -216,7 +216,7 @@ def print_kopf_alone(alone: list[kopfalone.KopfAlone], start: dict[str, float], 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=1, help="fresh control plane per run; prints the median")
     parser.add_argument("--trace", action="store_true", help="print progress samples")
     parser.add_argument(

@@ -296,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the operator against the cluster in KUBECONFIG (or in-cluster)")
     run.add_argument("-n", "--namespace", action="append", help="watch only this namespace (repeatable); default all")
-    run.add_argument("--workers", type=int, help="reconcile worker threads (default 4)")
+    run.add_argument("--workers", type=int, help="reconcile worker threads (default 8)")
     run.add_argument("--resync-period", type=float, help="seconds between full resyncs, 0 to disable (default 300)")
     run.add_argument(
         "--requeue-period", type=float, help="seconds between checks while a rollout progresses (default 5)"

@@ -2,7 +2,7 @@
 
 | env var                               | flag              | default  |
 |---------------------------------------|-------------------|----------|
-| INFERENCE_OPERATOR_WORKERS            | --workers         | 4        |
+| INFERENCE_OPERATOR_WORKERS            | --workers         | 8        |
 | INFERENCE_OPERATOR_RESYNC_SECONDS     | --resync-period   | 300      |
 | INFERENCE_OPERATOR_REQUEUE_SECONDS    | --requeue-period  | 5        |
 | INFERENCE_OPERATOR_LB_PROVIDER        | --lb-provider     | memory   |
@@ -222,7 +222,7 @@ def _default_identity() -> str:
 
 @dataclass(frozen=True)
 class OperatorConfig:
-    workers: int = 4
+    workers: int = 8
     resync_seconds: float = 300.0
     requeue_seconds: float = 5.0
     lb_provider: str = "memory"
@@ -299,7 +299,7 @@ class OperatorConfig:
                 "(it goes into the Lease and the User-Agent header)"
             )
         return cls(
-            workers=int(_number(env, "WORKERS", 4, minimum=1, maximum=MAX_WORKERS, integer=True)),
+            workers=int(_number(env, "WORKERS", 8, minimum=1, maximum=MAX_WORKERS, integer=True)),
             resync_seconds=_number(env, "RESYNC_SECONDS", 300.0, minimum=0, maximum=MAX_SECONDS),
             requeue_seconds=_number(env, "REQUEUE_SECONDS", 5.0, minimum=0.1, maximum=MAX_SECONDS),
             lb_provider=provider,

@@ -113,7 +113,7 @@ def test_helm_install_upgrade_and_uninstall_in_cluster_mode(
     assert "STATUS: deployed" in installed.stdout
     assert f"kubectl -n {namespace} rollout status deployment/{fullname}" in installed.stdout, "NOTES.txt"
     assert wait_until(lambda: crd_established(cluster), timeout=TIMEOUT, what=f"CRD {CRD_NAME} to be Established")
-    dep = wait_available(cluster, fullname, namespace, env={"INFERENCE_OPERATOR_WORKERS": "4"})
+    dep = wait_available(cluster, fullname, namespace, env={"INFERENCE_OPERATOR_WORKERS": "8"})
     container = dep["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["kopf", "run", "-m", "inference_operator.operator"]
     assert "--all-namespaces" in container["args"]

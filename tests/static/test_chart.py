@@ -252,7 +252,7 @@ def test_watch_namespaces_become_namespace_flags_and_the_namespaces_env(render: 
 def test_default_env_gives_the_operator_its_own_defaults_with_metrics_on(render: Render) -> None:
     env = env_of(render())
     assert env == {
-        "INFERENCE_OPERATOR_WORKERS": "4",
+        "INFERENCE_OPERATOR_WORKERS": "8",
         "INFERENCE_OPERATOR_RESYNC_SECONDS": "300",
         "INFERENCE_OPERATOR_REQUEUE_SECONDS": "5",
         "INFERENCE_OPERATOR_LB_PROVIDER": "memory",

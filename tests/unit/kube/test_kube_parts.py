@@ -176,13 +176,13 @@ def test_a_consistency_drop_removes_only_missing_older_objects_and_adds_nothing(
 def test_settings_come_from_the_environment_with_defaults() -> None:
     cfg = OperatorConfig.from_env(
         {
-            "INFERENCE_OPERATOR_WORKERS": "8",
+            "INFERENCE_OPERATOR_WORKERS": "6",
             "INFERENCE_OPERATOR_LB_PROVIDER": "http",
             "INFERENCE_OPERATOR_LB_URL": "http://lb:9090",
             "INFERENCE_OPERATOR_NAMESPACES": "a, b",
         }
     )
-    assert (cfg.workers, cfg.lb_provider, cfg.lb_url, cfg.namespaces) == (8, "http", "http://lb:9090", ("a", "b"))
+    assert (cfg.workers, cfg.lb_provider, cfg.lb_url, cfg.namespaces) == (6, "http", "http://lb:9090", ("a", "b"))
     assert dataclasses.replace(OperatorConfig.from_env({}), identity="") == OperatorConfig()
 
 
