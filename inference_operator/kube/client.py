@@ -21,7 +21,7 @@ from inference_operator.core.errors import AlreadyExists, ApiError, Conflict, Fo
 from inference_operator.core.objects import Obj
 from inference_operator.kube.kubeconfig import Credentials, KubeconfigError, load_credentials
 from inference_operator.kube.preflight import one_attempt
-from inference_operator.kube.transport import Transport
+from inference_operator.kube.transport import POOL_SIZE, Transport
 
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -107,7 +107,7 @@ class KubeClient:
         install_send_gate(self.transport.pool, lambda: gate("send", "request"))
 
     @classmethod
-    def from_environment(cls, *, timeout: float = 30.0, identity: str = "", connections: int = 16) -> KubeClient:
+    def from_environment(cls, *, timeout: float = 30.0, identity: str = "", connections: int = POOL_SIZE) -> KubeClient:
         """The pod's service account when running in a pod, else the current KUBECONFIG context
         (:class:`~inference_operator.kube.kubeconfig.KubeconfigError` when there is neither);
         ``connections`` kept open at most."""
@@ -121,7 +121,7 @@ class KubeClient:
         timeout: float = 30.0,
         identity: str = "",
         agent: str = USER_AGENT,
-        connections: int = 16,
+        connections: int = POOL_SIZE,
     ) -> KubeClient:
         """A client for ``credentials``. ``identity`` (the replica's, e.g. its pod name) goes
         into the user agent, so the API server's audit log says which replica sent each request."""

@@ -23,14 +23,17 @@ from inference_operator.api.models import InferenceService
 from inference_operator.core.objects import Obj
 from inference_operator.reconcile.capacity import Capacity
 from inference_operator.reconcile.rollout import DEFAULT_PERCENT, RolloutPlan, resolve
-from inference_operator.reconcile.rolloutpods import is_newest, live_pods, newest_template, short_of_gpus
+from inference_operator.reconcile.rolloutpods import (
+    freeing_by_itself,
+    is_bound,
+    is_newest,
+    live_pods,
+    newest_template,
+    short_of_gpus,
+)
 
 Count = Callable[[Collection[Obj]], Capacity]
 """The count of room for a replica, the given pods of the service holding nothing."""
-
-
-def _bound(pod: Obj) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
 
 
 def held_by_bound(isvc: InferenceService, *, plan: RolloutPlan, live: Obj | None, pods: list[Obj], count: Count) -> str:
@@ -50,19 +53,14 @@ def held_by_bound(isvc: InferenceService, *, plan: RolloutPlan, live: Obj | None
     if gpu <= 0 or plan.blocked or total <= updated or available > keeps:
         return ""  # no old pod left, or one may stop
     listed = live_pods(pods)
-    if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
-        return ""  # its GPUs come free when it is gone
     newest = newest_template(listed, isvc.spec.image)
-    waiting = [pod for pod in listed if not _bound(pod)]
-    holding = [pod for pod in listed if _bound(pod) and not is_newest(pod, newest)]
+    waiting = [pod for pod in listed if not is_bound(pod)]
+    holding = [pod for pod in listed if is_bound(pod) and not is_newest(pod, newest)]
+    if freeing_by_itself(listed, bound_old=len(holding), old_replicas=total - updated):
+        return ""  # a pod terminating, or one the Pod cache has not seen end yet
     short = any(is_newest(pod, newest) and short_of_gpus(pod) for pod in waiting)
     if not short or not holding or total - available > len(waiting):
         return ""  # no new pod waits for GPUs, no old pod holds any, or a pod is still starting
-    if len(holding) > total - updated:
-        # More old pods bound than the Deployment has old replicas: the Pod cache has not seen
-        # an old pod's end yet (Pods and Deployments come in on streams of their own), and the
-        # GPUs it held are free or coming free. The next pod event brings this back here.
-        return ""
     now = count(())
     if not now.known or now.fits > 0 or count(holding).fits == 0:
         return ""  # not counted, a new pod fits now, or stopping old pods would make no room either

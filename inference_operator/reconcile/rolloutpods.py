@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from inference_operator.api.constants import GPU_RESOURCE
 from inference_operator.core.conditions import find
-from inference_operator.core.objects import Obj
+from inference_operator.core.objects import Obj, is_being_deleted
 from inference_operator.reconcile.capacity import FINISHED_PHASES
 from inference_operator.reconcile.podproblems import unschedulable_message
 
@@ -71,6 +71,20 @@ def is_newest(pod: Obj, newest: str | None) -> bool:
     return ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH) == newest
 
 
+def is_bound(pod: Obj) -> bool:
+    """The scheduler placed the pod on a node: it holds what it requests there."""
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def freeing_by_itself(listed: list[Obj], *, bound_old: int, old_replicas: int) -> bool:
+    """GPUs are coming free without anyone acting, so nothing holds or stalls a rollout: a pod
+    of the service is terminating (its GPUs come free when it is gone: a Replace step, a
+    surge's scale-down), or ``bound_old`` old pods are bound in the Pod cache while the
+    Deployment counts fewer old replicas (Pods and Deployments come in on streams of their own:
+    the cache has not seen an old pod's end yet). The next pod event brings the pass back."""
+    return bound_old > old_replicas or any(is_being_deleted(pod) for pod in listed)
+
+
 def short_of_gpus(pod: Obj) -> bool:
     """The scheduler left the pod Pending, and one of its reasons is too few GPUs free."""
     message = unschedulable_message(pod)
@@ -106,26 +120,22 @@ def detect_stall(*, gpu: int, old_pods: int, pods: Iterable[Obj], image: str = "
     """A stall: while ``old_pods`` still run, pods of the new template that the scheduler leaves
     Pending because no node has the GPUs free, while pods of an old template are bound to nodes
     and hold GPUs. Old pods that are Pending themselves hold nothing (a replica too big for
-    every node, replaced by a smaller one, is no stall), and nothing is a stall while one of the
-    service's pods is terminating: its GPUs come free when it is gone (a Replace step, a surge's
-    scale-down), and the pod waiting for them will be placed then; nor while more old pods are
-    bound than the Deployment has old replicas (the Pod cache, a stream of its own, has not seen
-    one end yet: its GPUs are coming free). ``image``: the desired
-    template's image, which tells the new pods from the old when both were created in one second."""
+    every node, replaced by a smaller one, is no stall), and nothing is a stall while GPUs are
+    coming free by themselves (:func:`freeing_by_itself`): the pod waiting for them will be
+    placed then. ``image``: the desired template's image, which tells the new pods from the old
+    when both were created in one second."""
     if gpu <= 0 or old_pods <= 0:
         return None
     listed = live_pods(pods)
-    if any((pod.get("metadata") or {}).get("deletionTimestamp") for pod in listed):
-        return None
     newest = newest_template(listed, image)
     messages = []
     holding = 0
     for pod in listed:
         if not is_newest(pod, newest):
-            holding += bool((pod.get("spec") or {}).get("nodeName"))
+            holding += is_bound(pod)
             continue
         if short_of_gpus(pod):
             messages.append(str(unschedulable_message(pod)))
-    if holding > old_pods:
-        return None  # the Pod cache has not seen an old pod end that the Deployment counts out yet
+    if freeing_by_itself(listed, bound_old=holding, old_replicas=old_pods):
+        return None
     return Stall(len(messages), messages[0]) if messages and holding else None
